@@ -1,0 +1,58 @@
+import express, { type Express } from 'express';
+import type { AppDeps } from './context.js';
+import { buildDocument } from './openapi/document.js';
+import { compileValidators } from './openapi/validator.js';
+import { routes, schemas } from './routes/index.js';
+import { BUSINESS_BASE } from './routes/route.js';
+import { businessRouter } from './router.js';
+import { requestContext } from './middleware/request-context.js';
+import { authenticate } from './middleware/authenticate.js';
+import { parseBody } from './middleware/body.js';
+import { gate } from './middleware/gate.js';
+import { errorHandler, notFoundRoute } from './middleware/error-handler.js';
+import { ApiKeyCache } from './middleware/api-key-cache.js';
+import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
+
+export interface BuiltApp {
+  app: Express;
+  keyCache: ApiKeyCache;
+  document: ReturnType<typeof buildDocument>;
+}
+
+/** The web application, without listening: tests and main.ts both build it. */
+export function buildApp(deps: AppDeps): BuiltApp {
+  const document = buildDocument(routes, schemas);
+  const validators = compileValidators(document, routes);
+  const documentJson = JSON.stringify(document);
+  const keyCache = new ApiKeyCache(deps.ds, deps.config.apiKeyCacheTtlMs);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', deps.config.trustProxy);
+  app.use(requestContext(deps));
+
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/ready', async (_req, res) => {
+    const [pg, redis] = await Promise.all([
+      deps.ds.query('SELECT 1').then(() => 'ok', () => 'unreachable'),
+      deps.redis.ping().then(() => 'ok', () => 'unreachable'),
+    ]);
+    const ready = pg === 'ok' && redis === 'ok';
+    if (!ready) res.setHeader('Retry-After', '5');
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks: { postgres: pg, redis } });
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(documentJson);
+  });
+  if (deps.config.adminUser && deps.config.adminPassword) {
+    app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
+  }
+
+  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), gate(deps), businessRouter(routes, validators, deps), notFoundRoute);
+  app.use(notFoundRoute);
+  app.use(errorHandler(deps));
+  return { app, keyCache, document };
+}

@@ -1,0 +1,61 @@
+import type { DataSource } from 'typeorm';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../shared/config.js';
+import type { Queues } from '../shared/queues/producer.js';
+import type { Environment } from '../shared/domain/chains.js';
+import type { Scope } from '../shared/domain/api-keys.js';
+import type { Scripts } from './middleware/redis-scripts.js';
+
+/** What the web process is built from; tests build their own. */
+export interface AppDeps {
+  config: Config;
+  ds: DataSource;
+  redis: Redis;
+  /** Lua scripts installed on `redis`. */
+  scripts: Scripts;
+  /** The fail-fast connection the producer queues share. */
+  producerRedis: Redis;
+  queues: Queues;
+  log: Logger;
+}
+
+export interface AuthContext {
+  keyId: string;
+  keyPrefix: string;
+  businessId: string;
+  businessName: string;
+  businessStatus: string;
+  liveEnabled: boolean;
+  businessCreatedAt: Date;
+  businessUpdatedAt: Date;
+  environment: Environment;
+  scopes: ReadonlySet<Scope>;
+  allowedIps: readonly string[];
+  rateLimit: number;
+  rateWindowSeconds: number;
+}
+
+export interface IdempotencyClaim {
+  redisKey: string;
+  fingerprint: string;
+  token: string;
+}
+
+export interface RequestState {
+  id: string;
+  started: number;
+  log: Logger;
+  auth?: AuthContext;
+  idempotency?: IdempotencyClaim;
+  bodyError?: unknown;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      state: RequestState;
+    }
+  }
+}

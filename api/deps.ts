@@ -1,0 +1,26 @@
+import type { DataSource } from 'typeorm';
+import { getConfig, type Config } from '../shared/config.js';
+import { createDataSource } from '../shared/db/data-source.js';
+import { logger } from '../shared/logger.js';
+import { createApiRedis } from '../shared/queues/connections.js';
+import { closeQueues, createQueues } from '../shared/queues/producer.js';
+import type { AppDeps } from './context.js';
+import { installScripts } from './middleware/redis-scripts.js';
+
+/** Connects what the web process needs. The DataSource may be shared (tests pass theirs). */
+export async function createAppDeps(options: { config?: Config; ds?: DataSource } = {}): Promise<AppDeps> {
+  const config = options.config ?? getConfig();
+  const ds = options.ds ?? createDataSource();
+  if (!ds.isInitialized) await ds.initialize();
+  const redis = createApiRedis(config.redisUrl);
+  // Producer queues get their own fail-fast connection, so BullMQ's blocking needs never touch the request path.
+  const queueRedis = createApiRedis(config.redisUrl);
+  return { config, ds, redis, scripts: installScripts(redis), producerRedis: queueRedis, queues: createQueues(queueRedis, config.redisPrefix), log: logger() };
+}
+
+export async function closeAppDeps(deps: AppDeps, options: { keepDataSource?: boolean } = {}): Promise<void> {
+  await closeQueues(deps.queues);
+  deps.redis.disconnect();
+  deps.producerRedis.disconnect();
+  if (!options.keepDataSource && deps.ds.isInitialized) await deps.ds.destroy();
+}

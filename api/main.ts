@@ -1,0 +1,33 @@
+import type { Server } from 'node:http';
+import { buildApp } from './app.js';
+import { closeAppDeps, createAppDeps } from './deps.js';
+import { watchKeyChanges } from './middleware/api-key-cache.js';
+import { createWorkerRedis } from '../shared/queues/connections.js';
+
+const deps = await createAppDeps();
+const { app, keyCache } = buildApp(deps);
+const stopWatching = await watchKeyChanges(deps.config.redisUrl, deps.config.redisPrefix, keyCache, createWorkerRedis);
+const server: Server = app.listen(deps.config.port, () => deps.log.info({ port: deps.config.port }, 'web listening'));
+// Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
+server.keepAliveTimeout = 65_000;
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  deps.log.info({ signal }, 'web draining');
+  const timer = setTimeout(() => {
+    deps.log.error('drain timed out; exiting');
+    process.exit(1);
+  }, deps.config.shutdownTimeoutMs).unref();
+  server.close(async () => {
+    stopWatching();
+    await closeAppDeps(deps);
+    clearTimeout(timer);
+    deps.log.info('web stopped');
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,50 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { AppDeps } from '../context.js';
+import { ApiError } from '../../shared/errors.js';
+import { hashApiKey, keyEnvironment, normalizeIp } from '../../shared/domain/api-keys.js';
+import type { ApiKeyCache } from './api-key-cache.js';
+
+const BEARER = /^Bearer ([^\s]+)$/;
+
+/** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
+export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
+  const unauthorized = async (req: Request, message: string): Promise<ApiError> => {
+    const ip = normalizeIp(req.ip ?? '') ?? 'unknown';
+    try {
+      const [count, ttl] = await deps.scripts.authFail(`${deps.config.redisPrefix}:authfail:${ip}`, deps.config.authFailWindowSeconds);
+      if (count > deps.config.authFailLimit) {
+        const retry = String(Math.max(1, ttl));
+        return new ApiError(429, 'rate_limited', 'Too many failed authentication attempts from this address.', undefined, { 'Retry-After': retry });
+      }
+    } catch {
+      // Redis down: failed-auth limiting is best effort; the 401 stands.
+    }
+    return new ApiError(401, 'unauthorized', message);
+  };
+
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    try {
+      const header = req.headers.authorization;
+      if (!header) return next(await unauthorized(req, 'Missing API key: send Authorization: Bearer <key>.'));
+      const key = BEARER.exec(header)?.[1];
+      if (!key || !keyEnvironment(key)) return next(await unauthorized(req, 'Malformed API key.'));
+      let auth;
+      try {
+        auth = await cache.lookup(hashApiKey(key));
+      } catch {
+        return next(ApiError.unavailable('Authentication is temporarily unavailable.'));
+      }
+      if (!auth) return next(await unauthorized(req, 'Invalid or revoked API key.'));
+      if (auth.allowedIps.length > 0) {
+        const ip = normalizeIp(req.ip ?? '');
+        if (!ip || !auth.allowedIps.includes(ip)) {
+          return next(new ApiError(403, 'ip_not_allowed', 'This API key may not be used from this IP address.'));
+        }
+      }
+      req.state.auth = auth;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}

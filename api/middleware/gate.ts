@@ -1,0 +1,73 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { AppDeps } from '../context.js';
+import { ApiError } from '../../shared/errors.js';
+import { fingerprint, idempotencyRedisKey, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
+
+const MUTATING = new Set(['POST', 'PATCH', 'DELETE', 'PUT']);
+const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * Rate limit and idempotency in one Redis round trip (one Lua script). Runs after authentication.
+ * Writes without a usable Idempotency-Key are still counted, then refused with 400.
+ */
+export function gate(deps: AppDeps) {
+  let lastRedisDownLog = 0;
+
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const auth = req.state.auth!;
+    const mutating = MUTATING.has(req.method);
+    const rawKey = req.headers['idempotency-key'];
+    let keyProblem: ApiError | null = null;
+    if (mutating) {
+      if (rawKey === undefined || rawKey === '') keyProblem = new ApiError(400, 'idempotency_key_required', 'This request needs an Idempotency-Key header.');
+      else if (typeof rawKey !== 'string' || rawKey.length < 8 || rawKey.length > 255) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 characters.');
+    }
+    const claim = mutating && !keyProblem
+      ? newClaim(
+          idempotencyRedisKey(deps.config.redisPrefix, auth.businessId, auth.environment, rawKey as string),
+          fingerprint(req.method, req.originalUrl.split('?')[0], req.state.bodyError ? { malformed: req.headers['content-length'] ?? '' } : (req.body ?? null)),
+        )
+      : null;
+    const counterKey = `${deps.config.redisPrefix}:rl:${auth.keyId}`;
+    let result;
+    try {
+      result = await deps.scripts.gate(
+        claim ? [counterKey, claim.redisKey] : [counterKey],
+        auth.rateLimit,
+        auth.rateWindowSeconds * 1000,
+        claim ? inFlightRecord(claim) : '',
+        deps.config.idempotencyLockMs,
+      );
+    } catch (err) {
+      if (Date.now() - lastRedisDownLog > REDIS_DOWN_LOG_INTERVAL_MS) {
+        lastRedisDownLog = Date.now();
+        req.state.log.error({ err: (err as Error).message }, 'redis unreachable: reads proceed without rate limiting, writes are refused');
+      }
+      if (mutating) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
+      return next();
+    }
+    const [count, pttl, verdict, existing] = result;
+    const resetSeconds = Math.max(1, Math.ceil(pttl / 1000));
+    res.setHeader('X-RateLimit-Limit', String(auth.rateLimit));
+    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, auth.rateLimit - count)));
+    res.setHeader('X-RateLimit-Reset', String(resetSeconds));
+    if (verdict === 'limited') {
+      return next(new ApiError(429, 'rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, { 'Retry-After': String(resetSeconds) }));
+    }
+    if (keyProblem) return next(keyProblem);
+    if (verdict === 'existing' && claim) {
+      const record = JSON.parse(existing!) as IdempotencyRecord;
+      if (record.fp !== claim.fingerprint) {
+        return next(new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request.'));
+      }
+      if (record.s === 'f') {
+        return next(new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', undefined, { 'Retry-After': '1' }));
+      }
+      res.setHeader('Idempotent-Replayed', 'true');
+      res.status(record.st!).type('application/json').send(record.b);
+      return;
+    }
+    if (claim) req.state.idempotency = claim;
+    next();
+  };
+}

@@ -1,0 +1,51 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AppDeps, IdempotencyClaim } from '../context.js';
+
+// Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b }.
+export interface IdempotencyRecord {
+  s: 'f' | 'd';
+  fp: string;
+  t: string;
+  st?: number;
+  b?: string;
+}
+
+/** Sorted keys, so `{a,b}` and `{b,a}` are the same request. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value as object).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function fingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body)}`).digest('base64url');
+}
+
+export function idempotencyRedisKey(prefix: string, businessId: string, environment: string, key: string): string {
+  // The client's key is hashed so its length and characters never shape our key space.
+  return `${prefix}:idem:${businessId}:${environment}:${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+export function newClaim(redisKey: string, fp: string): IdempotencyClaim {
+  return { redisKey, fingerprint: fp, token: randomUUID() };
+}
+
+export function inFlightRecord(claim: IdempotencyClaim): string {
+  return JSON.stringify({ s: 'f', fp: claim.fingerprint, t: claim.token } satisfies IdempotencyRecord);
+}
+
+/** 2xx and 4xx are remembered for the retention period; 5xx releases the key so the client may retry. */
+export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, log: Logger): Promise<void> {
+  const release = status >= 500;
+  const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body };
+  try {
+    await deps.scripts.finish(claim.redisKey, claim.token, release ? 'release' : 'store', JSON.stringify(record), deps.config.idempotencyTtlSeconds);
+  } catch (err) {
+    // The in-flight marker expires on its own (IDEMPOTENCY_LOCK_MS); until then retries see 409.
+    log.error({ err: (err as Error).message }, 'could not record the idempotent response');
+  }
+}

@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+
+// Each script is one atomic round trip. Installed with defineCommand, so ioredis sends EVALSHA.
+
+/**
+ * Rate limit (fixed window, starting at the key's first request) and, for writes, the idempotency claim.
+ * KEYS[1] counter, KEYS[2] idempotency key (optional).
+ * ARGV: limit, window ms, in-flight record, in-flight ttl ms.
+ * Returns { count, pttl, verdict, existing record }.
+ */
+const GATE = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2])
+end
+if n > tonumber(ARGV[1]) then return {n, ttl, 'limited', false} end
+if #KEYS < 2 then return {n, ttl, 'ok', false} end
+local cur = redis.call('GET', KEYS[2])
+if cur then return {n, ttl, 'existing', cur} end
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+return {n, ttl, 'claimed', false}`;
+
+/** KEYS[1] idempotency key. ARGV: token, 'store'|'release', record, ttl seconds. Only the claimant may settle it. */
+const FINISH = `
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local ok, rec = pcall(cjson.decode, cur)
+if not ok or rec.t ~= ARGV[1] then return 0 end
+if ARGV[2] == 'release' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[3], 'EX', tonumber(ARGV[4]))
+end
+return 1`;
+
+/** Failed authentication per client IP. KEYS[1] counter; ARGV window seconds. Returns { count, ttl seconds }. */
+const AUTH_FAIL = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return {n, redis.call('TTL', KEYS[1])}`;
+
+export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null];
+
+export interface Scripts {
+  gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number): Promise<GateResult>;
+  finish(key: string, token: string, mode: 'store' | 'release', record: string, ttlSeconds: number): Promise<number>;
+  authFail(key: string, windowSeconds: number): Promise<[number, number]>;
+}
+
+export function installScripts(redis: Redis): Scripts {
+  redis.defineCommand('rwGate', { lua: GATE });
+  redis.defineCommand('rwFinish', { lua: FINISH, numberOfKeys: 1 });
+  redis.defineCommand('rwAuthFail', { lua: AUTH_FAIL, numberOfKeys: 1 });
+  const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
+  return {
+    gate: (keys, limit, windowMs, record, lockMs) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs),
+    finish: (key, token, mode, record, ttl) => r.rwFinish(key, token, mode, record, ttl),
+    authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
+  };
+}

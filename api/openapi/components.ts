@@ -1,0 +1,70 @@
+import type { JsonSchema } from '../routes/route.js';
+
+// Shared schemas. Resource files add their own through `schemas` registries imported in document.ts.
+export const AMOUNT_PATTERN = '^(0|[1-9][0-9]*)(\\.[0-9]+)?$';
+
+export const sharedSchemas: Record<string, JsonSchema> = {
+  Uuid: { type: 'string', format: 'uuid' },
+  Timestamp: { type: 'string', format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' },
+  DecimalAmount: {
+    type: 'string',
+    pattern: AMOUNT_PATTERN,
+    description: 'A non-negative decimal amount as a string. Never a JSON number. At most the asset\'s or currency\'s scale of fractional digits.',
+  },
+  Chain: { type: 'string', enum: ['base', 'polygon', 'arbitrum', 'optimism', 'avalanche'] },
+  Environment: { type: 'string', enum: ['sandbox', 'live'] },
+  Error: {
+    type: 'object',
+    required: ['code', 'message', 'requestId'],
+    properties: {
+      code: { type: 'string', description: 'Machine-readable code, e.g. `invalid_request`, `not_found`, `rate_limited`.' },
+      message: { type: 'string' },
+      requestId: { type: 'string', format: 'uuid', description: 'Equals the X-Request-Id response header.' },
+      details: { description: 'Extra detail. For `invalid_request`: a list of `{ path, in, message }`.' },
+    },
+  },
+  ErrorResponse: {
+    type: 'object',
+    required: ['error'],
+    properties: { error: { $ref: '#/components/schemas/Error' } },
+  },
+  ListMeta: {
+    type: 'object',
+    required: ['has_more', 'next_cursor'],
+    properties: {
+      has_more: { type: 'boolean' },
+      next_cursor: { type: ['string', 'null'], description: 'Pass as `starting_after` to read the next page.' },
+    },
+  },
+};
+
+export function listOf(itemSchemaName: string): JsonSchema {
+  return {
+    type: 'object',
+    required: ['data', 'has_more', 'next_cursor'],
+    properties: {
+      data: { type: 'array', items: { $ref: `#/components/schemas/${itemSchemaName}` } },
+      has_more: { type: 'boolean' },
+      next_cursor: { type: ['string', 'null'] },
+    },
+  };
+}
+
+/** Query parameters every list endpoint takes. */
+export const paginationQuery = {
+  limit: { schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 }, description: 'Page size, 1..100 (default 25).' },
+  starting_after: { schema: { type: 'string', minLength: 1, maxLength: 200 }, description: 'Cursor from `next_cursor` of the previous page.' },
+};
+
+export const ERROR_STATUSES: Record<string, string> = {
+  '400': 'BadRequest: malformed JSON, schema violation, missing or invalid Idempotency-Key.',
+  '401': 'Unauthorized: missing, malformed, unknown or revoked API key.',
+  '403': 'Forbidden: insufficient_scope, ip_not_allowed or live_not_enabled.',
+  '404': 'NotFound: no such resource in this business and environment.',
+  '409': 'Conflict: idempotency_key_in_use (with Retry-After) or a state conflict.',
+  '413': 'Payload too large: body over 1 MB.',
+  '422': 'UnprocessableEntity: idempotency_key_reused or a business rule.',
+  '429': 'RateLimited: with Retry-After.',
+  '500': 'Internal error: never carries internals.',
+  '503': 'Unavailable: a dependency is down; Retry-After is set.',
+};

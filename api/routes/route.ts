@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { AppDeps, AuthContext } from '../context.js';
+import type { Scope } from '../../shared/domain/api-keys.js';
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface ParamSpec {
+  schema: JsonSchema;
+  required?: boolean;
+  description?: string;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: JsonSchema;
+}
+
+export interface HandlerContext<B = any, Q = any, P = any> {
+  deps: AppDeps;
+  auth: AuthContext;
+  body: B;
+  query: Q;
+  params: P;
+  requestId: string;
+  log: Logger;
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * A business endpoint: its OpenAPI operation and its handler, side by side, so that a route and its schema
+ * change together. `path` is OpenAPI style and relative to /api/v1/business.
+ */
+export interface RouteDef {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Required scope; null means any valid key. */
+  scope: Scope | null;
+  /** /sandbox/* controls: a live key gets 404. */
+  sandboxOnly?: boolean;
+  pathParams?: Record<string, ParamSpec>;
+  query?: Record<string, ParamSpec>;
+  body?: { schema: JsonSchema; required?: boolean; description?: string };
+  responses: Record<string, ResponseSpec>;
+  handler: (ctx: HandlerContext) => Promise<Reply>;
+}
+
+export const BUSINESS_BASE = '/api/v1/business';
+
+export function ref(name: string): JsonSchema {
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+export const uuidParam: ParamSpec = { schema: { type: 'string', format: 'uuid' }, required: true, description: 'Resource id (UUID).' };

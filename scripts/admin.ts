@@ -1,0 +1,88 @@
+// npm run admin -- <command> [--flags]. See README "Operating".
+import { parseArgs } from 'node:util';
+import { getConfig } from '../shared/config.js';
+import { createDataSource } from '../shared/db/data-source.js';
+import { createApiRedis } from '../shared/queues/connections.js';
+import { AdminError, createBusiness, createKey, enableLive, revokeKey } from '../shared/admin/commands.js';
+
+const USAGE = `usage: npm run admin -- <command>
+  create-business --name NAME [--json]
+  create-key --business ID --environment sandbox|live [--scopes a,b] [--allowed-ips ip,ip] [--rate-limit N] [--rate-window SECONDS] [--json]
+  revoke-key --key ID [--json]
+  enable-live --business ID [--json]`;
+
+const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean));
+const num = (flag: string, v: string | undefined) => {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new AdminError(`${flag} must be a positive integer`);
+  return Number(v);
+};
+
+async function main(): Promise<number> {
+  const [command, ...rest] = process.argv.slice(2);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      name: { type: 'string' }, business: { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' },
+      'allowed-ips': { type: 'string' }, 'rate-limit': { type: 'string' }, 'rate-window': { type: 'string' }, key: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const config = getConfig();
+  const ds = createDataSource({ poolSize: 2 });
+  await ds.initialize();
+  const redis = createApiRedis(config.redisUrl);
+  await new Promise((resolve) => { redis.once('ready', resolve); redis.once('error', resolve); });
+  const deps = { ds, config, redis };
+  try {
+    let out: unknown;
+    let human: string;
+    switch (command) {
+      case 'create-business': {
+        const r = await createBusiness(deps, { name: values.name ?? '' });
+        out = r;
+        human = [`business ${r.business_id} (${r.name})`, ...r.keys.map((k) => `  ${k.environment} key ${k.id}: ${k.key}`), 'Keys are shown once: store them now.'].join('\n');
+        break;
+      }
+      case 'create-key': {
+        const r = await createKey(deps, {
+          businessId: values.business ?? '', environment: values.environment ?? '', scopes: list(values.scopes),
+          allowedIps: list(values['allowed-ips']), rateLimit: num('--rate-limit', values['rate-limit']), rateWindowSeconds: num('--rate-window', values['rate-window']),
+        });
+        out = r;
+        human = `${r.environment} key ${r.id}: ${r.key}\nscopes: ${r.scopes.join(', ')}\nThe key is shown once: store it now.`;
+        break;
+      }
+      case 'revoke-key': {
+        const r = await revokeKey(deps, { keyId: values.key ?? '' });
+        out = r;
+        human = `revoked key ${r.id} at ${r.revoked_at}`;
+        break;
+      }
+      case 'enable-live': {
+        const r = await enableLive(deps, { businessId: values.business ?? '' });
+        out = r;
+        human = `live enabled for business ${r.business_id}`;
+        break;
+      }
+      default:
+        process.stderr.write(`${USAGE}\n`);
+        return 2;
+    }
+    process.stdout.write(values.json ? `${JSON.stringify(out)}\n` : `${human}\n`);
+    return 0;
+  } finally {
+    redis.disconnect();
+    await ds.destroy();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const known = err instanceof AdminError || (err instanceof TypeError && 'code' in err);
+    process.stderr.write(`error: ${known ? (err as Error).message : 'unexpected failure: ' + (err as Error).message}\n${known ? '' : USAGE + '\n'}`);
+    process.exit(known ? 1 : 2);
+  },
+);

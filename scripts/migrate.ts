@@ -1,0 +1,11 @@
+// npm run migrate: applies pending migrations (Procfile `release`).
+import { createDataSource, runMigrations } from '../shared/db/data-source.js';
+import { ensureDatabase } from './preflight.js';
+import { getConfig } from '../shared/config.js';
+
+await ensureDatabase(getConfig().databaseUrl);
+const ds = createDataSource({ poolSize: 1 });
+await ds.initialize();
+const applied = await runMigrations(ds);
+await ds.destroy();
+process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'migrations: up to date\n');

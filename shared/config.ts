@@ -1,0 +1,152 @@
+// The only reader of process.env. Validated once, on first use.
+import { CHAINS, type Chain } from './domain/chains.js';
+
+export interface Config {
+  nodeEnv: string;
+  port: number;
+  databaseUrl: string;
+  databaseSsl: false | { rejectUnauthorized: boolean };
+  redisUrl: string;
+  redisPrefix: string;
+  redisTlsRejectUnauthorized: boolean;
+  logLevel: string;
+  trustProxy: boolean | number | string;
+  sandboxStepMs: number;
+  quoteTtlSeconds: number;
+  /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
+  encryptionKeys: { id: string; key: Buffer }[];
+  walletSeeds: { sandbox: string; live: string };
+  chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number }>;
+  adminUser: string | null;
+  adminPassword: string | null;
+  apiKeyCacheTtlMs: number;
+  authFailLimit: number;
+  authFailWindowSeconds: number;
+  defaultRateLimit: number;
+  defaultRateWindowSeconds: number;
+  idempotencyTtlSeconds: number;
+  idempotencyLockMs: number;
+  outboxGraceMs: number;
+  outboxPollMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+const CANONICAL_USDC: Record<Chain, string> = {
+  base: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+  polygon: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359',
+  arbitrum: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831',
+  optimism: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85',
+  avalanche: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E',
+};
+
+// Circle's published confirmation guidance.
+const DEFAULT_CONFIRMATIONS: Record<Chain, number> = { base: 12, arbitrum: 12, optimism: 12, polygon: 3, avalanche: 1 };
+
+// Development-only defaults: a live deployment must set its own (enforced below).
+const DEV_SEED_SANDBOX = 'test test test test test test test test test test test junk';
+const DEV_SEED_LIVE = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+const DEV_ENCRYPTION_KEYS = 'dev1:' + Buffer.alloc(32, 7).toString('base64');
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be an integer >= ${min}`);
+  return Number(raw);
+}
+
+function parseTrustProxy(raw: string | undefined): boolean | number | string {
+  if (!raw || raw === 'false' || raw === '0') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return raw; // express accepts a comma-separated list of addresses / subnets
+}
+
+function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
+  const keys = raw.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
+    const sep = part.indexOf(':');
+    if (sep < 1) throw new ConfigError('ENCRYPTION_KEYS entries are "<key-id>:<base64 32-byte key>"');
+    const id = part.slice(0, sep);
+    const key = Buffer.from(part.slice(sep + 1), 'base64');
+    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new ConfigError('ENCRYPTION_KEYS key ids are 1-32 characters of [A-Za-z0-9_-]');
+    if (key.length !== 32) throw new ConfigError(`ENCRYPTION_KEYS key "${id}" must decode to 32 bytes`);
+    return { id, key };
+  });
+  if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS must hold at least one key');
+  if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new ConfigError('ENCRYPTION_KEYS has a duplicate key id');
+  return keys;
+}
+
+function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseSsl'] } {
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw new ConfigError('DATABASE_URL is not a valid URL');
+  }
+  const mode = url.searchParams.get('sslmode');
+  // pg lets sslmode in the URL override the ssl option, so the decision is made here and the parameter removed.
+  url.searchParams.delete('sslmode');
+  if (!mode || mode === 'disable') return { url: url.toString(), ssl: false };
+  const verify = mode === 'verify-full' || mode === 'verify-ca';
+  return { url: url.toString(), ssl: { rejectUnauthorized: verify } };
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const nodeEnv = env.NODE_ENV ?? 'development';
+  const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
+  const chains = {} as Config['chains'];
+  for (const chain of CHAINS) {
+    const upper = chain.toUpperCase();
+    chains[chain] = {
+      rpcUrl: env[`RPC_URL_${upper}`] || null,
+      usdcAddress: env[`USDC_ADDRESS_${upper}`] || CANONICAL_USDC[chain],
+      confirmations: int(env, `CONFIRMATIONS_${upper}`, DEFAULT_CONFIRMATIONS[chain], 1),
+    };
+  }
+  const production = nodeEnv === 'production';
+  if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE)) {
+    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED and WALLET_SEED_LIVE');
+  }
+  return {
+    nodeEnv,
+    port: int(env, 'PORT', 3000),
+    databaseUrl: db.url,
+    databaseSsl: env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true' && db.ssl ? { rejectUnauthorized: true } : db.ssl,
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisPrefix: env.REDIS_PREFIX || 'rampway',
+    redisTlsRejectUnauthorized: env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',
+    logLevel: env.LOG_LEVEL || 'info',
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),
+    quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
+    encryptionKeys: parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS),
+    walletSeeds: { sandbox: env.WALLET_SEED || DEV_SEED_SANDBOX, live: env.WALLET_SEED_LIVE || DEV_SEED_LIVE },
+    chains,
+    adminUser: env.ADMIN_USER || null,
+    adminPassword: env.ADMIN_PASSWORD || null,
+    apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 10_000),
+    authFailLimit: int(env, 'AUTH_FAIL_LIMIT', 30, 1),
+    authFailWindowSeconds: int(env, 'AUTH_FAIL_WINDOW_SECONDS', 60, 1),
+    defaultRateLimit: int(env, 'RATE_LIMIT_DEFAULT', 1000, 1),
+    defaultRateWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
+    idempotencyTtlSeconds: int(env, 'IDEMPOTENCY_TTL_SECONDS', 86_400, 1),
+    idempotencyLockMs: int(env, 'IDEMPOTENCY_LOCK_MS', 60_000, 100),
+    outboxGraceMs: int(env, 'OUTBOX_GRACE_MS', 5_000),
+    outboxPollMs: int(env, 'OUTBOX_POLL_MS', 1_000, 10),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
+  };
+}
+
+let cached: Config | null = null;
+
+export function getConfig(): Config {
+  cached ??= loadConfig();
+  return cached;
+}
+
+/** Tests change the environment between suites; this forgets the cached copy. */
+export function resetConfig(): void {
+  cached = null;
+}

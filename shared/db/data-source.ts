@@ -1,0 +1,35 @@
+import 'reflect-metadata';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { getConfig } from '../config.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+export function createDataSource(overrides: { url?: string; poolSize?: number } = {}): DataSource {
+  const config = getConfig();
+  return new DataSource({
+    type: 'postgres',
+    url: overrides.url ?? config.databaseUrl,
+    ssl: config.databaseSsl,
+    entities: [join(root, 'shared', 'db', 'entities', '*.entity.ts')],
+    migrations: [join(root, 'migrations', '*.ts')],
+    migrationsTableName: 'schema_migrations',
+    synchronize: false,
+    logging: false,
+    extra: { max: overrides.poolSize ?? 10, application_name: 'rampway' },
+  });
+}
+
+/** Applies pending migrations under an advisory lock, so concurrent deploys or test runs do not race. */
+export async function runMigrations(ds: DataSource): Promise<string[]> {
+  const runner = ds.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock(727274)');
+    const applied = await ds.runMigrations({ transaction: 'each' });
+    return applied.map((m) => m.name);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock(727274)').catch(() => undefined);
+    await runner.release();
+  }
+}

@@ -1,0 +1,47 @@
+export type ErrorCode =
+  | 'invalid_request' | 'idempotency_key_required' | 'invalid_idempotency_key'
+  | 'unauthorized'
+  | 'insufficient_scope' | 'ip_not_allowed' | 'live_not_enabled'
+  | 'not_found'
+  | 'idempotency_key_in_use' | 'quote_already_used' | 'invalid_state' | 'transaction_not_retryable'
+  | 'wallet_already_registered' | 'resource_archived'
+  | 'payload_too_large'
+  | 'idempotency_key_reused' | 'quote_expired' | 'quote_not_available' | 'quote_direction_mismatch'
+  | 'unsupported_corridor' | 'amount_out_of_range' | 'requirements_not_met' | 'invalid_signature'
+  | 'challenge_expired' | 'wallet_not_verified'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'service_unavailable';
+
+/** The one error type an HTTP answer is built from. Its message is shown to the caller: never put secrets in it. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  static invalid(message: string, details?: unknown): ApiError {
+    return new ApiError(400, 'invalid_request', message, details);
+  }
+
+  static notFound(resource: string): ApiError {
+    return new ApiError(404, 'not_found', `No such ${resource}.`);
+  }
+
+  static invalidState(message: string, details?: unknown): ApiError {
+    return new ApiError(409, 'invalid_state', message, details);
+  }
+
+  static unavailable(message: string, retryAfterSeconds = 5): ApiError {
+    return new ApiError(503, 'service_unavailable', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
+/** A job failure that retrying cannot fix: the processor has recorded the outcome; BullMQ must not retry. */
+export { UnrecoverableError as PermanentJobError } from 'bullmq';

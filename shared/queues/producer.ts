@@ -1,0 +1,39 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { getConfig } from '../config.js';
+import { JOB_QUEUES, POOLS, type JobName, type JobPayloads, type QueueName } from './registry.js';
+
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 1000 },
+  // Completed jobs stay a day so a late duplicate enqueue with the same id stays a no-op.
+  removeOnComplete: { age: 86_400, count: 50_000 },
+  removeOnFail: { age: 7 * 86_400 },
+};
+
+export type Queues = Record<QueueName, Queue>;
+
+export function createQueues(connection: Redis, prefix = getConfig().redisPrefix): Queues {
+  const queues = {} as Queues;
+  for (const name of POOLS) {
+    queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+  }
+  return queues;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+}
+
+export interface JobRequest<N extends JobName = JobName> {
+  name: N;
+  id: string;
+  data: JobPayloads[N];
+  delayMs?: number;
+}
+
+/** The one enqueue helper. */
+export async function enqueue<N extends JobName>(queues: Queues, job: JobRequest<N>): Promise<void> {
+  const queue = queues[JOB_QUEUES[job.name]];
+  await queue.add(job.name, job.data, { jobId: job.id, delay: job.delayMs || undefined });
+}

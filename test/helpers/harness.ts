@@ -1,0 +1,28 @@
+import type { Express } from 'express';
+import supertest from 'supertest';
+import type { Logger } from 'pino';
+import { buildApp, type BuiltApp } from '../../api/app.js';
+import type { AppDeps } from '../../api/context.js';
+import { closeAppDeps, createAppDeps } from '../../api/deps.js';
+import { getConfig, loadConfig, type Config } from '../../shared/config.js';
+import { getDs } from './shared.js';
+
+export interface ApiHarness extends BuiltApp {
+  deps: AppDeps;
+  http: ReturnType<typeof supertest>;
+  close(): Promise<void>;
+}
+
+/** A real app on the test database and Redis. `env` overrides configuration for this harness only. */
+export async function startApi(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<ApiHarness> {
+  const config: Config = options.env ? loadConfig({ ...process.env, ...options.env }) : getConfig();
+  const deps = await createAppDeps({ config, ds: await getDs() });
+  if (options.log) deps.log = options.log;
+  const built = buildApp(deps);
+  return {
+    ...built,
+    deps,
+    http: supertest(built.app as Express),
+    close: () => closeAppDeps(deps, { keepDataSource: true }),
+  };
+}

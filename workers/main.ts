@@ -1,0 +1,36 @@
+import { getConfig } from '../shared/config.js';
+import { createDataSource } from '../shared/db/data-source.js';
+import { logger } from '../shared/logger.js';
+import { createWorkerRedis } from '../shared/queues/connections.js';
+import { closeQueues, createQueues } from '../shared/queues/producer.js';
+import { poolsFromArgs, startWorkers } from './runtime.js';
+
+const config = getConfig();
+const log = logger();
+const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).filter(Boolean));
+const ds = createDataSource();
+await ds.initialize();
+const connection = createWorkerRedis(config.redisUrl);
+const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPrefix);
+await queues.webhooks.upsertJobScheduler('outbox-cleanup', { every: 3_600_000 }, { name: 'outbox.cleanup', data: { olderThanHours: 24 } });
+const runtime = startWorkers({ pools, deps: { config, ds, queues, log }, connection });
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'workers finishing in-flight jobs');
+  const timer = setTimeout(() => {
+    log.error('shutdown timed out; unfinished jobs will be picked up again as stalled');
+    process.exit(1);
+  }, config.shutdownTimeoutMs).unref();
+  await runtime.shutdown();
+  await closeQueues(queues);
+  connection.disconnect();
+  await ds.destroy();
+  clearTimeout(timer);
+  log.info('workers stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

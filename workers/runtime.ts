@@ -1,0 +1,62 @@
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { PermanentJobError } from '../shared/errors.js';
+import { POOLS, isPool, type JobName, type Pool } from '../shared/queues/registry.js';
+import { REGISTRY, type PoolSpec, type WorkerDeps } from './registry.js';
+import { startOutboxRelay } from './outbox/relay.js';
+
+export interface WorkerRuntime {
+  workers: Worker[];
+  /** SIGTERM's path: stop taking jobs, let in-flight ones finish, stop the relay. Queues and DB are the caller's. */
+  shutdown(): Promise<void>;
+}
+
+export interface StartOptions {
+  pools: Pool[];
+  deps: WorkerDeps;
+  connection: Redis;
+  registry?: Record<Pool, PoolSpec>;
+  relay?: boolean;
+}
+
+export function startWorkers(options: StartOptions): WorkerRuntime {
+  const registry = options.registry ?? REGISTRY;
+  const { deps } = options;
+  const workers = options.pools.map((pool) => {
+    const spec = registry[pool];
+    const worker = new Worker(
+      pool,
+      async (job: Job) => {
+        const processor = spec.processors[job.name as JobName] as ((j: Job, d: WorkerDeps) => Promise<unknown>) | undefined;
+        if (!processor) throw new PermanentJobError(`no processor for job ${job.name} on pool ${pool}`);
+        const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
+        return processor(job, { ...deps, log });
+      },
+      { connection: options.connection, prefix: deps.config.redisPrefix, concurrency: spec.concurrency },
+    );
+    worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, err: err.message }, 'job failed'));
+    worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
+    return worker;
+  });
+  const stopRelay = options.relay === false
+    ? async () => undefined
+    : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });
+  deps.log.info({ pools: options.pools }, 'workers started');
+
+  return {
+    workers,
+    async shutdown() {
+      // Worker.close() waits for the jobs in progress to finish.
+      await Promise.all([stopRelay(), ...workers.map((w) => w.close())]);
+    },
+  };
+}
+
+/** `tsx workers/main.ts pricing settlement` starts those pools; `all` (or nothing) starts every pool. */
+export function poolsFromArgs(args: string[]): Pool[] {
+  const names = args.length === 0 || args.includes('all') ? [...POOLS] : args;
+  const unknown = names.filter((n) => !isPool(n));
+  if (unknown.length) throw new Error(`unknown worker pool(s): ${unknown.join(', ')}; known: ${POOLS.join(', ')}, all`);
+  return [...new Set(names)] as Pool[];
+}
+
