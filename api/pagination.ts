@@ -1,0 +1,66 @@
+import { ApiError } from '../shared/errors.js';
+
+export interface PageQuery {
+  limit?: number;
+  starting_after?: string;
+}
+
+export interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+interface Cursor {
+  t: string; // created_at, ISO with microseconds as Postgres text
+  i: string; // id
+}
+
+/** Opaque cursor over (created_at, id), newest first. */
+export function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(JSON.stringify({ t: createdAt, i: id } satisfies Cursor)).toString('base64url');
+}
+
+export function decodeCursor(raw: string): Cursor {
+  try {
+    const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
+    if (typeof parsed.t === 'string' && typeof parsed.i === 'string' && !Number.isNaN(Date.parse(parsed.t)) && /^[0-9a-f-]{36}$/i.test(parsed.i)) return parsed;
+  } catch {
+    // fall through
+  }
+  throw ApiError.invalid('starting_after is not a cursor this API issued.', [{ path: 'starting_after', in: 'query', message: 'is not a valid cursor' }]);
+}
+
+/**
+ * Adds keyset pagination to a query. `where` holds the caller's conditions (always business_id and environment),
+ * `params` their values; the table must have created_at and id. Returns SQL and params for
+ * `SELECT <cols>, created_at::text AS cursor_ts ...`.
+ */
+export function pageSql(
+  select: string,
+  where: string[],
+  params: unknown[],
+  query: PageQuery,
+  alias = '',
+): { sql: string; params: unknown[]; limit: number } {
+  const a = alias ? `${alias}.` : '';
+  const limit = query.limit ?? 25;
+  const conditions = [...where];
+  const values = [...params];
+  if (query.starting_after) {
+    const cursor = decodeCursor(query.starting_after);
+    values.push(cursor.t, cursor.i);
+    conditions.push(`(${a}created_at, ${a}id) < ($${values.length - 1}::timestamptz, $${values.length}::uuid)`);
+  }
+  values.push(limit + 1);
+  const sql = `${select}, ${a}created_at::text AS cursor_ts WHERE ${conditions.join(' AND ')} ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $${values.length}`;
+  return { sql, params: values, limit };
+}
+
+/** Cuts the extra row off and builds the list envelope. */
+export function toPage<R extends { id: string; cursor_ts: string }, T>(rows: R[], limit: number, view: (row: R) => T): Page<T> {
+  const hasMore = rows.length > limit;
+  const kept = hasMore ? rows.slice(0, limit) : rows;
+  const last = kept[kept.length - 1];
+  return { data: kept.map(view), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor(last.cursor_ts, last.id) : null };
+}
