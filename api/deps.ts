@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { getConfig, type Config } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
-import { createApiRedis } from '../shared/queues/connections.js';
+import { createApiRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import type { AppDeps } from './context.js';
 import { installScripts } from './middleware/redis-scripts.js';
@@ -15,6 +15,8 @@ export async function createAppDeps(options: { config?: Config; ds?: DataSource 
   const redis = createApiRedis(config.redisUrl);
   // Producer queues get their own fail-fast connection, so BullMQ's blocking needs never touch the request path.
   const queueRedis = createApiRedis(config.redisUrl);
+  // Give Redis a moment at boot; if it is down the process still starts and runs degraded.
+  await Promise.all([whenReady(redis), whenReady(queueRedis)]);
   return { config, ds, redis, scripts: installScripts(redis), producerRedis: queueRedis, queues: createQueues(queueRedis, config.redisPrefix), log: logger() };
 }
 

@@ -71,7 +71,8 @@ export async function createBusiness(deps: AdminDeps, opts: { name: string }): P
 
 export async function revokeKey(deps: AdminDeps, opts: { keyId: string }): Promise<{ id: string; revoked_at: string }> {
   if (!UUID.test(opts.keyId)) throw new AdminError('--key must be an API key id (UUID)');
-  const rows: { id: string; revoked_at: Date }[] = await deps.ds.query(
+  // TypeORM answers an UPDATE with [rows, affected].
+  const [rows]: [{ id: string; revoked_at: Date }[], number] = await deps.ds.query(
     `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING id, revoked_at`,
     [opts.keyId],
   );
@@ -82,7 +83,7 @@ export async function revokeKey(deps: AdminDeps, opts: { keyId: string }): Promi
 
 export async function enableLive(deps: AdminDeps, opts: { businessId: string }): Promise<{ business_id: string; live_enabled: true }> {
   if (!UUID.test(opts.businessId)) throw new AdminError('--business must be a business id (UUID)');
-  const rows: unknown[] = await deps.ds.query(`UPDATE businesses SET live_enabled = true, updated_at = now() WHERE id = $1 RETURNING id`, [opts.businessId]);
+  const [rows]: [unknown[], number] = await deps.ds.query(`UPDATE businesses SET live_enabled = true, updated_at = now() WHERE id = $1 RETURNING id`, [opts.businessId]);
   if (rows.length === 0) throw new AdminError(`no business ${opts.businessId}`);
   await announceKeyChange(deps);
   return { business_id: opts.businessId, live_enabled: true };

@@ -17,6 +17,8 @@ export function createQueues(connection: Redis, prefix = getConfig().redisPrefix
   const queues = {} as Queues;
   for (const name of POOLS) {
     queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    // Connection errors surface where jobs are added (the outbox keeps what did not get through).
+    queues[name].on('error', () => undefined);
   }
   return queues;
 }

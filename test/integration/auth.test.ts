@@ -1,0 +1,131 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { revokeKey } from '../../shared/admin/commands.js';
+import { getConfig } from '../../shared/config.js';
+import { watchKeyChanges } from '../../api/middleware/api-key-cache.js';
+import { createWorkerRedis } from '../../shared/queues/connections.js';
+
+const ACCOUNT = '/api/v1/business/account';
+
+function expectEnvelope(res: { status: number; body: any; headers: Record<string, string> }, status: number, code: string): void {
+  expect(res.status, JSON.stringify(res.body)).to.equal(status);
+  expect(res.body.error.code).to.equal(code);
+  expect(res.body.error.requestId).to.equal(res.headers['x-request-id']);
+  expect(res.body.error.message).to.be.a('string').and.not.empty;
+}
+
+describe('authentication', () => {
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi();
+  });
+  after(() => api.close());
+
+  it('401 when the key is missing', async () => {
+    expectEnvelope(await api.http.get(ACCOUNT), 401, 'unauthorized');
+  });
+
+  it('401 for malformed headers and keys', async () => {
+    for (const header of ['Basic abc', 'Bearer', 'Bearer svc_test_short', 'Bearer sk_live_' + 'a'.repeat(43), 'bearer svc_test_' + 'a'.repeat(43)]) {
+      expectEnvelope(await api.http.get(ACCOUNT).set('Authorization', header), 401, 'unauthorized');
+    }
+  });
+
+  it('401 for a well-formed key we never issued', async () => {
+    expectEnvelope(await api.http.get(ACCOUNT).set(bearer('svc_test_' + 'A'.repeat(43))), 401, 'unauthorized');
+  });
+
+  it('401 once a key is revoked, across processes through the key-change channel', async () => {
+    const biz = await makeBusiness();
+    const config = getConfig();
+    const stop = await watchKeyChanges(config.redisUrl, config.redisPrefix, api.keyCache, createWorkerRedis);
+    try {
+      expect((await api.http.get(ACCOUNT).set(bearer(biz.sandboxKey))).status).to.equal(200); // now cached
+      const redis = createWorkerRedis();
+      await revokeKey({ ds: await getDs(), config, redis }, { keyId: biz.keys.find((k) => k.environment === 'sandbox')!.id });
+      redis.disconnect();
+      let status = 200;
+      for (let i = 0; i < 50 && status === 200; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        status = (await api.http.get(ACCOUNT).set(bearer(biz.sandboxKey))).status;
+      }
+      expect(status).to.equal(401);
+      // The live key of the same business still works.
+      expect((await api.http.get(ACCOUNT).set(bearer(biz.liveKey))).status).to.equal(200);
+    } finally {
+      stop();
+    }
+  });
+
+  it('the key decides the environment: the same business reads sandbox or live', async () => {
+    const biz = await makeBusiness();
+    const sandbox = await api.http.get(ACCOUNT).set(bearer(biz.sandboxKey));
+    const live = await api.http.get(ACCOUNT).set(bearer(biz.liveKey));
+    expect(sandbox.body.environment).to.equal('sandbox');
+    expect(live.body.environment).to.equal('live');
+    expect(sandbox.body.api_key.id).not.to.equal(live.body.api_key.id);
+  });
+
+  it('403 ip_not_allowed from an address outside the allowlist, before any endpoint work', async () => {
+    const biz = await makeBusiness();
+    const key = await makeKey(biz.businessId, { allowedIps: ['203.0.113.7', '2001:db8::1'] });
+    expectEnvelope(await api.http.get(ACCOUNT).set(bearer(key.key)), 403, 'ip_not_allowed');
+    // No idempotency record was made: the same key from the same place is refused the same way, not replayed or 409.
+    const write = writeHeaders(key.key, 'ip-check-0001');
+    const first = await api.http.post('/api/v1/business/nowhere').set(write).send({});
+    const second = await api.http.post('/api/v1/business/nowhere').set(write).send({});
+    expectEnvelope(first, 403, 'ip_not_allowed');
+    expectEnvelope(second, 403, 'ip_not_allowed');
+    expect(second.headers['idempotent-replayed']).to.equal(undefined);
+    expect(first.headers['x-ratelimit-limit']).to.equal(undefined);
+  });
+
+  it('an allowed loopback address passes (IPv4 and its IPv6-mapped form are one address)', async () => {
+    const biz = await makeBusiness();
+    const key = await makeKey(biz.businessId, { allowedIps: ['127.0.0.1'] });
+    expect((await api.http.get(ACCOUNT).set(bearer(key.key))).status).to.equal(200);
+  });
+
+  describe('X-Forwarded-For', () => {
+    it('is ignored unless TRUST_PROXY is set', async () => {
+      const biz = await makeBusiness();
+      const key = await makeKey(biz.businessId, { allowedIps: ['198.51.100.9'] });
+      const res = await api.http.get(ACCOUNT).set(bearer(key.key)).set('X-Forwarded-For', '198.51.100.9');
+      expectEnvelope(res, 403, 'ip_not_allowed');
+    });
+
+    it('is honoured when TRUST_PROXY is set', async () => {
+      const trusted = await startApi({ env: { TRUST_PROXY: '1' } });
+      try {
+        const biz = await makeBusiness();
+        const key = await makeKey(biz.businessId, { allowedIps: ['198.51.100.9'] });
+        expect((await trusted.http.get(ACCOUNT).set(bearer(key.key)).set('X-Forwarded-For', '198.51.100.9')).status).to.equal(200);
+        expectEnvelope(await trusted.http.get(ACCOUNT).set(bearer(key.key)).set('X-Forwarded-For', '198.51.100.10'), 403, 'ip_not_allowed');
+        // Only the hop the proxy added counts: a client cannot spoof by prepending.
+        expectEnvelope(await trusted.http.get(ACCOUNT).set(bearer(key.key)).set('X-Forwarded-For', '198.51.100.9, 192.0.2.1'), 403, 'ip_not_allowed');
+      } finally {
+        await trusted.close();
+      }
+    });
+  });
+
+  it('429 after repeated failed authentication from one address', async () => {
+    const limited = await startApi({ env: { AUTH_FAIL_LIMIT: '3', AUTH_FAIL_WINDOW_SECONDS: '30', TRUST_PROXY: '1' } });
+    try {
+      const from = '192.0.2.55';
+      const bad = () => limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'B'.repeat(43))).set('X-Forwarded-For', from);
+      for (let i = 0; i < 3; i++) expectEnvelope(await bad(), 401, 'unauthorized');
+      const blocked = await bad();
+      expectEnvelope(blocked, 429, 'rate_limited');
+      expect(Number(blocked.headers['retry-after'])).to.be.within(1, 30);
+      // Another address is unaffected, and so is a valid key from the same address.
+      expectEnvelope(await limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'B'.repeat(43))).set('X-Forwarded-For', '192.0.2.56'), 401, 'unauthorized');
+      const biz = await makeBusiness();
+      expect((await limited.http.get(ACCOUNT).set(bearer(biz.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,82 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { routes } from '../../api/routes/index.js';
+import { fullPath } from '../../api/openapi/document.js';
+import { POOLS } from '../../shared/queues/registry.js';
+
+describe('platform endpoints', () => {
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi();
+  });
+  after(() => api.close());
+
+  it('GET /health answers without auth', async () => {
+    const res = await api.http.get('/health');
+    expect(res.status).to.equal(200);
+    expect(res.body.status).to.equal('ok');
+    expect(res.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+  });
+
+  it('GET /ready checks PostgreSQL and Redis', async () => {
+    const res = await api.http.get('/ready');
+    expect(res.status).to.equal(200);
+    expect(res.body.checks).to.deep.equal({ postgres: 'ok', redis: 'ok' });
+    const down = await startApi({ env: { REDIS_URL: 'redis://127.0.0.1:1' } });
+    try {
+      const bad = await down.http.get('/ready');
+      expect(bad.status).to.equal(503);
+      expect(bad.body.checks.redis).to.equal('unreachable');
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('GET /openapi.json serves the OpenAPI 3.1.0 document, contract 1.0.0, with every route', async () => {
+    const res = await api.http.get('/openapi.json');
+    expect(res.status).to.equal(200);
+    expect(res.body.openapi).to.equal('3.1.0');
+    expect(res.body.info.version).to.equal('1.0.0');
+    for (const route of routes) {
+      const op = res.body.paths[fullPath(route)]?.[route.method];
+      expect(op, `${route.method} ${route.path}`).to.be.an('object');
+      expect(op.operationId).to.equal(route.operationId);
+      expect(op.responses).to.have.property('401');
+    }
+    for (const name of ['Error', 'ErrorResponse', 'ListMeta', 'DecimalAmount', 'BusinessAccount']) {
+      expect(res.body.components.schemas).to.have.property(name);
+    }
+  });
+
+  it('the X-Request-Id of the caller is never trusted as ours', async () => {
+    const res = await api.http.get('/health').set('X-Request-Id', '11111111-1111-4111-8111-111111111111');
+    expect(res.headers['x-request-id']).not.to.equal('11111111-1111-4111-8111-111111111111');
+  });
+
+  describe('Bull Board', () => {
+    it('is off when ADMIN_USER / ADMIN_PASSWORD are unset', async () => {
+      const res = await api.http.get('/admin/queues');
+      expect(res.status).to.equal(404);
+    });
+
+    it('asks for basic auth, refuses wrong credentials, and lists every queue', async () => {
+      const board = await startApi({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret-pass' } });
+      try {
+        const none = await board.http.get('/admin/queues');
+        expect(none.status).to.equal(401);
+        expect(none.headers['www-authenticate']).to.match(/^Basic/);
+        expect((await board.http.get('/admin/queues').auth('ops', 'wrong')).status).to.equal(401);
+        expect((await board.http.get('/admin/queues').auth('other', 's3cret-pass')).status).to.equal(401);
+        const page = await board.http.get('/admin/queues').auth('ops', 's3cret-pass');
+        expect(page.status).to.equal(200);
+        expect(page.text).to.match(/<html/i);
+        const api = await board.http.get('/admin/queues/api/queues').auth('ops', 's3cret-pass');
+        expect(api.status).to.equal(200);
+        const names = (api.body.queues as { name: string }[]).map((q) => q.name).sort();
+        expect(names).to.deep.equal([...POOLS].sort());
+      } finally {
+        await board.close();
+      }
+    });
+  });
+});

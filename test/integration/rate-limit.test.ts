@@ -1,0 +1,94 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
+
+const ACCOUNT = '/api/v1/business/account';
+
+describe('rate limiting', () => {
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi();
+  });
+  after(() => api.close());
+
+  it('counts down X-RateLimit-Remaining and refuses with 429 + Retry-After past the limit', async () => {
+    const biz = await makeBusiness();
+    const key = await makeKey(biz.businessId, { rateLimit: 5, rateWindowSeconds: 30 });
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await api.http.get(ACCOUNT).set(bearer(key.key));
+      expect(res.status).to.equal(200);
+      expect(res.headers['x-ratelimit-limit']).to.equal('5');
+      expect(Number(res.headers['x-ratelimit-reset'])).to.be.within(1, 30);
+      remaining.push(res.headers['x-ratelimit-remaining']);
+    }
+    expect(remaining).to.deep.equal(['4', '3', '2', '1', '0']);
+    const limited = await api.http.get(ACCOUNT).set(bearer(key.key));
+    expect(limited.status).to.equal(429);
+    expect(limited.body.error.code).to.equal('rate_limited');
+    expect(Number(limited.headers['retry-after'])).to.be.within(1, 30);
+    expect(limited.headers['x-ratelimit-remaining']).to.equal('0');
+  });
+
+  it('is per key: another key of the same business is not limited', async () => {
+    const biz = await makeBusiness();
+    const a = await makeKey(biz.businessId, { rateLimit: 1, rateWindowSeconds: 30 });
+    const b = await makeKey(biz.businessId, { rateLimit: 1, rateWindowSeconds: 30 });
+    expect((await api.http.get(ACCOUNT).set(bearer(a.key))).status).to.equal(200);
+    expect((await api.http.get(ACCOUNT).set(bearer(a.key))).status).to.equal(429);
+    expect((await api.http.get(ACCOUNT).set(bearer(b.key))).status).to.equal(200);
+  });
+
+  it('resets when the window ends', async () => {
+    const biz = await makeBusiness();
+    const key = await makeKey(biz.businessId, { rateLimit: 2, rateWindowSeconds: 1 });
+    await api.http.get(ACCOUNT).set(bearer(key.key));
+    await api.http.get(ACCOUNT).set(bearer(key.key));
+    expect((await api.http.get(ACCOUNT).set(bearer(key.key))).status).to.equal(429);
+    await new Promise((r) => setTimeout(r, 1100));
+    const res = await api.http.get(ACCOUNT).set(bearer(key.key));
+    expect(res.status).to.equal(200);
+    expect(res.headers['x-ratelimit-remaining']).to.equal('1');
+  });
+
+  it('is atomic under concurrency: exactly `limit` requests pass', async () => {
+    const biz = await makeBusiness();
+    const key = await makeKey(biz.businessId, { rateLimit: 20, rateWindowSeconds: 30 });
+    const results = await Promise.all(Array.from({ length: 40 }, () => api.http.get(ACCOUNT).set(bearer(key.key))));
+    expect(results.filter((r) => r.status === 200)).to.have.length(20);
+    expect(results.filter((r) => r.status === 429)).to.have.length(20);
+  });
+
+  it('carries the headers on authenticated error responses too', async () => {
+    const biz = await makeBusiness();
+    const res = await api.http.get('/api/v1/business/no-such-thing').set(bearer(biz.sandboxKey));
+    expect(res.status).to.equal(404);
+    expect(res.headers['x-ratelimit-limit']).to.equal('1000');
+    const missingKey = await api.http.post('/api/v1/business/no-such-thing').set(bearer(biz.sandboxKey)).send({});
+    expect(missingKey.body.error.code).to.equal('idempotency_key_required');
+    expect(missingKey.headers['x-ratelimit-remaining']).to.equal('998');
+  });
+
+  describe('when Redis is unreachable', () => {
+    let down: ApiHarness;
+    before(async () => {
+      down = await startApi({ env: { REDIS_URL: 'redis://127.0.0.1:1' } });
+    });
+    after(() => down.close());
+
+    it('lets reads through without limiting', async () => {
+      const biz = await makeBusiness();
+      const res = await down.http.get(ACCOUNT).set(bearer(biz.sandboxKey));
+      expect(res.status).to.equal(200);
+      expect(res.body.id).to.equal(biz.businessId);
+    });
+
+    it('refuses writes with 503 and Retry-After, since idempotency cannot be guaranteed', async () => {
+      const biz = await makeBusiness();
+      const res = await down.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'x' });
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+      expect(Number(res.headers['retry-after'])).to.be.at.least(1);
+    });
+  });
+});
