@@ -30,10 +30,10 @@ export async function stageJob<N extends JobName>(em: EntityManager, job: JobReq
  * After the commit: enqueue, then mark the outbox row dispatched. A failure is logged and left for the relay;
  * the request that staged the job has already succeeded in Postgres, which is what counts.
  */
-export async function dispatchStaged(ds: DataSource, queues: Queues, staged: StagedJob[], log: Logger): Promise<void> {
+export async function dispatchStaged(ds: DataSource, queues: Queues, staged: StagedJob[], log: Logger, timeoutMs = DISPATCH_TIMEOUT_MS): Promise<void> {
   for (const item of staged) {
     try {
-      await enqueue(queues, item.job);
+      await withTimeout(enqueue(queues, item.job), timeoutMs);
     } catch (err) {
       log.warn({ err: errorText(err), jobId: item.job.id }, 'enqueue failed; the outbox relay will retry');
       continue;
@@ -42,6 +42,18 @@ export async function dispatchStaged(ds: DataSource, queues: Queues, staged: Sta
       log.warn({ err: errorText(err), outboxId: item.outboxId }, 'could not mark outbox row dispatched'),
     );
   }
+}
+
+/** BullMQ waits for a lost connection to come back; a request must not. */
+const DISPATCH_TIMEOUT_MS = 1000;
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`enqueue did not finish within ${ms} ms`)), ms);
+  });
+  work.catch(() => undefined); // a late failure after the timeout is already accounted for
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 function errorText(err: unknown): string {

@@ -1,0 +1,66 @@
+import { expect } from 'chai';
+import express from 'express';
+import supertest from 'supertest';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
+import { errorHandler } from '../../api/middleware/error-handler.js';
+import { requestContext } from '../../api/middleware/request-context.js';
+
+describe('error envelope', () => {
+  let api: ApiHarness;
+  let key: string;
+  before(async () => {
+    api = await startApi();
+    key = (await makeBusiness()).sandboxKey;
+  });
+  after(() => api.close());
+
+  function envelope(res: supertest.Response, status: number, code: string): void {
+    expect(res.status, res.text).to.equal(status);
+    expect(res.headers['content-type']).to.match(/application\/json/);
+    expect(Object.keys(res.body)).to.deep.equal(['error']);
+    expect(res.body.error.code).to.equal(code);
+    expect(res.body.error.message).to.be.a('string').and.not.empty;
+    expect(res.body.error.requestId).to.equal(res.headers['x-request-id']);
+  }
+
+  it('404 not_found for unknown routes, inside and outside the API', async () => {
+    envelope(await api.http.get('/api/v1/business/nope').set(bearer(key)), 404, 'not_found');
+    envelope(await api.http.get('/nope'), 404, 'not_found');
+    envelope(await api.http.delete('/api/v2/anything'), 404, 'not_found');
+  });
+
+  it('401 unauthorized comes before route matching', async () => {
+    envelope(await api.http.get('/api/v1/business/nope'), 401, 'unauthorized');
+  });
+
+  it('400 invalid_request for malformed JSON', async () => {
+    const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json').send('{"external_reference": ');
+    envelope(res, 400, 'invalid_request');
+    expect(res.body.error.message).to.match(/JSON/);
+  });
+
+  it('413 payload_too_large over 1 MB', async () => {
+    const big = JSON.stringify({ external_reference: 'x'.repeat(1_100_000) });
+    envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json').send(big), 413, 'payload_too_large');
+  });
+
+  it('400 idempotency_key_required and invalid_idempotency_key on writes', async () => {
+    envelope(await api.http.post('/api/v1/business/customers').set(bearer(key)).send({}), 400, 'idempotency_key_required');
+    envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key, 'short')).send({}), 400, 'invalid_idempotency_key');
+    envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key, 'k'.repeat(256))).send({}), 400, 'invalid_idempotency_key');
+  });
+
+  it('500 internal_error never leaks the message, SQL or stack of an unexpected error', async () => {
+    // The real request context and error handler, behind a route that fails the way a bug would.
+    const app = express();
+    app.use(requestContext(api.deps));
+    app.get('/boom', () => {
+      throw new Error('relation "secret_table" does not exist at SELECT * FROM secret_table');
+    });
+    app.use(errorHandler(api.deps));
+    const res = await supertest(app).get('/boom');
+    envelope(res, 500, 'internal_error');
+    expect(res.text).not.to.match(/secret_table|SELECT|at Object|\.ts:/);
+  });
+});

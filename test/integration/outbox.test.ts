@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import type { Job } from 'bullmq';
+import { getConfig } from '../../shared/config.js';
+import { createQueues, closeQueues, type Queues } from '../../shared/queues/producer.js';
+import { createApiRedis, createWorkerRedis } from '../../shared/queues/connections.js';
+import { dispatchStaged, relayOutbox, stageJob } from '../../shared/queues/outbox.js';
+import { jobId } from '../../shared/queues/registry.js';
+import { startWorkers } from '../../workers/runtime.js';
+import { REGISTRY } from '../../workers/registry.js';
+import { getDs } from '../helpers/shared.js';
+
+const silent = pino({ level: 'silent' });
+
+describe('outbox: a job that never reached Redis is found in Postgres and enqueued', () => {
+  let queues: Queues;
+  let deadQueues: Queues;
+  let dead: Redis;
+  before(() => {
+    queues = createQueues(createWorkerRedis());
+    // A producer whose Redis traffic is stopped (the API's fail-fast profile against a port nobody serves).
+    dead = createApiRedis('redis://127.0.0.1:1');
+    deadQueues = createQueues(dead);
+  });
+  after(async () => {
+    await closeQueues(queues);
+    await closeQueues(deadQueues).catch(() => undefined);
+    dead.disconnect();
+  });
+
+  it('commit, enqueue fails, the relay enqueues it once, and a worker runs it once', async () => {
+    const ds = await getDs();
+    const id = jobId('outbox.cleanup', `test-${Date.now()}`);
+    const staged = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
+    // Redis traffic stops between the commit and the enqueue.
+    await dispatchStaged(ds, deadQueues, [staged], silent);
+    const [row] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
+    expect(row.dispatched_at).to.equal(null);
+    expect(await queues.webhooks.getJob(id)).to.equal(undefined);
+
+    // Within the grace period the relay leaves it alone (the request path may still be dispatching).
+    await relayOutbox(ds, queues, silent, { graceMs: 60_000 });
+    expect((await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]))[0].dispatched_at).to.equal(null);
+    expect(await queues.webhooks.getJob(id)).to.equal(undefined);
+
+    const seen: string[] = [];
+    const runtime = startWorkers({
+      pools: ['webhooks'],
+      connection: createWorkerRedis(),
+      relay: false,
+      deps: { config: getConfig(), ds, queues, log: silent },
+      registry: {
+        ...REGISTRY,
+        webhooks: { concurrency: 1, processors: { 'outbox.cleanup': async (job: Job) => void seen.push(job.id!) } },
+      },
+    });
+    try {
+      expect(await relayOutbox(ds, queues, silent, { graceMs: 0 })).to.be.at.least(1);
+      const [after] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
+      expect(after.dispatched_at).to.be.instanceOf(Date);
+      // A second pass (or a duplicate dispatch) does not enqueue it again.
+      await relayOutbox(ds, queues, silent, { graceMs: 0 });
+      await dispatchStaged(ds, queues, [staged], silent);
+      for (let i = 0; i < 100 && !seen.includes(id); i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen.filter((s) => s === id)).to.have.length(1);
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+
+  it('the request path marks a dispatched row, so the relay never sees it', async () => {
+    const ds = await getDs();
+    const id = jobId('outbox.cleanup', `fast-${Date.now()}`);
+    const staged = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
+    await dispatchStaged(ds, queues, [staged], silent);
+    expect(await queues.webhooks.getJob(id)).to.not.equal(undefined);
+    let dispatched = null;
+    for (let i = 0; i < 50 && !dispatched; i++) {
+      [{ dispatched_at: dispatched }] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
+      if (!dispatched) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(dispatched).to.be.instanceOf(Date);
+  });
+});

@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import pino from 'pino';
+import type { Job } from 'bullmq';
+import { getConfig } from '../../shared/config.js';
+import { closeQueues, createQueues, type Queues } from '../../shared/queues/producer.js';
+import { createWorkerRedis } from '../../shared/queues/connections.js';
+import { POOLS } from '../../shared/queues/registry.js';
+import { poolsFromArgs, startWorkers } from '../../workers/runtime.js';
+import { REGISTRY } from '../../workers/registry.js';
+import { getDs } from '../helpers/shared.js';
+
+const silent = pino({ level: 'silent' });
+
+function runWorkerProcess(args: string[]): { exit: Promise<{ code: number | null; stderr: string; stdout: string }>; child: ReturnType<typeof spawn> } {
+  const child = spawn('node_modules/.bin/tsx', ['workers/main.ts', ...args], {
+    env: { ...process.env, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (d) => (stdout += d));
+  const exit = new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr, stdout })));
+  return { exit, child };
+}
+
+describe('worker pools', () => {
+  let queues: Queues;
+  before(() => {
+    queues = createQueues(createWorkerRedis());
+  });
+  after(() => closeQueues(queues));
+
+  it('pools come from arguments; all or none means every pool; an unknown pool is refused', () => {
+    expect(poolsFromArgs([])).to.deep.equal([...POOLS]);
+    expect(poolsFromArgs(['all'])).to.deep.equal([...POOLS]);
+    expect(poolsFromArgs(['pricing', 'webhooks', 'pricing'])).to.deep.equal(['pricing', 'webhooks']);
+    expect(() => poolsFromArgs(['pricing', 'mining'])).to.throw(/unknown worker pool.*mining/);
+  });
+
+  it('graceful shutdown lets the job in progress finish before it resolves', async () => {
+    const ds = await getDs();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = false;
+    let finished = false;
+    const runtime = startWorkers({
+      pools: ['webhooks'],
+      connection: createWorkerRedis(),
+      relay: false,
+      deps: { config: getConfig(), ds, queues, log: silent },
+      registry: {
+        ...REGISTRY,
+        webhooks: {
+          concurrency: 1,
+          processors: {
+            'outbox.cleanup': async (_job: Job) => {
+              started = true;
+              await gate;
+              finished = true;
+              return 'done';
+            },
+          },
+        },
+      },
+    });
+    const id = `shutdown-${Date.now()}`;
+    await queues.webhooks.add('outbox.cleanup', { olderThanHours: 1 }, { jobId: id });
+    for (let i = 0; i < 200 && !started; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(started).to.equal(true);
+    let shutDown = false;
+    const closing = runtime.shutdown().then(() => (shutDown = true));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(shutDown, 'shutdown must wait for the running job').to.equal(false);
+    release();
+    await closing;
+    expect(finished).to.equal(true);
+    const job = await queues.webhooks.getJob(id);
+    expect(await job!.getState()).to.equal('completed');
+  });
+
+  it('a worker process started with an unknown pool crashes at boot with a clear message', async () => {
+    const { exit } = runWorkerProcess(['mining']);
+    const result = await exit;
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.match(/unknown worker pool\(s\): mining/);
+  });
+
+  it('a worker process exits cleanly on SIGTERM', async function () {
+    this.timeout(30_000);
+    const { exit, child } = runWorkerProcess(['webhooks', 'sandbox']);
+    // Wait until it says it started.
+    const startedAt = Date.now();
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    while (!out.includes('workers started') && Date.now() - startedAt < 20_000) await new Promise((r) => setTimeout(r, 50));
+    expect(out).to.include('workers started');
+    child.kill('SIGTERM');
+    const result = await exit;
+    expect(result.code).to.equal(0);
+    expect(result.stdout).to.include('workers stopped');
+  });
+});
