@@ -21,8 +21,9 @@ export interface OperationValidator {
   params?: ValidateFunction;
 }
 
-function pointer(...parts: (string | number)[]): string {
-  return parts.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+/** Appends escaped JSON-pointer segments to an (already escaped) base pointer. */
+function pointer(base: string, ...parts: (string | number)[]): string {
+  return [base, ...parts.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1'))].join('/');
 }
 
 function newAjv(coerce: boolean): Ajv2020 {

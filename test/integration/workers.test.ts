@@ -45,6 +45,7 @@ describe('worker pools', () => {
     const gate = new Promise<void>((r) => (release = r));
     let started = false;
     let finished = false;
+    const id = `shutdown-${Date.now()}`;
     const runtime = startWorkers({
       pools: ['webhooks'],
       connection: createWorkerRedis(),
@@ -55,7 +56,8 @@ describe('worker pools', () => {
         webhooks: {
           concurrency: 1,
           processors: {
-            'outbox.cleanup': async (_job: Job) => {
+            'outbox.cleanup': async (job: Job) => {
+              if (job.id !== id) return 'other'; // jobs other tests left on this queue
               started = true;
               await gate;
               finished = true;
@@ -65,7 +67,6 @@ describe('worker pools', () => {
         },
       },
     });
-    const id = `shutdown-${Date.now()}`;
     await queues.webhooks.add('outbox.cleanup', { olderThanHours: 1 }, { jobId: id });
     for (let i = 0; i < 200 && !started; i++) await new Promise((r) => setTimeout(r, 10));
     expect(started).to.equal(true);
