@@ -1,0 +1,44 @@
+import type { EntityManager } from 'typeorm';
+import { hdKeyToAccount, mnemonicToAccount, type HDAccount, type HDKey, type HDKeyToAccountOptions } from 'viem/accounts';
+
+// Managed addresses live at m/44'/60'/0'/0/<index> of the environment's BIP-39 seed. Only the index is stored;
+// private keys exist in memory for the moment a signer needs them and are never stored, logged or returned.
+export const MANAGED_WALLET_BASE_PATH = "m/44'/60'/0'/0";
+
+export function managedWalletPath(index: number): string {
+  return `${MANAGED_WALLET_BASE_PATH}/${index}`;
+}
+
+// PBKDF2 over the mnemonic costs tens of milliseconds: do it once per seed and derive children from the branch node.
+const branches = new Map<string, HDKey>();
+
+function branchNode(mnemonic: string): HDKey {
+  let node = branches.get(mnemonic);
+  if (!node) {
+    node = mnemonicToAccount(mnemonic, { path: MANAGED_WALLET_BASE_PATH }).getHdKey();
+    branches.set(mnemonic, node);
+  }
+  return node;
+}
+
+function assertIndex(index: number): void {
+  if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new RangeError('HD address index must be a non-hardened BIP-32 index');
+}
+
+/** The signing account of a managed wallet (workers that submit transfers use this). */
+export function managedWalletAccount(mnemonic: string, index: number): HDAccount {
+  assertIndex(index);
+  // The path is relative to the branch node, so it is shorter than the BIP-44 shape viem's type expects.
+  return hdKeyToAccount(branchNode(mnemonic), { path: `m/${index}` as HDKeyToAccountOptions['path'] });
+}
+
+/** The EIP-55 address of a managed wallet. */
+export function managedWalletAddress(mnemonic: string, index: number): `0x${string}` {
+  return managedWalletAccount(mnemonic, index).address;
+}
+
+/** Next free BIP-44 address index; allocated by Postgres so concurrent processes never share one. */
+export async function allocateHdIndex(em: EntityManager): Promise<number> {
+  const rows: { index: number }[] = await em.query(`SELECT nextval('hd_address_index')::integer AS index`);
+  return rows[0].index;
+}

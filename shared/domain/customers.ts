@@ -1,0 +1,101 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../errors.js';
+import { allocateHdIndex, managedWalletAddress } from '../chain/hd-wallet.js';
+import type { Config } from '../config.js';
+import type { EventScope } from './events.js';
+import { supportedChains, type WalletRow } from './wallets.js';
+
+/** The chain a managed wallet reports as its own; its address serves every supported chain. */
+export const MANAGED_WALLET_HOME_CHAIN = 'base';
+
+export interface CustomerRow {
+  id: string;
+  external_reference: string;
+  display_name: string | null;
+  metadata: Record<string, string>;
+  status: 'active' | 'archived';
+  archived_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  wallet_id: string;
+  wallet_address: string;
+  wallet_chain: WalletRow['chain'];
+  wallet_ownership_status: WalletRow['ownership_status'];
+  wallet_status: WalletRow['status'];
+}
+
+/** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
+export const CUSTOMER_COLUMNS = `SELECT c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,
+  w.id AS wallet_id, w.address AS wallet_address, w.chain AS wallet_chain, w.ownership_status AS wallet_ownership_status, w.status AS wallet_status`;
+export const CUSTOMER_FROM = `customers c JOIN wallets w ON w.customer_id = c.id AND w.type = 'managed_wallet'`;
+
+export function customerView(row: CustomerRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    external_reference: row.external_reference,
+    display_name: row.display_name,
+    metadata: row.metadata,
+    status: row.status,
+    wallet: {
+      id: row.wallet_id,
+      type: 'managed_wallet',
+      address: row.wallet_address,
+      asset: 'USDC',
+      supported_chains: supportedChains({ type: 'managed_wallet', chain: row.wallet_chain }),
+      ownership_status: row.wallet_ownership_status,
+      status: row.wallet_status,
+    },
+    archived_at: row.archived_at ? row.archived_at.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export async function findCustomer(db: DataSource | EntityManager, scope: EventScope, id: string): Promise<CustomerRow> {
+  const rows: CustomerRow[] = await db.query(
+    `${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.id = $1 AND c.business_id = $2 AND c.environment = $3`,
+    [id, scope.businessId, scope.environment],
+  );
+  if (!rows[0]) throw ApiError.notFound('customer');
+  return rows[0];
+}
+
+export interface CreateCustomerInput {
+  external_reference: string;
+  display_name?: string;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Creates the customer and its managed wallet in one transaction, or returns the customer that already holds
+ * this external_reference. The unique index decides concurrent creates: the loser's insert waits for the
+ * winner's commit, does nothing, and reads the winner's row, so there is never a second wallet.
+ */
+export async function createCustomer(
+  ds: DataSource,
+  seeds: Config['walletSeeds'],
+  scope: EventScope,
+  input: CreateCustomerInput,
+): Promise<{ created: boolean; customer: CustomerRow }> {
+  return ds.transaction(async (em) => {
+    const inserted: { id: string }[] = await em.query(
+      `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (business_id, environment, external_reference) DO NOTHING RETURNING id`,
+      [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
+    );
+    if (inserted[0]) {
+      const index = await allocateHdIndex(em);
+      await em.query(
+        `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
+         VALUES ($1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed')`,
+        [scope.businessId, scope.environment, inserted[0].id, MANAGED_WALLET_HOME_CHAIN, managedWalletAddress(seeds[scope.environment], index), index],
+      );
+      return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
+    }
+    const existing: CustomerRow[] = await em.query(
+      `${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,
+      [scope.businessId, scope.environment, input.external_reference],
+    );
+    return { created: false, customer: existing[0] };
+  });
+}

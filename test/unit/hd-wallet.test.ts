@@ -1,0 +1,31 @@
+import { expect } from 'chai';
+import { mnemonicToAccount } from 'viem/accounts';
+import { managedWalletAccount, managedWalletAddress, managedWalletPath } from '../../shared/chain/hd-wallet.js';
+
+const SEED = 'test test test test test test test test test test test junk';
+const OTHER_SEED = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+
+describe('managed wallet derivation', () => {
+  it('derives the BIP-44 Ethereum addresses of the seed (m/44\'/60\'/0\'/0/i)', () => {
+    expect(managedWalletAddress(SEED, 0)).to.equal('0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266');
+    expect(managedWalletAddress(SEED, 1)).to.equal('0x70997970C51812dc3A010C7d01b50e0d17dc79C8');
+    for (const index of [2, 9, 1000]) {
+      expect(managedWalletAddress(SEED, index)).to.equal(mnemonicToAccount(SEED, { addressIndex: index }).address);
+    }
+    expect(managedWalletPath(7)).to.equal("m/44'/60'/0'/0/7");
+  });
+
+  it('gives different addresses for different seeds at the same index', () => {
+    expect(managedWalletAddress(OTHER_SEED, 0)).not.to.equal(managedWalletAddress(SEED, 0));
+  });
+
+  it('signs with the key of the derived address', async () => {
+    const account = managedWalletAccount(SEED, 3);
+    expect(account.address).to.equal(managedWalletAddress(SEED, 3));
+    expect(await account.signMessage({ message: 'hi' })).to.match(/^0x[0-9a-f]{130}$/);
+  });
+
+  it('refuses indexes outside the non-hardened range', () => {
+    for (const bad of [-1, 1.5, 2 ** 31]) expect(() => managedWalletAddress(SEED, bad)).to.throw(RangeError);
+  });
+});
