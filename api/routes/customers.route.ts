@@ -4,8 +4,6 @@ import type { PageQuery } from '../pagination.js';
 import { listPage } from './list-page.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
-const nullable = (schema: JsonSchema): JsonSchema => ({ oneOf: [schema, { type: 'null' }] });
-
 export const schemas: Record<string, JsonSchema> = {
   CustomerWalletSummary: {
     type: 'object',
@@ -33,11 +31,11 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       id: ref('Uuid'),
       external_reference: { type: 'string' },
-      display_name: nullable({ type: 'string' }),
+      display_name: { type: ['string', 'null'] },
       metadata: ref('CustomerMetadata'),
       status: { type: 'string', enum: ['active', 'archived'] },
       wallet: ref('CustomerWalletSummary'),
-      archived_at: nullable(ref('Timestamp')),
+      archived_at: { type: ['string', 'null'], format: 'date-time' },
       created_at: ref('Timestamp'),
       updated_at: ref('Timestamp'),
     },
