@@ -1,0 +1,191 @@
+// The one corridor registry: which (currency, payment method) pairs we pay out to, what a beneficiary's
+// `details` must hold for each, the amount limits per transaction and the provider that serves it.
+// Beneficiaries, quotes and payouts read it; nothing else hard-codes a corridor.
+import { ApiError } from '../errors.js';
+
+export const PAYMENT_METHODS = ['mobile_money', 'bank_transfer', 'paybill', 'buy_goods', 'email_transfer', 'swift_transfer'] as const;
+export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
+
+/** Live provider ids. Only mpesa_daraja has an adapter today; the others name the partner slot a corridor waits for. */
+export type ProviderId = 'mpesa_daraja' | 'mobile_money_partner' | 'local_bank_partner' | 'interac_partner' | 'swift_partner';
+export type Direction = 'offramp' | 'onramp';
+
+export interface CorridorField {
+  name: string;
+  type: 'string';
+  required: boolean;
+  description: string;
+  pattern?: string;
+  enum?: readonly string[];
+  min_length?: number;
+  max_length?: number;
+  /** Redacted to its last 4 characters in every response; never logged. */
+  sensitive: boolean;
+}
+
+export interface Corridor {
+  currency: string;
+  payment_method: PaymentMethod;
+  provider: ProviderId;
+  /** offramp: we pay out to this destination; onramp: we can also collect from it. */
+  directions: readonly Direction[];
+  /** Per transaction, decimal strings at the currency's scale, in the currency. */
+  min_amount: string;
+  max_amount: string;
+  fields: readonly CorridorField[];
+  /** Groups of fields of which at least one must be given (e.g. iban or account_number). */
+  one_of?: readonly (readonly string[])[];
+  /** The JSON Schema `details` must satisfy; served as-is by GET /beneficiaries/requirements. */
+  schema: Record<string, unknown>;
+}
+
+type CorridorDef = Omit<Corridor, 'schema'>;
+
+function field(name: string, description: string, extra: Partial<Omit<CorridorField, 'name' | 'description' | 'type'>> = {}): CorridorField {
+  return { name, type: 'string', required: true, description, sensitive: false, ...extra };
+}
+
+const optional = (f: CorridorField): CorridorField => ({ ...f, required: false });
+
+function phone(countryCode: string, national: string, example: string): CorridorField {
+  return field('phone_number', `Mobile money number in E.164 form with the +${countryCode} country code, e.g. ${example}.`, {
+    pattern: `^\\+${countryCode}${national}$`,
+    sensitive: true,
+  });
+}
+
+const network = (...networks: string[]) => field('mobile_network', 'Mobile money network of the number.', { enum: networks });
+
+function bankCode(description: string, pattern: string): CorridorField {
+  return field('bank_code', description, { pattern });
+}
+
+function accountNumber(description: string, pattern: string): CorridorField {
+  return field('account_number', description, { pattern, sensitive: true });
+}
+
+const bankName = field('bank_name', 'Name of the receiving bank.', { min_length: 1, max_length: 140 });
+const iso3166 = '^[A-Z]{2}$';
+
+const SWIFT_FIELDS: CorridorField[] = [
+  field('swift_bic', 'SWIFT/BIC of the receiving bank: 8 or 11 characters, upper case.', { pattern: '^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$' }),
+  optional(field('iban', 'IBAN, upper case without spaces. Either iban or account_number is required.', { pattern: '^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$', sensitive: true })),
+  optional(accountNumber('Account number, where the country has no IBAN. Either iban or account_number is required.', '^[A-Za-z0-9]{4,34}$')),
+  bankName,
+  field('bank_country', 'ISO 3166-1 alpha-2 country of the receiving bank.', { pattern: iso3166 }),
+  field('address_line1', 'Beneficiary street address.', { min_length: 1, max_length: 140 }),
+  optional(field('address_line2', 'Beneficiary address, second line.', { min_length: 1, max_length: 140 })),
+  field('address_city', 'Beneficiary city.', { min_length: 1, max_length: 100 }),
+  optional(field('address_postal_code', 'Beneficiary postal code.', { pattern: '^[A-Za-z0-9][A-Za-z0-9 -]{0,15}$' })),
+  field('address_country', 'ISO 3166-1 alpha-2 country of the beneficiary\'s address.', { pattern: iso3166 }),
+];
+
+function swift(currency: string): CorridorDef {
+  return {
+    currency, payment_method: 'swift_transfer', provider: 'swift_partner', directions: ['offramp'],
+    min_amount: '100.00', max_amount: '1000000.00', fields: SWIFT_FIELDS, one_of: [['iban', 'account_number']],
+  };
+}
+
+function mobileMoney(currency: string, provider: ProviderId, limits: [string, string], fields: CorridorField[], directions: Direction[] = ['offramp']): CorridorDef {
+  return { currency, payment_method: 'mobile_money', provider, directions, min_amount: limits[0], max_amount: limits[1], fields };
+}
+
+const CORRIDOR_DEFS: CorridorDef[] = [
+  mobileMoney('KES', 'mpesa_daraja', ['10.00', '250000.00'], [phone('254', '(7|1)[0-9]{8}', '+254712345678'), network('safaricom', 'airtel')], ['offramp', 'onramp']),
+  {
+    currency: 'KES', payment_method: 'paybill', provider: 'mpesa_daraja', directions: ['offramp'], min_amount: '10.00', max_amount: '250000.00',
+    fields: [
+      field('paybill_number', 'M-Pesa PayBill business number, 5 to 7 digits.', { pattern: '^[0-9]{5,7}$' }),
+      field('account_number', 'Account reference at the PayBill, 1 to 13 letters, digits or dashes.', { pattern: '^[A-Za-z0-9-]{1,13}$', sensitive: true }),
+    ],
+  },
+  {
+    currency: 'KES', payment_method: 'buy_goods', provider: 'mpesa_daraja', directions: ['offramp'], min_amount: '10.00', max_amount: '250000.00',
+    fields: [field('till_number', 'M-Pesa Buy Goods till number, 5 to 7 digits.', { pattern: '^[0-9]{5,7}$' })],
+  },
+  {
+    currency: 'KES', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '100.00', max_amount: '10000000.00',
+    fields: [
+      bankCode('Two-digit Central Bank of Kenya bank code.', '^[0-9]{2}$'),
+      optional(field('branch_code', 'Three-digit branch code.', { pattern: '^[0-9]{3}$' })),
+      accountNumber('Bank account number, 6 to 20 digits.', '^[0-9]{6,20}$'),
+    ],
+  },
+  mobileMoney('UGX', 'mobile_money_partner', ['500', '5000000'], [phone('256', '7[0-9]{8}', '+256772123456'), network('mtn', 'airtel')]),
+  mobileMoney('TZS', 'mobile_money_partner', ['1000.00', '5000000.00'], [phone('255', '[67][0-9]{8}', '+255712345678'), network('mtn', 'airtel', 'vodacom')]),
+  mobileMoney('RWF', 'mobile_money_partner', ['100', '2000000'], [phone('250', '7[0-9]{8}', '+250781234567'), network('mtn', 'airtel')]),
+  mobileMoney('GHS', 'mobile_money_partner', ['1.00', '10000.00'], [phone('233', '[235][0-9]{8}', '+233241234567'), network('mtn', 'vodafone', 'airteltigo')]),
+  {
+    currency: 'GHS', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '10.00', max_amount: '1000000.00',
+    fields: [bankCode('Six-digit Ghana bank sort code.', '^[0-9]{6}$'), accountNumber('Bank account number, 8 to 16 digits.', '^[0-9]{8,16}$')],
+  },
+  {
+    currency: 'NGN', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '100.00', max_amount: '10000000.00',
+    fields: [bankCode('CBN bank code, 3 to 6 digits.', '^[0-9]{3,6}$'), accountNumber('10-digit NUBAN account number.', '^[0-9]{10}$')],
+  },
+  {
+    currency: 'ZAR', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '10.00', max_amount: '1000000.00',
+    fields: [
+      bankCode('Six-digit universal branch code of the bank.', '^[0-9]{6}$'),
+      accountNumber('Bank account number, 6 to 16 digits.', '^[0-9]{6,16}$'),
+      optional(field('account_type', 'Account type.', { enum: ['cheque', 'savings', 'transmission'] })),
+    ],
+  },
+  {
+    currency: 'CAD', payment_method: 'email_transfer', provider: 'interac_partner', directions: ['offramp'], min_amount: '1.00', max_amount: '3000.00',
+    fields: [field('email', 'Interac e-Transfer recipient email address.', { pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', max_length: 254, sensitive: true })],
+  },
+  swift('USD'),
+  swift('EUR'),
+  swift('GBP'),
+];
+
+/** JSON Schema of `details`, derived from the fields so the two never disagree. */
+function detailsSchema(def: CorridorDef): Record<string, unknown> {
+  const properties = Object.fromEntries(def.fields.map((f) => [f.name, {
+    type: 'string',
+    description: f.description,
+    ...(f.pattern ? { pattern: f.pattern } : {}),
+    ...(f.enum ? { enum: [...f.enum] } : {}),
+    ...(f.min_length !== undefined ? { minLength: f.min_length } : {}),
+    ...(f.max_length !== undefined ? { maxLength: f.max_length } : {}),
+  }]));
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    additionalProperties: false,
+    required: def.fields.filter((f) => f.required).map((f) => f.name),
+    properties,
+    ...(def.one_of ? { allOf: def.one_of.map((group) => ({ anyOf: group.map((name) => ({ required: [name] })) })) } : {}),
+  };
+}
+
+const key = (currency: string, method: string) => `${currency}:${method}`;
+
+const REGISTRY: ReadonlyMap<string, Corridor> = new Map(
+  CORRIDOR_DEFS.map((def) => [key(def.currency, def.payment_method), Object.freeze({ ...def, schema: detailsSchema(def) })]),
+);
+
+export function listCorridors(): readonly Corridor[] {
+  return [...REGISTRY.values()];
+}
+
+export function getCorridor(currency: string, paymentMethod: string): Corridor | undefined {
+  return REGISTRY.get(key(currency, paymentMethod));
+}
+
+export function paymentMethodsFor(currency: string): PaymentMethod[] {
+  return listCorridors().filter((c) => c.currency === currency).map((c) => c.payment_method);
+}
+
+/** The corridor, or 422 unsupported_corridor naming what this currency does support. */
+export function requireCorridor(currency: string, paymentMethod: string): Corridor {
+  const corridor = getCorridor(currency, paymentMethod);
+  if (corridor) return corridor;
+  throw new ApiError(422, 'unsupported_corridor', `We do not pay out ${currency} by ${paymentMethod}.`, {
+    currency,
+    payment_method: paymentMethod,
+    supported_payment_methods: paymentMethodsFor(currency),
+  });
+}

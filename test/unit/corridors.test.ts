@@ -1,0 +1,148 @@
+import { expect } from 'chai';
+import { getCorridor, listCorridors, PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
+import { detailIssues, ibanChecksumValid, redactDetails, redactValue } from '../../shared/domain/corridor-details.js';
+import { formatAmount, scaleOf, toMinor } from '../../shared/domain/money.js';
+import { ApiError } from '../../shared/errors.js';
+import { CORRIDOR_EXAMPLES } from '../helpers/corridor-examples.js';
+
+const keyOf = (c: { currency: string; payment_method: string }) => `${c.currency}:${c.payment_method}`;
+
+describe('corridor registry', () => {
+  it('serves exactly the contract\'s corridors, each with an example in the tests', () => {
+    const keys = listCorridors().map(keyOf).sort();
+    expect(keys).to.deep.equal([
+      'CAD:email_transfer', 'EUR:swift_transfer', 'GBP:swift_transfer', 'GHS:bank_transfer', 'GHS:mobile_money',
+      'KES:bank_transfer', 'KES:buy_goods', 'KES:mobile_money', 'KES:paybill', 'NGN:bank_transfer', 'RWF:mobile_money',
+      'TZS:mobile_money', 'UGX:mobile_money', 'USD:swift_transfer', 'ZAR:bank_transfer',
+    ]);
+    expect(Object.keys(CORRIDOR_EXAMPLES).sort()).to.deep.equal(keys);
+  });
+
+  it('looks corridors up by currency and method, and refuses others with 422 unsupported_corridor', () => {
+    expect(getCorridor('KES', 'paybill')?.provider).to.equal('mpesa_daraja');
+    expect(getCorridor('KES', 'email_transfer')).to.equal(undefined);
+    expect(getCorridor('kes', 'mobile_money')).to.equal(undefined);
+    try {
+      requireCorridor('NGN', 'mobile_money');
+      expect.fail('should throw');
+    } catch (err) {
+      expect(err).to.be.instanceOf(ApiError);
+      expect((err as ApiError).status).to.equal(422);
+      expect((err as ApiError).code).to.equal('unsupported_corridor');
+      expect((err as ApiError).details).to.deep.include({ supported_payment_methods: ['bank_transfer'] });
+    }
+  });
+
+  it('routes M-Pesa corridors to Daraja and names a provider for every other', () => {
+    for (const c of listCorridors()) {
+      const daraja = c.currency === 'KES' && ['mobile_money', 'paybill', 'buy_goods'].includes(c.payment_method);
+      expect(c.provider === 'mpesa_daraja', keyOf(c)).to.equal(daraja);
+      expect(c.provider).to.match(/^[a-z_]+$/);
+    }
+    expect(getCorridor('KES', 'mobile_money')!.directions).to.include('onramp');
+  });
+
+  it('has min and max amounts as decimal strings at the currency scale, min below max', () => {
+    for (const c of listCorridors()) {
+      const scale = scaleOf(c.currency);
+      expect(formatAmount(c.min_amount, scale), keyOf(c)).to.equal(c.min_amount);
+      expect(formatAmount(c.max_amount, scale), keyOf(c)).to.equal(c.max_amount);
+      expect(toMinor(c.min_amount, scale) > 0n && toMinor(c.min_amount, scale) < toMinor(c.max_amount, scale), keyOf(c)).to.equal(true);
+    }
+  });
+
+  it('derives a closed JSON Schema from the fields', () => {
+    for (const c of listCorridors()) {
+      expect(PAYMENT_METHODS).to.include(c.payment_method);
+      expect(c.schema.additionalProperties, keyOf(c)).to.equal(false);
+      expect(c.schema.required).to.deep.equal(c.fields.filter((f) => f.required).map((f) => f.name));
+      expect(Object.keys(c.schema.properties as object)).to.deep.equal(c.fields.map((f) => f.name));
+      for (const f of c.fields) {
+        expect(f.type).to.equal('string');
+        expect(f.description, `${keyOf(c)} ${f.name}`).to.be.a('string').and.not.empty;
+        if (f.pattern) expect(() => new RegExp(f.pattern!, 'u')).not.to.throw();
+      }
+    }
+  });
+
+  it('marks phones, account numbers, IBANs and emails sensitive', () => {
+    for (const c of listCorridors()) {
+      for (const f of c.fields) {
+        const shouldBe = ['phone_number', 'account_number', 'iban', 'email'].includes(f.name);
+        expect(f.sensitive, `${keyOf(c)} ${f.name}`).to.equal(shouldBe);
+      }
+    }
+  });
+
+  it('uses E.164 with the country code and the contract\'s networks for mobile money', () => {
+    const expected: Record<string, [string, string[]]> = {
+      KES: ['+254', ['safaricom', 'airtel']],
+      UGX: ['+256', ['mtn', 'airtel']],
+      TZS: ['+255', ['mtn', 'airtel', 'vodacom']],
+      RWF: ['+250', ['mtn', 'airtel']],
+      GHS: ['+233', ['mtn', 'vodafone', 'airteltigo']],
+    };
+    for (const [currency, [prefix, networks]] of Object.entries(expected)) {
+      const c = getCorridor(currency, 'mobile_money')!;
+      expect(c.fields.find((f) => f.name === 'phone_number')!.pattern).to.match(new RegExp(`^\\^\\\\${prefix.replace('+', '\\+')}`));
+      expect(c.fields.find((f) => f.name === 'mobile_network')!.enum).to.deep.equal(networks);
+    }
+  });
+});
+
+describe('corridor details', () => {
+  for (const c of listCorridors()) {
+    const example = CORRIDOR_EXAMPLES[keyOf(c)];
+
+    it(`${keyOf(c)}: accepts valid details`, () => {
+      expect(detailIssues(c, example.valid)).to.deep.equal([]);
+    });
+
+    it(`${keyOf(c)}: reports each broken field without echoing its value`, () => {
+      for (const [name, bad] of Object.entries(example.invalid)) {
+        const issues = detailIssues(c, { ...example.valid, [name]: bad });
+        expect(issues.map((i) => i.path), name).to.deep.equal([`details.${name}`]);
+        expect(JSON.stringify(issues)).not.to.contain(bad);
+      }
+    });
+
+    it(`${keyOf(c)}: requires each required field and refuses unknown ones and non-strings`, () => {
+      for (const f of c.fields.filter((x) => x.required)) {
+        const { [f.name]: _dropped, ...rest } = example.valid;
+        expect(detailIssues(c, rest)).to.deep.include({ path: `details.${f.name}`, message: 'is required' });
+      }
+      expect(detailIssues(c, { ...example.valid, routing_number: '021000021' })[0].path).to.equal('details.routing_number');
+      const first = c.fields[0].name;
+      expect(detailIssues(c, { ...example.valid, [first]: 12345678 })).to.deep.equal([{ path: `details.${first}`, message: 'must be a string' }]);
+      expect(detailIssues(c, null)).to.deep.equal([{ path: 'details', message: 'must be an object' }]);
+    });
+  }
+
+  it('needs an iban or an account_number for SWIFT transfers', () => {
+    const c = getCorridor('EUR', 'swift_transfer')!;
+    const { iban: _i, ...withoutIban } = CORRIDOR_EXAMPLES['EUR:swift_transfer'].valid;
+    expect(detailIssues(c, withoutIban)).to.deep.equal([{ path: 'details.iban', message: 'one of iban, account_number is required' }]);
+    expect(detailIssues(c, { ...withoutIban, account_number: 'DE0012345678' })).to.deep.equal([]);
+  });
+
+  it('checks IBAN check digits', () => {
+    expect(ibanChecksumValid('GB82WEST12345698765432')).to.equal(true);
+    expect(ibanChecksumValid('DE89370400440532013000')).to.equal(true);
+    expect(ibanChecksumValid('GB82WEST12345698765433')).to.equal(false);
+  });
+});
+
+describe('redaction', () => {
+  it('keeps only the last 4 characters of a value', () => {
+    expect(redactValue('+254712345678')).to.equal('*********5678');
+    expect(redactValue('0123456789')).to.equal('******6789');
+    expect(redactValue('1234')).to.equal('****');
+  });
+
+  it('redacts sensitive fields and leaves the others readable', () => {
+    const c = getCorridor('KES', 'paybill')!;
+    expect(redactDetails(c, { paybill_number: '888880', account_number: 'ACC-001234' })).to.deep.equal({ paybill_number: '888880', account_number: '******1234' });
+    const m = getCorridor('GHS', 'mobile_money')!;
+    expect(redactDetails(m, { phone_number: '+233241234567', mobile_network: 'mtn' })).to.deep.equal({ phone_number: '*********4567', mobile_network: 'mtn' });
+  });
+});
