@@ -1,10 +1,11 @@
 import type { JsonSchema, RouteDef } from './route.js';
 import * as account from './account.route.js';
+import * as beneficiaries from './beneficiaries.route.js';
 import * as customers from './customers.route.js';
 import * as wallets from './wallets.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

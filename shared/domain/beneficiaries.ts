@@ -1,0 +1,168 @@
+// Beneficiaries: reusable payout destinations. `details` are checked against the corridor, sealed at rest
+// (shared/crypto/envelope.ts) and only ever leave this module redacted, except to loadActiveBeneficiary's callers.
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../errors.js';
+import { openJson, sealJson, type MasterKey } from '../crypto/envelope.js';
+import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto/sealed-columns.js';
+import type { Environment } from './chains.js';
+import { getCorridor, requireCorridor, type Corridor, type PaymentMethod } from './corridors.js';
+import { checkDetails, redactDetails, redactValue, type Details } from './corridor-details.js';
+
+export interface Tenant {
+  businessId: string;
+  environment: Environment;
+}
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export interface BeneficiaryRow {
+  id: string;
+  business_id: string;
+  environment: Environment;
+  customer_id: string | null;
+  currency: string;
+  payment_method: PaymentMethod;
+  account_holder_name: string;
+  label: string | null;
+  external_reference: string | null;
+  status: 'active' | 'archived';
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+
+export interface CreateBeneficiaryInput {
+  currency: string;
+  payment_method: string;
+  account_holder_name: string;
+  details: unknown;
+  label?: string | null;
+  external_reference?: string;
+  customer_id?: string;
+}
+
+/** What a quote or payout gets: the plaintext details. Never log, return or enqueue them. */
+export interface ActiveBeneficiary {
+  beneficiary: BeneficiaryRow;
+  corridor: Corridor;
+  details: Details;
+}
+
+const TABLE = 'beneficiaries';
+const SEALED = 'details';
+export const BENEFICIARY_COLUMNS = 'id, business_id, environment, customer_id, currency, payment_method, account_holder_name, label, external_reference, status, created_at, updated_at, archived_at';
+const SCOPED = 'id = $1 AND business_id = $2 AND environment = $3';
+
+function aad(row: { id: string; business_id: string; environment: string }): string {
+  return rowAad(TABLE, SEALED, row);
+}
+
+type SealedRow = BeneficiaryRow & Record<string, unknown>;
+
+async function findRow(q: Queryable, tenant: Tenant, id: string, opts: { sealed?: boolean; forUpdate?: boolean } = {}): Promise<SealedRow | null> {
+  const rows = await q.query(
+    `SELECT ${BENEFICIARY_COLUMNS}${opts.sealed ? `, ${sealedColumnList(SEALED)}` : ''} FROM ${TABLE} WHERE ${SCOPED}${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [id, tenant.businessId, tenant.environment],
+  );
+  return rows[0] ?? null;
+}
+
+function withoutSealed(row: SealedRow): BeneficiaryRow {
+  const { details_key_id: _k, details_wrapped_key: _w, details_iv: _i, details_tag: _t, details_ciphertext: _c, ...beneficiary } = row;
+  return beneficiary as BeneficiaryRow;
+}
+
+function decryptDetails(row: SealedRow, keys: readonly MasterKey[]): Details {
+  return openJson<Details>(sealedFromRow(row, SEALED), keys, aad(row));
+}
+
+/** Redacted for responses; a corridor that has since left the registry gets every value redacted. */
+function redactedFor(row: BeneficiaryRow, details: Details): Details {
+  const corridor = getCorridor(row.currency, row.payment_method);
+  if (corridor) return redactDetails(corridor, details);
+  return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, redactValue(v)]));
+}
+
+async function assertActiveCustomer(q: Queryable, tenant: Tenant, customerId: string): Promise<void> {
+  const rows: { status: string }[] = await q.query(
+    `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
+    [customerId, tenant.businessId, tenant.environment],
+  );
+  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such customer.', { param: 'customer_id' });
+  if (rows[0].status !== 'active') throw new ApiError(409, 'resource_archived', 'This customer is archived.', { customer_id: customerId });
+}
+
+export async function createBeneficiary(
+  ds: Queryable,
+  keys: readonly MasterKey[],
+  tenant: Tenant,
+  input: CreateBeneficiaryInput,
+): Promise<{ beneficiary: BeneficiaryRow; details: Details }> {
+  const corridor = requireCorridor(input.currency, input.payment_method);
+  const details = checkDetails(corridor, input.details);
+  if (input.customer_id) await assertActiveCustomer(ds, tenant, input.customer_id);
+  const id = randomUUID();
+  const sealed = sealJson(details, keys, aad({ id, business_id: tenant.businessId, environment: tenant.environment }));
+  const rows: BeneficiaryRow[] = await ds.query(
+    `INSERT INTO ${TABLE} (id, business_id, environment, customer_id, currency, payment_method, account_holder_name, label, external_reference,
+       ${sealedColumnList(SEALED)})
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${BENEFICIARY_COLUMNS}`,
+    [
+      id, tenant.businessId, tenant.environment, input.customer_id ?? null, corridor.currency, corridor.payment_method,
+      input.account_holder_name, input.label ?? null, input.external_reference ?? null, ...sealedValues(sealed),
+    ],
+  );
+  return { beneficiary: rows[0], details: redactDetails(corridor, details) };
+}
+
+/** One beneficiary with its details redacted; 404 outside this business and environment. */
+export async function getBeneficiary(ds: Queryable, keys: readonly MasterKey[], tenant: Tenant, id: string): Promise<{ beneficiary: BeneficiaryRow; details: Details }> {
+  const row = await findRow(ds, tenant, id, { sealed: true });
+  if (!row) throw ApiError.notFound('beneficiary');
+  return { beneficiary: withoutSealed(row), details: redactedFor(row, decryptDetails(row, keys)) };
+}
+
+/** Sets or clears the label of an active beneficiary; an archived one is read-only (409 resource_archived). */
+export async function updateBeneficiaryLabel(ds: Queryable, tenant: Tenant, id: string, label: string | null): Promise<BeneficiaryRow> {
+  // TypeORM answers an UPDATE with [rows, affected].
+  const [rows]: [BeneficiaryRow[], number] = await ds.query(
+    `UPDATE ${TABLE} SET label = $4, updated_at = now() WHERE ${SCOPED} AND status = 'active' RETURNING ${BENEFICIARY_COLUMNS}`,
+    [id, tenant.businessId, tenant.environment, label],
+  );
+  if (rows[0]) return rows[0];
+  const existing = await findRow(ds, tenant, id);
+  if (!existing) throw ApiError.notFound('beneficiary');
+  throw new ApiError(409, 'resource_archived', 'This beneficiary is archived and can no longer be changed.', { archived_at: existing.archived_at?.toISOString() });
+}
+
+/** Archives (status archived, archived_at set). Archiving an archived beneficiary returns it unchanged. */
+export async function archiveBeneficiary(ds: Queryable, tenant: Tenant, id: string): Promise<BeneficiaryRow> {
+  const [rows]: [BeneficiaryRow[], number] = await ds.query(
+    `UPDATE ${TABLE} SET status = 'archived', archived_at = now(), updated_at = now() WHERE ${SCOPED} AND status = 'active' RETURNING ${BENEFICIARY_COLUMNS}`,
+    [id, tenant.businessId, tenant.environment],
+  );
+  if (rows[0]) return rows[0];
+  const existing = await findRow(ds, tenant, id);
+  if (!existing) throw ApiError.notFound('beneficiary');
+  return existing;
+}
+
+/**
+ * For quotes and payouts: the beneficiary with its plaintext details and corridor. 404 outside this tenant,
+ * 409 resource_archived once archived, 422 unsupported_corridor if its corridor has left the registry.
+ * Pass the transaction's EntityManager and `forUpdate` to hold the row against a concurrent archive.
+ */
+export async function loadActiveBeneficiary(
+  q: Queryable,
+  keys: readonly MasterKey[],
+  tenant: Tenant,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<ActiveBeneficiary> {
+  const row = await findRow(q, tenant, id, { sealed: true, forUpdate: opts.forUpdate });
+  if (!row) throw ApiError.notFound('beneficiary');
+  if (row.status === 'archived') throw new ApiError(409, 'resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
+  const corridor = requireCorridor(row.currency, row.payment_method);
+  return { beneficiary: withoutSealed(row), corridor, details: decryptDetails(row, keys) };
+}
