@@ -3,9 +3,11 @@ import * as account from './account.route.js';
 import * as beneficiaries from './beneficiaries.route.js';
 import * as customers from './customers.route.js';
 import * as wallets from './wallets.route.js';
+import * as walletBalance from './wallet-balance.route.js';
+import * as sandbox from './sandbox.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

@@ -55,10 +55,10 @@ export function walletView(row: WalletRow): Record<string, unknown> {
   };
 }
 
-/** The wallet in this business and environment, or 404. `lock` takes a row lock for a state change. */
-export async function findWallet(db: DataSource | EntityManager, scope: EventScope, id: string, lock = false): Promise<WalletRow> {
+/** The wallet in this business and environment, or 404. `lock`: a row lock for a state change ('update') or against one ('share'). */
+export async function findWallet(db: DataSource | EntityManager, scope: EventScope, id: string, lock?: 'update' | 'share'): Promise<WalletRow> {
   const rows: WalletRow[] = await db.query(
-    `${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ' FOR UPDATE OF w' : ''}`,
+    `${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`,
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw ApiError.notFound('wallet');
@@ -70,13 +70,13 @@ export function assertActive(wallet: WalletRow): void {
 }
 
 /** The chain a balance or funding refers to: required for managed wallets, the wallet's own chain for external ones. */
-export function resolveChain(wallet: WalletRow, requested: Chain | undefined): Chain {
+export function resolveChain(wallet: WalletRow, requested: Chain | undefined, where: 'query' | 'body' = 'query'): Chain {
   if (wallet.type === 'managed_wallet') {
-    if (!requested) throw ApiError.invalid('chain is required for a managed wallet.', [{ path: 'chain', in: 'query', message: 'is required for a managed wallet' }]);
+    if (!requested) throw ApiError.invalid('chain is required for a managed wallet.', [{ path: 'chain', in: where, message: 'is required for a managed wallet' }]);
     return requested;
   }
   if (requested && requested !== wallet.chain) {
-    throw ApiError.invalid(`This external wallet is registered on ${wallet.chain}.`, [{ path: 'chain', in: 'query', message: `must be ${wallet.chain} for this wallet` }]);
+    throw ApiError.invalid(`This external wallet is registered on ${wallet.chain}.`, [{ path: 'chain', in: where, message: `must be ${wallet.chain} for this wallet` }]);
   }
   return wallet.chain;
 }
@@ -142,7 +142,7 @@ export async function registerExternalWallet(ds: DataSource, scope: EventScope, 
 /** Archives a wallet (idempotent: an archived wallet is returned as it is). */
 export async function archiveWallet(ds: DataSource, scope: EventScope, id: string): Promise<WalletRow> {
   return ds.transaction(async (em) => {
-    const wallet = await findWallet(em, scope, id, true);
+    const wallet = await findWallet(em, scope, id, 'update');
     if (wallet.status === 'archived') return wallet;
     await em.query(
       `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
