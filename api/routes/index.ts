@@ -5,9 +5,10 @@ import * as customers from './customers.route.js';
 import * as wallets from './wallets.route.js';
 import * as walletBalance from './wallet-balance.route.js';
 import * as sandbox from './sandbox.route.js';
+import * as walletVerification from './wallet-verification.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

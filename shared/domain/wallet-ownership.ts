@@ -1,0 +1,118 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type { Address, Hex } from 'viem';
+import { createSiweMessage } from 'viem/siwe';
+import { ApiError } from '../errors.js';
+import type { Config } from '../config.js';
+import { ChainUnavailableError } from '../chain/clients.js';
+import { isSignedBy } from '../chain/signatures.js';
+import { CHAIN_IDS } from './chains.js';
+import { recordEvent, type EventScope } from './events.js';
+import { assertActive, findWallet, walletView, type WalletRow } from './wallets.js';
+
+export const CHALLENGE_TTL_MS = 10 * 60 * 1000;
+// EIP-4361 names the party asking for the signature; wallets show it to the signer.
+export const SIWE_DOMAIN = 'rampway.io';
+const SIWE_STATEMENT = 'Rampway asks you to prove that you control this wallet. Signing is free and moves no funds.';
+
+interface ChallengeRow {
+  id: string;
+  wallet_id: string;
+  message: string;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+export function challengeView(row: Pick<ChallengeRow, 'id' | 'wallet_id' | 'message' | 'expires_at'>): Record<string, unknown> {
+  return { id: row.id, wallet_id: row.wallet_id, message: row.message, expires_at: row.expires_at.toISOString() };
+}
+
+function assertChallengeable(wallet: WalletRow): void {
+  if (wallet.type === 'managed_wallet') throw ApiError.invalidState('A managed wallet is held by the platform; it needs no ownership proof.', { wallet_id: wallet.id });
+  assertActive(wallet);
+}
+
+/** An EIP-4361 (Sign-In with Ethereum) message for the wallet's address and chain, valid 10 minutes. */
+export async function createChallenge(ds: DataSource, scope: EventScope, walletId: string): Promise<Record<string, unknown>> {
+  const wallet = await findWallet(ds, scope, walletId);
+  assertChallengeable(wallet);
+  const id = randomUUID();
+  const nonce = randomBytes(16).toString('hex');
+  const issuedAt = new Date();
+  const expiresAt = new Date(issuedAt.getTime() + CHALLENGE_TTL_MS);
+  const message = createSiweMessage({
+    domain: SIWE_DOMAIN,
+    uri: `https://${SIWE_DOMAIN}`,
+    address: wallet.address as Address,
+    chainId: CHAIN_IDS[wallet.chain],
+    nonce,
+    version: '1',
+    statement: SIWE_STATEMENT,
+    issuedAt,
+    expirationTime: expiresAt,
+    requestId: id,
+  });
+  await ds.query(
+    `INSERT INTO wallet_challenges (id, business_id, environment, wallet_id, nonce, message, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [id, scope.businessId, scope.environment, wallet.id, nonce, message, expiresAt],
+  );
+  return challengeView({ id, wallet_id: wallet.id, message, expires_at: expiresAt });
+}
+
+async function findChallenge(ds: DataSource, scope: EventScope, walletId: string, challengeId: string): Promise<ChallengeRow> {
+  const rows: ChallengeRow[] = await ds.query(
+    `SELECT id, wallet_id, message, expires_at, used_at FROM wallet_challenges WHERE id = $1 AND wallet_id = $2 AND business_id = $3 AND environment = $4`,
+    [challengeId, walletId, scope.businessId, scope.environment],
+  );
+  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such verification challenge for this wallet.', { param: 'challenge_id' });
+  return rows[0];
+}
+
+function assertUsable(challenge: ChallengeRow, now: Date): void {
+  if (challenge.used_at) throw ApiError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
+  if (challenge.expires_at <= now) throw new ApiError(422, 'challenge_expired', 'This challenge has expired; create a new one.', { challenge_id: challenge.id });
+}
+
+/**
+ * Checks the signature of a challenge (EIP-191, or EIP-1271 through the chain's RPC) and, in one transaction,
+ * consumes the challenge, marks the wallet verified and records a `wallet.verified` event.
+ */
+export async function verifyChallenge(
+  ds: DataSource,
+  config: Config,
+  scope: EventScope,
+  walletId: string,
+  input: { challenge_id: string; signature: string },
+): Promise<WalletRow> {
+  const wallet = await findWallet(ds, scope, walletId);
+  assertChallengeable(wallet);
+  const challenge = await findChallenge(ds, scope, wallet.id, input.challenge_id);
+  assertUsable(challenge, new Date());
+
+  let signed: boolean;
+  try {
+    signed = await isSignedBy(config, wallet.chain, wallet.address as Address, challenge.message, input.signature as Hex);
+  } catch (err) {
+    if (err instanceof ChainUnavailableError) throw ApiError.unavailable(`The ${wallet.chain} network cannot be reached to check a contract wallet signature; retry shortly.`);
+    throw err;
+  }
+  if (!signed) throw new ApiError(422, 'invalid_signature', 'The signature was not made by this wallet over the challenge message.', { challenge_id: challenge.id });
+
+  return ds.transaction(async (em) => {
+    // The conditional update decides a race between two verifications of one challenge.
+    const consumed: { id: string }[] = await em.query(
+      `WITH used AS (UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3 AND used_at IS NULL RETURNING id) SELECT id FROM used`,
+      [challenge.id, scope.businessId, scope.environment],
+    );
+    if (!consumed[0]) throw ApiError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
+    const current = await findWallet(em, scope, wallet.id, 'update');
+    assertActive(current);
+    await em.query(
+      `UPDATE wallets SET ownership_status = 'verified', verified_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
+      [wallet.id, scope.businessId, scope.environment],
+    );
+    const verified = await findWallet(em, scope, wallet.id);
+    await recordEvent(em, scope, 'wallet.verified', walletView(verified));
+    return verified;
+  });
+}
