@@ -91,7 +91,8 @@ export function detailIssues(corridor: Corridor, details: unknown): DetailIssue[
 export function checkDetails(corridor: Corridor, details: unknown): Details {
   const issues = detailIssues(corridor, details);
   if (issues.length === 0) return details as Details;
-  throw new ApiError(422, 'requirements_not_met', `details do not meet the ${corridor.currency} ${corridor.payment_method} requirements: ${issues[0].path} ${issues[0].message}.`, issues);
+  const first = `${issues[0].path} ${issues[0].message}`.replace(/\.$/, '');
+  throw new ApiError(422, 'requirements_not_met', `details do not meet the ${corridor.currency} ${corridor.payment_method} requirements: ${first}.`, issues);
 }
 
 /** Keeps the last 4 characters; a value of 4 or fewer characters is masked whole. */
