@@ -4,12 +4,14 @@ import { getConfig } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { createApiRedis } from '../shared/queues/connections.js';
 import { AdminError, createBusiness, createKey, enableLive, revokeKey } from '../shared/admin/commands.js';
+import { rotateEncryptionKey } from '../shared/admin/rotate-encryption-key.js';
 
 const USAGE = `usage: npm run admin -- <command>
   create-business --name NAME [--json]
   create-key --business ID --environment sandbox|live [--scopes a,b] [--allowed-ips ip,ip] [--rate-limit N] [--rate-window SECONDS] [--json]
   revoke-key --key ID [--json]
-  enable-live --business ID [--json]`;
+  enable-live --business ID [--json]
+  rotate-encryption-key [--json]   re-encrypts every row not under the first key of ENCRYPTION_KEYS`;
 
 const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean));
 const num = (flag: string, v: string | undefined) => {
@@ -64,6 +66,13 @@ async function main(): Promise<number> {
         const r = await enableLive(deps, { businessId: values.business ?? '' });
         out = r;
         human = `live enabled for business ${r.business_id}`;
+        break;
+      }
+      case 'rotate-encryption-key': {
+        const r = await rotateEncryptionKey(deps, { onBatch: (p) => { if (!values.json) process.stderr.write(`${p.table}: ${p.rotated} re-encrypted\n`); } });
+        out = r;
+        human = `re-encrypted ${r.rotated} rows under key ${r.current_key_id}; ${r.remaining} rows remain under other keys` +
+          r.failed.map((f) => `\n  could not open ${f.table} ${f.id}`).join('');
         break;
       }
       default:
