@@ -3,7 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders, type TestBusiness } from '../helpers/factories.js';
 import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
+import type { Address } from 'viem';
 import { getConfig } from '../../shared/config.js';
+import { BALANCE_CACHE_MS } from '../../shared/chain/usdc.js';
+import { deadRpcUrl, deployTestUsdc, mintUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
 
 describe('wallet balances (sandbox) and sandbox funding', () => {
   let api: ApiHarness;
@@ -118,5 +121,77 @@ describe('wallet balances (sandbox) and sandbox funding', () => {
     expect(res.status).to.equal(503);
     expect(res.body.error.code).to.equal('service_unavailable');
     expect(Number(res.headers['retry-after'])).to.be.greaterThan(0);
+  });
+});
+
+describe('wallet balances (live, against Anvil)', function () {
+  this.timeout(60_000);
+  let anvil: Anvil;
+  let token: Address;
+  let api: ApiHarness;
+  let biz: TestBusiness;
+  before(async () => {
+    anvil = await startAnvil({ chainId: 8453 });
+    token = await deployTestUsdc(anvil);
+    api = await startApi({ env: { RPC_URL_BASE: anvil.rpcUrl, USDC_ADDRESS_BASE: token } });
+    biz = await makeBusiness();
+  });
+  after(async () => {
+    await api?.close();
+    await anvil?.stop();
+  });
+
+  const balance = (key: string, walletId: string, chain?: string) =>
+    api.http.get(`${BASE}/wallets/${walletId}/balance${chain ? `?chain=${chain}` : ''}`).set(bearer(key));
+
+  it('reads balanceOf on the configured USDC contract, at exactly 6 decimals', async () => {
+    const customer = await createCustomer(api, biz.liveKey);
+    await mintUsdc(anvil, token, customer.wallet.address as Address, 123_456_789n);
+    const res = await balance(biz.liveKey, customer.wallet.id, 'base');
+    expect(res.status).to.equal(200);
+    expect(res.body).to.include({ wallet_id: customer.wallet.id, chain: 'base', asset: 'USDC', available: '123.456789', simulated: false, token_address: token });
+    expect((await balance(biz.liveKey, customer.wallet.id)).status).to.equal(400);
+  });
+
+  it('reads an external wallet on its own chain by default', async () => {
+    const { wallet } = await externalWallet(api, biz.liveKey, 'base');
+    await mintUsdc(anvil, token, wallet.address as Address, 1n);
+    const res = await balance(biz.liveKey, wallet.id);
+    expect(res.status).to.equal(200);
+    expect(res.body).to.include({ chain: 'base', available: '0.000001', simulated: false });
+  });
+
+  it('reuses a read for a few seconds, then reads again', async () => {
+    const customer = await createCustomer(api, biz.liveKey);
+    await mintUsdc(anvil, token, customer.wallet.address as Address, 5_000_000n);
+    const first = await balance(biz.liveKey, customer.wallet.id, 'base');
+    await mintUsdc(anvil, token, customer.wallet.address as Address, 1_000_000n);
+    const cached = await balance(biz.liveKey, customer.wallet.id, 'base');
+    expect(cached.body).to.deep.equal(first.body);
+    await new Promise((resolve) => setTimeout(resolve, BALANCE_CACHE_MS + 100));
+    const fresh = await balance(biz.liveKey, customer.wallet.id, 'base');
+    expect(fresh.body.available).to.equal('6.000000');
+    expect(Date.parse(fresh.body.checked_at)).to.be.greaterThan(Date.parse(first.body.checked_at));
+  });
+
+  it('keeps sandbox on the ledger even where a chain is configured', async () => {
+    const customer = await createCustomer(api, biz.sandboxKey);
+    await mintUsdc(anvil, token, customer.wallet.address as Address, 9_000_000n);
+    const res = await balance(biz.sandboxKey, customer.wallet.id, 'base');
+    expect(res.body).to.include({ available: '0.000000', simulated: true });
+  });
+
+  it('answers 503 service_unavailable with Retry-After when the RPC is down', async () => {
+    const down = await startApi({ env: { RPC_URL_BASE: await deadRpcUrl(), USDC_ADDRESS_BASE: token } });
+    try {
+      const customer = await createCustomer(down, biz.liveKey);
+      const res = await down.http.get(`${BASE}/wallets/${customer.wallet.id}/balance?chain=base`).set(bearer(biz.liveKey));
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+      expect(res.headers['retry-after']).to.match(/^\d+$/);
+      expect(JSON.stringify(res.body)).not.to.match(/127\.0\.0\.1|ECONNREFUSED/);
+    } finally {
+      await down.close();
+    }
   });
 });

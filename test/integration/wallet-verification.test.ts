@@ -5,6 +5,7 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders, type TestBusiness } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer, externalWallet, newAccount } from '../helpers/wallets.js';
+import { deadRpcUrl, deployContractWallet, startAnvil, type Anvil } from '../helpers/chain.js';
 
 interface Challenge {
   id: string;
@@ -146,5 +147,79 @@ describe('wallet ownership verification (EOA)', () => {
     expect(created.status).to.equal(403);
     expect(created.body.error.details).to.deep.equal({ required_scope: 'wallets:write' });
     expect((await verify(key.key, walletId, { challenge_id: c.id, signature: '0x00' })).status).to.equal(403);
+  });
+});
+
+describe('wallet ownership verification (EIP-1271 contract wallets, against Anvil)', function () {
+  this.timeout(60_000);
+  let anvil: Anvil;
+  let api: ApiHarness;
+  let biz: TestBusiness;
+  before(async () => {
+    anvil = await startAnvil({ chainId: 8453 });
+    api = await startApi({ env: { RPC_URL_BASE: anvil.rpcUrl } });
+    biz = await makeBusiness();
+  });
+  after(async () => {
+    await api?.close();
+    await anvil?.stop();
+  });
+
+  /** A deployed contract wallet owned by a fresh key, registered and challenged through `harness`. */
+  async function contractWalletChallenge(harness: ApiHarness, key: string) {
+    const owner = newAccount();
+    const address = await deployContractWallet(anvil, owner.address);
+    const registered = await harness.http.post(`${BASE}/wallets`).set(writeHeaders(key)).send({ address, chain: 'base' });
+    expect(registered.status).to.equal(201);
+    const c = await harness.http.post(`${BASE}/wallets/${registered.body.id}/verification-challenges`).set(writeHeaders(key));
+    expect(c.body.message).to.contain('Chain ID: 8453');
+    return { owner, walletId: registered.body.id as string, challenge: c.body as Challenge };
+  }
+  const verifyOn = (harness: ApiHarness, key: string, walletId: string, body: object) =>
+    harness.http.post(`${BASE}/wallets/${walletId}/verify`).set(writeHeaders(key)).send(body);
+
+  it('accepts the owner\'s signature through isValidSignature', async () => {
+    const { owner, walletId, challenge: c } = await contractWalletChallenge(api, biz.sandboxKey);
+    const res = await verifyOn(api, biz.sandboxKey, walletId, { challenge_id: c.id, signature: await owner.signMessage({ message: c.message }) });
+    expect(res.status).to.equal(200);
+    expect(res.body.ownership_status).to.equal('verified');
+  });
+
+  it('refuses a signature the contract rejects (422 invalid_signature)', async () => {
+    const { walletId, challenge: c } = await contractWalletChallenge(api, biz.sandboxKey);
+    const res = await verifyOn(api, biz.sandboxKey, walletId, { challenge_id: c.id, signature: await newAccount().signMessage({ message: c.message }) });
+    expect(res.status).to.equal(422);
+    expect(res.body.error.code).to.equal('invalid_signature');
+  });
+
+  it('cannot check a contract wallet without an RPC for its chain', async () => {
+    const plain = await startApi();
+    try {
+      const { owner, walletId, challenge: c } = await contractWalletChallenge(plain, biz.liveKey);
+      const res = await verifyOn(plain, biz.liveKey, walletId, { challenge_id: c.id, signature: await owner.signMessage({ message: c.message }) });
+      expect(res.status).to.equal(422);
+      expect(res.body.error.code).to.equal('invalid_signature');
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('answers 503 when the RPC is down for a contract wallet, yet still verifies EOAs locally', async () => {
+    const down = await startApi({ env: { RPC_URL_BASE: await deadRpcUrl() } });
+    try {
+      const business = await makeBusiness();
+      const { owner, walletId, challenge: c } = await contractWalletChallenge(down, business.sandboxKey);
+      const res = await verifyOn(down, business.sandboxKey, walletId, { challenge_id: c.id, signature: await owner.signMessage({ message: c.message }) });
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+      expect(res.headers['retry-after']).to.match(/^\d+$/);
+
+      const { account, wallet } = await externalWallet(down, business.sandboxKey);
+      const eoa = (await down.http.post(`${BASE}/wallets/${wallet.id}/verification-challenges`).set(writeHeaders(business.sandboxKey))).body as Challenge;
+      const ok = await verifyOn(down, business.sandboxKey, wallet.id, { challenge_id: eoa.id, signature: await account.signMessage({ message: eoa.message }) });
+      expect(ok.status).to.equal(200);
+    } finally {
+      await down.close();
+    }
   });
 });
