@@ -1,3 +1,4 @@
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../shared/errors.js';
 
 export interface PageQuery {
@@ -31,30 +32,46 @@ export function decodeCursor(raw: string): Cursor {
   throw ApiError.invalid('starting_after is not a cursor this API issued.', [{ path: 'starting_after', in: 'query', message: 'is not a valid cursor' }]);
 }
 
-/**
- * Adds keyset pagination to a query. `where` holds the caller's conditions (always business_id and environment),
- * `params` their values; the table must have created_at and id. Returns SQL and params for
- * `SELECT <cols>, created_at::text AS cursor_ts ...`.
- */
-export function pageSql(
-  select: string,
-  where: string[],
-  params: unknown[],
-  query: PageQuery,
-  alias = '',
-): { sql: string; params: unknown[]; limit: number } {
-  const a = alias ? `${alias}.` : '';
+export interface ListSpec {
+  /** The selected columns, e.g. `c.id, c.external_reference, w.address`. */
+  columns: string;
+  /** The FROM clause body, e.g. `customers c JOIN wallets w ON ...`. */
+  from: string;
+  /** Alias of the table whose (created_at, id) orders the list. */
+  alias: string;
+  /** Conditions: always business_id and environment first. */
+  where: string[];
+  params: unknown[];
+}
+
+/** Keyset pagination, newest first, over (created_at, id) of `spec.alias`. */
+export function pageSql(spec: ListSpec, query: PageQuery): { sql: string; params: unknown[]; limit: number } {
+  const a = `${spec.alias}.`;
   const limit = query.limit ?? 25;
-  const conditions = [...where];
-  const values = [...params];
+  const conditions = [...spec.where];
+  const values = [...spec.params];
   if (query.starting_after) {
     const cursor = decodeCursor(query.starting_after);
     values.push(cursor.t, cursor.i);
     conditions.push(`(${a}created_at, ${a}id) < ($${values.length - 1}::timestamptz, $${values.length}::uuid)`);
   }
   values.push(limit + 1);
-  const sql = `${select}, ${a}created_at::text AS cursor_ts WHERE ${conditions.join(' AND ')} ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $${values.length}`;
+  const sql =
+    `SELECT ${spec.columns}, ${a}created_at::text AS cursor_ts FROM ${spec.from} WHERE ${conditions.join(' AND ')} ` +
+    `ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $${values.length}`;
   return { sql, params: values, limit };
+}
+
+/** One page of a list: the keyset query, then the list envelope. */
+export async function listPage<R extends { id: string; cursor_ts: string }, T>(
+  db: DataSource | EntityManager,
+  spec: ListSpec,
+  query: PageQuery,
+  view: (row: R) => T,
+): Promise<Page<T>> {
+  const built = pageSql(spec, query);
+  const rows: R[] = await db.query(built.sql, built.params);
+  return toPage(rows, built.limit, view);
 }
 
 /** Cuts the extra row off and builds the list envelope. */

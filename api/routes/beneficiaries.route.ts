@@ -6,7 +6,7 @@ import {
   archiveBeneficiary, BENEFICIARY_COLUMNS, createBeneficiary, getBeneficiary, updateBeneficiaryLabel, type BeneficiaryRow,
 } from '../../shared/domain/beneficiaries.js';
 import type { PageQuery } from '../pagination.js';
-import { listPage } from './list-page.js';
+import { listPage } from '../pagination.js';
 
 const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', description: 'ISO 4217 code, exactly 3 upper-case letters.' };
 const LABEL = { type: ['string', 'null'], maxLength: 120, description: 'Your own name for this beneficiary.' };
@@ -138,7 +138,7 @@ export const routes: RouteDef[] = [
       const q = query as PageQuery & { include_archived: boolean };
       const where = ['b.business_id = $1', 'b.environment = $2', ...(q.include_archived ? [] : [`b.status = 'active'`])];
       const page = await listPage<BeneficiaryRow & { cursor_ts: string }, unknown>(
-        deps.ds, { columns: `SELECT ${BENEFICIARY_COLUMNS}`, from: 'beneficiaries b', alias: 'b', where, params: [auth.businessId, auth.environment] }, q, (b) => beneficiaryView(b),
+        deps.ds, { columns: BENEFICIARY_COLUMNS, from: 'beneficiaries b', alias: 'b', where, params: [auth.businessId, auth.environment] }, q, (b) => beneficiaryView(b),
       );
       return { status: 200, body: page };
     },

@@ -25,7 +25,7 @@ export interface CustomerRow {
 }
 
 /** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
-export const CUSTOMER_COLUMNS = `SELECT c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,
+export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,
   w.id AS wallet_id, w.address AS wallet_address, w.chain AS wallet_chain, w.ownership_status AS wallet_ownership_status, w.status AS wallet_status`;
 export const CUSTOMER_FROM = `customers c JOIN wallets w ON w.customer_id = c.id AND w.type = 'managed_wallet'`;
 
@@ -53,7 +53,7 @@ export function customerView(row: CustomerRow): Record<string, unknown> {
 
 export async function findCustomer(db: DataSource | EntityManager, scope: EventScope, id: string): Promise<CustomerRow> {
   const rows: CustomerRow[] = await db.query(
-    `${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.id = $1 AND c.business_id = $2 AND c.environment = $3`,
+    `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.id = $1 AND c.business_id = $2 AND c.environment = $3`,
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw ApiError.notFound('customer');
@@ -93,7 +93,7 @@ export async function createCustomer(
       return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
     }
     const existing: CustomerRow[] = await em.query(
-      `${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,
+      `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,
       [scope.businessId, scope.environment, input.external_reference],
     );
     return { created: false, customer: existing[0] };

@@ -24,7 +24,7 @@ export interface WalletRow {
 }
 
 /** Columns and FROM clause of a wallet as the API shows it; `w` is the wallet, `c` its customer. */
-export const WALLET_COLUMNS = `SELECT w.id, w.customer_id, c.external_reference AS customer_reference, w.type, w.chain, w.address, w.label,
+export const WALLET_COLUMNS = `w.id, w.customer_id, c.external_reference AS customer_reference, w.type, w.chain, w.address, w.label,
   w.ownership_status, w.status, w.verified_at, w.archived_at, w.created_at, w.updated_at`;
 export const WALLET_FROM = `wallets w LEFT JOIN customers c ON c.id = w.customer_id`;
 
@@ -58,7 +58,7 @@ export function walletView(row: WalletRow): Record<string, unknown> {
 /** The wallet in this business and environment, or 404. `lock`: a row lock for a state change ('update') or against one ('share'). */
 export async function findWallet(db: DataSource | EntityManager, scope: EventScope, id: string, lock?: 'update' | 'share'): Promise<WalletRow> {
   const rows: WalletRow[] = await db.query(
-    `${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`,
+    `SELECT ${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`,
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw ApiError.notFound('wallet');
