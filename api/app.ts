@@ -3,7 +3,7 @@ import type { AppDeps } from './context.js';
 import { buildDocument } from './openapi/document.js';
 import { compileValidators } from './openapi/validator.js';
 import { routes, schemas } from './routes/index.js';
-import { BUSINESS_BASE } from './routes/route.js';
+import { BUSINESS_BASE, type RouteDef } from './routes/route.js';
 import { businessRouter } from './router.js';
 import { requestContext } from './middleware/request-context.js';
 import { authenticate } from './middleware/authenticate.js';
@@ -20,9 +20,11 @@ export interface BuiltApp {
 }
 
 /** The web application, without listening: tests and main.ts both build it. */
-export function buildApp(deps: AppDeps): BuiltApp {
-  const document = buildDocument(routes, schemas);
-  const validators = compileValidators(document, routes);
+export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = {}): BuiltApp {
+  // extraRoutes: tests mount operations (a failing or slow one) behind the very same pipeline.
+  const allRoutes = [...routes, ...(options.extraRoutes ?? [])];
+  const document = buildDocument(allRoutes, schemas);
+  const validators = compileValidators(document, allRoutes);
   const documentJson = JSON.stringify(document);
   const keyCache = new ApiKeyCache(deps.ds, deps.config.apiKeyCacheTtlMs);
 
@@ -51,7 +53,7 @@ export function buildApp(deps: AppDeps): BuiltApp {
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
   }
 
-  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), gate(deps), businessRouter(routes, validators, deps), notFoundRoute);
+  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), gate(deps), businessRouter(allRoutes, validators, deps), notFoundRoute);
   app.use(notFoundRoute);
   app.use(errorHandler(deps));
   return { app, keyCache, document };
