@@ -20,8 +20,13 @@ export function createDataSource(overrides: { url?: string; poolSize?: number } 
   });
 }
 
-/** Applies pending migrations under an advisory lock, so concurrent deploys or test runs do not race. */
+/**
+ * Applies pending migrations under an advisory lock, so concurrent deploys or test runs do not race.
+ * The lock holds one pooled connection while the migrations use another: the pool needs at least two.
+ */
 export async function runMigrations(ds: DataSource): Promise<string[]> {
+  const poolMax = (ds.options as { extra?: { max?: number } }).extra?.max ?? 10;
+  if (poolMax < 2) throw new Error('runMigrations needs a DataSource pool of at least 2 connections');
   const runner = ds.createQueryRunner();
   await runner.connect();
   try {

@@ -1,0 +1,63 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import pg from 'pg';
+import { testDatabaseUrl } from '../env.js';
+
+function run(script: string, env: Record<string, string>) {
+  const child = spawn('node_modules/.bin/tsx', [script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, out, exit };
+}
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check().catch(() => false)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+describe('npm start on a fresh database (the newcomer path)', function () {
+  this.timeout(90_000);
+  const fresh = new URL(testDatabaseUrl());
+  fresh.pathname = `/rampway_start_${process.pid}`;
+  const admin = new URL(testDatabaseUrl());
+  admin.pathname = '/postgres';
+
+  after(async () => {
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS "${fresh.pathname.slice(1)}" WITH (FORCE)`);
+    await client.end();
+  });
+
+  it('creates the database, migrates, serves web and workers, and drains both on SIGTERM', async () => {
+    const port = String(20000 + (process.pid % 20000));
+    const { child, out, exit } = run('scripts/start.ts', { DATABASE_URL: fresh.toString(), PORT: port });
+    const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/ready`)).status === 200, 60_000);
+    expect(up, out.stderr + out.stdout).to.equal(true);
+    const tables = new pg.Client({ connectionString: fresh.toString() });
+    await tables.connect();
+    const { rows } = await tables.query(`SELECT count(*)::int AS n FROM schema_migrations`);
+    await tables.end();
+    expect(rows[0].n).to.be.at.least(1);
+    expect(await until(async () => out.stdout.includes('workers started'), 20_000)).to.equal(true);
+    child.kill('SIGTERM');
+    expect(await exit).to.equal(0);
+    expect(out.stdout).to.include('web stopped');
+    expect(out.stdout).to.include('workers stopped');
+  });
+
+  it('says which service is unreachable and how to start it', async () => {
+    const redisDown = run('scripts/start.ts', { DATABASE_URL: fresh.toString(), REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(await redisDown.exit).to.equal(1);
+    expect(redisDown.out.stderr).to.match(/Redis is unreachable.*redis-server/);
+    const pgDown = run('scripts/start.ts', { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/rampway' });
+    expect(await pgDown.exit).to.equal(1);
+    expect(pgDown.out.stderr).to.match(/PostgreSQL is unreachable.*pg_ctlcluster/);
+  });
+});
