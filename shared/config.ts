@@ -4,6 +4,8 @@ import { CHAINS, type Chain } from './domain/chains.js';
 export interface Config {
   nodeEnv: string;
   port: number;
+  /** Where integrators reach the API; named in wallet-ownership messages. */
+  publicBaseUrl: string;
   databaseUrl: string;
   databaseSsl: false | { rejectUnauthorized: boolean };
   redisUrl: string;
@@ -93,6 +95,18 @@ function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseS
   return { url: url.toString(), ssl: { rejectUnauthorized: verify } };
 }
 
+function publicBaseUrl(raw: string | undefined, port: number): string {
+  const value = raw || `http://localhost:${port}`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('PUBLIC_BASE_URL must be an absolute URL, e.g. https://api.example.com');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('PUBLIC_BASE_URL must be http(s)');
+  return url.origin;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
@@ -112,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     nodeEnv,
     port: int(env, 'PORT', 3000),
+    publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL, int(env, 'PORT', 3000)),
     databaseUrl: db.url,
     databaseSsl: env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true' && db.ssl ? { rejectUnauthorized: true } : db.ssl,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',

@@ -22,7 +22,8 @@ function parameters(where: 'path' | 'query', specs: Record<string, ParamSpec> | 
 function errorResponses(route: RouteDef): Record<string, object> {
   const out: Record<string, object> = {};
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
-    if (status === '404' && !route.path.includes('{') && !route.sandboxOnly) continue;
+    // 404: an {id} in the path, or an id named in the body (customer_id, wallet_id, ...).
+    if (status === '404' && !route.path.includes('{') && !route.sandboxOnly && !route.body) continue;
     if (status === '413' && !route.body) continue;
     out[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
   }

@@ -41,7 +41,7 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '201': { description: 'The challenge to sign.', schema: ref('WalletVerificationChallenge') } },
-    handler: async ({ deps, auth, params }) => ({ status: 201, body: await createChallenge(deps.ds, auth, walletId(params)) }),
+    handler: async ({ deps, auth, params }) => ({ status: 201, body: await createChallenge(deps.ds, deps.config, auth, walletId(params)) }),
   },
   {
     method: 'post',

@@ -2,6 +2,7 @@
 // (shared/crypto/envelope.ts) and only ever leave this module redacted, except to loadActiveBeneficiary's callers.
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { assertActiveCustomer } from './customers.js';
 import { ApiError } from '../errors.js';
 import { openJson, sealJson, type MasterKey } from '../crypto/envelope.js';
 import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto/sealed-columns.js';
@@ -82,15 +83,6 @@ function redactedFor(row: BeneficiaryRow, details: Details): Details {
   const corridor = getCorridor(row.currency, row.payment_method);
   if (corridor) return redactDetails(corridor, details);
   return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, redactValue(v)]));
-}
-
-async function assertActiveCustomer(q: Queryable, tenant: Tenant, customerId: string): Promise<void> {
-  const rows: { status: string }[] = await q.query(
-    `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
-    [customerId, tenant.businessId, tenant.environment],
-  );
-  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such customer.', { param: 'customer_id' });
-  if (rows[0].status !== 'active') throw new ApiError(409, 'resource_archived', 'This customer is archived.', { customer_id: customerId });
 }
 
 export async function createBeneficiary(

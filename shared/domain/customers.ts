@@ -24,6 +24,16 @@ export interface CustomerRow {
   wallet_status: WalletRow['status'];
 }
 
+/** For resources that name a customer_id: it must exist in this business and environment (404) and be active (409). */
+export async function assertActiveCustomer(q: Pick<DataSource | EntityManager, 'query'>, scope: EventScope, customerId: string): Promise<void> {
+  const rows: { status: string }[] = await q.query(
+    `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
+    [customerId, scope.businessId, scope.environment],
+  );
+  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such customer.', { param: 'customer_id' });
+  if (rows[0].status !== 'active') throw new ApiError(409, 'resource_archived', 'This customer is archived.', { customer_id: customerId });
+}
+
 /** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
 export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,
   w.id AS wallet_id, w.address AS wallet_address, w.chain AS wallet_chain, w.ownership_status AS wallet_ownership_status, w.status AS wallet_status`;

@@ -11,8 +11,6 @@ import { recordEvent, type EventScope } from './events.js';
 import { assertActive, findWallet, walletView, type WalletRow } from './wallets.js';
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000;
-// EIP-4361 names the party asking for the signature; wallets show it to the signer.
-export const SIWE_DOMAIN = 'rampway.io';
 const SIWE_STATEMENT = 'Rampway asks you to prove that you control this wallet. Signing is free and moves no funds.';
 
 interface ChallengeRow {
@@ -32,8 +30,11 @@ function assertChallengeable(wallet: WalletRow): void {
   assertActive(wallet);
 }
 
-/** An EIP-4361 (Sign-In with Ethereum) message for the wallet's address and chain, valid 10 minutes. */
-export async function createChallenge(ds: DataSource, scope: EventScope, walletId: string): Promise<Record<string, unknown>> {
+/**
+ * An EIP-4361 (Sign-In with Ethereum) message for the wallet's address and chain, valid 10 minutes.
+ * Its domain and URI are the service's public address (PUBLIC_BASE_URL): wallets show them to the signer.
+ */
+export async function createChallenge(ds: DataSource, config: Config, scope: EventScope, walletId: string): Promise<Record<string, unknown>> {
   const wallet = await findWallet(ds, scope, walletId);
   assertChallengeable(wallet);
   const id = randomUUID();
@@ -41,8 +42,8 @@ export async function createChallenge(ds: DataSource, scope: EventScope, walletI
   const issuedAt = new Date();
   const expiresAt = new Date(issuedAt.getTime() + CHALLENGE_TTL_MS);
   const message = createSiweMessage({
-    domain: SIWE_DOMAIN,
-    uri: `https://${SIWE_DOMAIN}`,
+    domain: new URL(config.publicBaseUrl).host,
+    uri: config.publicBaseUrl,
     address: wallet.address as Address,
     chainId: CHAIN_IDS[wallet.chain],
     nonce,

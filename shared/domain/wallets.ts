@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { assertActiveCustomer } from './customers.js';
 import { ApiError } from '../errors.js';
 import { checksumAddress } from '../chain/address.js';
 import { CHAINS, type Chain } from './chains.js';
@@ -106,14 +107,7 @@ export async function registerExternalWallet(ds: DataSource, scope: EventScope, 
   }
   const params = [scope.businessId, scope.environment];
   return ds.transaction(async (em) => {
-    if (input.customer_id) {
-      const customers: { status: string }[] = await em.query(
-        `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
-        [input.customer_id, ...params],
-      );
-      if (!customers[0]) throw new ApiError(404, 'not_found', 'No such customer.', { param: 'customer_id' });
-      if (customers[0].status !== 'active') throw new ApiError(409, 'resource_archived', 'This customer is archived.', { customer_id: input.customer_id });
-    }
+    if (input.customer_id) await assertActiveCustomer(em, scope, input.customer_id);
     // A managed wallet's one address serves every chain, so it conflicts whatever chain is asked for.
     const clash: { id: string }[] = await em.query(
       `SELECT id FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND lower(address) = lower($3)
