@@ -129,3 +129,38 @@ describe('authentication', () => {
     }
   });
 });
+
+describe('authorization across businesses, environments and scopes', () => {
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi();
+  });
+  after(() => api.close());
+
+  it('a resource of another business, or of the other environment, is 404 and never its data', async () => {
+    const owner = await makeBusiness();
+    const stranger = await makeBusiness();
+    const created = await api.http.post('/api/v1/business/customers').set(writeHeaders(owner.sandboxKey)).send({ external_reference: 'isolated-1' });
+    expect(created.status).to.equal(201);
+    const path = `/api/v1/business/customers/${created.body.id}`;
+    expect((await api.http.get(path).set(bearer(owner.sandboxKey))).status).to.equal(200);
+    for (const key of [stranger.sandboxKey, owner.liveKey, stranger.liveKey]) {
+      const res = await api.http.get(path).set(bearer(key));
+      expectEnvelope(res, 404, 'not_found');
+      expect(res.text).not.to.include('isolated-1');
+    }
+    const list = await api.http.get('/api/v1/business/customers').set(bearer(owner.liveKey));
+    expect(list.body.data.map((c: { id: string }) => c.id)).not.to.include(created.body.id);
+  });
+
+  it('403 insufficient_scope names the scope the operation needs', async () => {
+    const biz = await makeBusiness();
+    const readOnly = await makeKey(biz.businessId, { scopes: ['customers:read'] });
+    expect((await api.http.get('/api/v1/business/customers').set(bearer(readOnly.key))).status).to.equal(200);
+    const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(readOnly.key)).send({ external_reference: 'nope' });
+    expectEnvelope(res, 403, 'insufficient_scope');
+    expect(res.body.error.details).to.deep.equal({ required_scope: 'customers:write' });
+    // Any valid key reads its own account, whatever its scopes.
+    expect((await api.http.get(ACCOUNT).set(bearer(readOnly.key))).status).to.equal(200);
+  });
+});
