@@ -32,10 +32,23 @@ function start(script: string, port: number, ready: string): Promise<ChildProces
   });
 }
 
-async function load(url: string, headers: Record<string, string> = {}): Promise<autocannon.Result> {
+async function load(url: string, headers: Record<string, string> = {}, extra: Partial<autocannon.Options> = {}): Promise<autocannon.Result> {
   // Warm up first so JIT and caches are in their steady state.
-  await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
-  return autocannon({ url, headers, connections: CONNECTIONS, duration: DURATION });
+  await autocannon({ url, headers, connections: CONNECTIONS, duration: 2, ...extra });
+  return autocannon({ url, headers, connections: CONNECTIONS, duration: DURATION, ...extra });
+}
+
+let writes = 0;
+/** Every request a new customer: its own Idempotency-Key and external_reference. */
+function customerRequest(key: string): autocannon.Request {
+  writes += 1;
+  const id = `${process.pid}-${Date.now().toString(36)}-${writes}`;
+  return {
+    method: 'POST',
+    path: '/api/v1/business/customers',
+    headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': `bench-${id}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ external_reference: `bench-${id}` }),
+  } as autocannon.Request;
 }
 
 function summary(name: string, r: autocannon.Result): string {
@@ -62,6 +75,11 @@ hello.kill('SIGTERM');
 
 const api = await start('api/main.ts', 3902, 'web listening');
 const accountResult = await load('http://127.0.0.1:3902/api/v1/business/account', { Authorization: `Bearer ${key}` });
+// Writes: customer + managed wallet (HD derivation) in one transaction, idempotency claimed and stored.
+const writeResult = await load('http://127.0.0.1:3902/api/v1/business/customers', {}, {
+  // Per-request headers replace the defaults, so the key travels in each request.
+  requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, ...customerRequest(key) }) }] as unknown as autocannon.Request[],
+});
 api.kill('SIGTERM');
 
 const ratio = accountResult.requests.average / helloResult.requests.average;
@@ -70,8 +88,9 @@ process.stdout.write(
     `connections ${CONNECTIONS}, ${DURATION} s each, LOG_LEVEL=${env.LOG_LEVEL}`,
     summary('express hello world', helloResult),
     summary('GET /account (auth+rl)', accountResult),
+    summary('POST /customers (write)', writeResult),
     `ratio ${(ratio * 100).toFixed(1)}% (goal >= 40%)`,
     '',
   ].join('\n'),
 );
-process.exit(accountResult.non2xx > 0 || accountResult.errors > 0 ? 1 : 0);
+process.exit(accountResult.non2xx + accountResult.errors + writeResult.non2xx + writeResult.errors > 0 ? 1 : 0);
