@@ -1,7 +1,6 @@
-import { createECDH, createHmac } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { getAddress, keccak256 } from 'viem';
-import { hdKeyToAccount, mnemonicToAccount, type HDAccount, type HDKey, type HDKeyToAccountOptions } from 'viem/accounts';
+import { bytesToHex } from 'viem';
+import { hdKeyToAccount, mnemonicToAccount, privateKeyToAddress, type HDAccount, type HDKey, type HDKeyToAccountOptions } from 'viem/accounts';
 
 // Managed addresses live at m/44'/60'/0'/0/<index> of the environment's BIP-39 seed. Only the index is stored;
 // private keys exist in memory for the moment a signer needs them and are never stored, logged or returned.
@@ -34,29 +33,14 @@ export function managedWalletAccount(mnemonic: string, index: number): HDAccount
   return hdKeyToAccount(branchNode(mnemonic), { path: `m/${index}` as HDKeyToAccountOptions['path'] });
 }
 
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-
 /**
- * The EIP-55 address of a managed wallet. This is on the request path of every customer (and, later, every
- * deposit address), where viem's pure-JS derivation costs about 5 ms of CPU. It does BIP-32 CKDpriv for one
- * non-hardened level with Node's native HMAC and secp256k1 instead (~0.1 ms); test/unit/hd-wallet.test.ts
- * checks it against viem's derivation.
+ * The EIP-55 address of a managed wallet. On the request path of every customer (and later every deposit
+ * address): one BIP-32 child step from the cached branch node and one public-key computation, about 1.5 ms,
+ * where building a whole viem account for it costs about 5 ms.
  */
 export function managedWalletAddress(mnemonic: string, index: number): `0x${string}` {
   assertIndex(index);
-  const branch = branchNode(mnemonic);
-  const data = Buffer.alloc(37);
-  Buffer.from(branch.publicKey!).copy(data, 0);
-  data.writeUInt32BE(index, 33);
-  const digest = createHmac('sha512', branch.chainCode!).update(data).digest();
-  const tweak = BigInt(`0x${digest.subarray(0, 32).toString('hex')}`);
-  const child = (tweak + BigInt(`0x${Buffer.from(branch.privateKey!).toString('hex')}`)) % SECP256K1_N;
-  // BIP-32: such an index is invalid (probability below 2^-127); the sequence hands out the next one instead.
-  if (tweak >= SECP256K1_N || child === 0n) throw new RangeError(`HD index ${index} is invalid for this seed`);
-  const ecdh = createECDH('secp256k1');
-  ecdh.setPrivateKey(Buffer.from(child.toString(16).padStart(64, '0'), 'hex'));
-  const publicKey = ecdh.getPublicKey(); // uncompressed: 0x04 || x || y
-  return getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+  return privateKeyToAddress(bytesToHex(branchNode(mnemonic).deriveChild(index).privateKey!));
 }
 
 /** Next free BIP-44 address index; allocated by Postgres so concurrent processes never share one. */

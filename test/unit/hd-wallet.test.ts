@@ -15,7 +15,7 @@ describe('managed wallet derivation', () => {
     expect(managedWalletPath(7)).to.equal("m/44'/60'/0'/0/7");
   });
 
-  it('the fast native derivation agrees with viem across many indexes and both seeds', () => {
+  it('the address shortcut agrees with the signing account across many indexes and both seeds', () => {
     const indexes = [...Array.from({ length: 40 }, (_, i) => i), 4095, 65_536, 1_000_003, 2 ** 31 - 1];
     for (const seed of [SEED, OTHER_SEED]) {
       for (const index of indexes) {
