@@ -53,7 +53,9 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
   }
 
-  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), gate(deps), businessRouter(allRoutes, validators, deps), notFoundRoute);
+  const gated = gate(deps);
+  // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.
+  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gated), gated, notFoundRoute);
   app.use(notFoundRoute);
   app.use(errorHandler(deps));
   return { app, keyCache, document };

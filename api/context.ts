@@ -6,6 +6,7 @@ import type { Queues } from '../shared/queues/producer.js';
 import type { Environment } from '../shared/domain/chains.js';
 import type { Scope } from '../shared/domain/api-keys.js';
 import type { Scripts } from './middleware/redis-scripts.js';
+import type { ApiError } from '../shared/errors.js';
 
 /** What the web process is built from; tests build their own. */
 export interface AppDeps {
@@ -49,6 +50,8 @@ export interface RequestState {
   auth?: AuthContext;
   idempotency?: IdempotencyClaim;
   bodyError?: unknown;
+  /** Decided by the route's access checks (scope, sandbox-only); the gate counts the request but claims nothing. */
+  refusal?: ApiError;
 }
 
 declare global {

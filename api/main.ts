@@ -6,7 +6,7 @@ import { createWorkerRedis } from '../shared/queues/connections.js';
 
 const deps = await createAppDeps();
 const { app, keyCache } = buildApp(deps);
-const stopWatching = await watchKeyChanges(deps.config.redisUrl, deps.config.redisPrefix, keyCache, createWorkerRedis);
+const keyChanges = watchKeyChanges(deps.config.redisUrl, deps.config.redisPrefix, keyCache, createWorkerRedis);
 const server: Server = app.listen(deps.config.port, () => deps.log.info({ port: deps.config.port }, 'web listening'));
 // Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
 server.keepAliveTimeout = 65_000;
@@ -21,7 +21,7 @@ async function shutdown(signal: string): Promise<void> {
     process.exit(1);
   }, deps.config.shutdownTimeoutMs).unref();
   server.close(async () => {
-    stopWatching();
+    keyChanges.stop();
     await closeAppDeps(deps);
     clearTimeout(timer);
     deps.log.info('web stopped');

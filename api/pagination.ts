@@ -17,6 +17,9 @@ interface Cursor {
   i: string; // id
 }
 
+const CURSOR_TS = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Opaque cursor over (created_at, id), newest first. */
 export function encodeCursor(createdAt: string, id: string): string {
   return Buffer.from(JSON.stringify({ t: createdAt, i: id } satisfies Cursor)).toString('base64url');
@@ -25,7 +28,8 @@ export function encodeCursor(createdAt: string, id: string): string {
 export function decodeCursor(raw: string): Cursor {
   try {
     const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
-    if (typeof parsed.t === 'string' && typeof parsed.i === 'string' && !Number.isNaN(Date.parse(parsed.t)) && /^[0-9a-f-]{36}$/i.test(parsed.i)) return parsed;
+    // Exactly what encodeCursor writes: PostgreSQL's timestamptz text and a canonical UUID.
+    if (typeof parsed.t === 'string' && typeof parsed.i === 'string' && CURSOR_TS.test(parsed.t) && UUID_RE.test(parsed.i)) return parsed;
   } catch {
     // fall through
   }

@@ -1,25 +1,33 @@
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppDeps } from './context.js';
 import { ApiError } from '../shared/errors.js';
 import { check, type OperationValidator } from './openapi/validator.js';
 import type { RouteDef } from './routes/route.js';
 import { sendJson } from './respond.js';
-import { bodyError } from './middleware/body.js';
+import { bodyError, rejectNul } from './middleware/body.js';
 
 function expressPath(openapiPath: string): string {
   return openapiPath.replace(/\{([^}]+)\}/g, ':$1');
 }
 
-/** Per operation: sandbox-only and scope checks, deferred body errors, schema validation, then the handler. */
+/** Sandbox-only and scope checks, before the gate: a refused request must never replay a stored answer. */
+function access(route: RouteDef) {
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    const auth = req.state.auth!;
+    if (route.sandboxOnly && auth.environment !== 'sandbox') req.state.refusal = new ApiError(404, 'not_found', 'No such route.');
+    else if (route.scope && !auth.scopes.has(route.scope)) {
+      req.state.refusal = new ApiError(403, 'insufficient_scope', `This API key lacks the ${route.scope} scope.`, { required_scope: route.scope });
+    }
+    next();
+  };
+}
+
+/** Per operation, after the gate: deferred body errors, schema validation, then the handler. */
 function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
-      const auth = req.state.auth!;
-      if (route.sandboxOnly && auth.environment !== 'sandbox') throw new ApiError(404, 'not_found', 'No such route.');
-      if (route.scope && !auth.scopes.has(route.scope)) {
-        throw new ApiError(403, 'insufficient_scope', `This API key lacks the ${route.scope} scope.`, { required_scope: route.scope });
-      }
       if (req.state.bodyError) throw bodyError(req.state.bodyError);
+      rejectNul(req.query, 'query');
       const params = check(validator.params, { ...req.params }, 'path');
       const query = check(validator.query, { ...(req.query as object) }, 'query');
       let body: unknown = req.body;
@@ -32,7 +40,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       } else if (body !== undefined && !(typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
         throw ApiError.invalid('This operation takes no request body.');
       }
-      const reply = await route.handler({ deps, auth, body, query, params, requestId: req.state.id, log: req.state.log });
+      const reply = await route.handler({ deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log: req.state.log });
       await sendJson(req, res, deps, reply.status, reply.body, reply.headers);
     } catch (err) {
       next(err);
@@ -40,10 +48,10 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
   };
 }
 
-export function businessRouter(routes: RouteDef[], validators: Map<RouteDef, OperationValidator>, deps: AppDeps): Router {
+export function businessRouter(routes: RouteDef[], validators: Map<RouteDef, OperationValidator>, deps: AppDeps, gateMiddleware: RequestHandler): Router {
   const router = express.Router();
   for (const route of routes) {
-    router[route.method](expressPath(route.path), handle(route, validators.get(route)!, deps));
+    router[route.method](expressPath(route.path), access(route), gateMiddleware, handle(route, validators.get(route)!, deps));
   }
   return router;
 }

@@ -1,4 +1,5 @@
 // The only reader of process.env. Validated once, on first use.
+import { hkdfSync } from 'node:crypto';
 import { CHAINS, type Chain } from './domain/chains.js';
 
 export interface Config {
@@ -27,6 +28,8 @@ export interface Config {
   defaultRateLimit: number;
   defaultRateWindowSeconds: number;
   idempotencyTtlSeconds: number;
+  /** Keys the request fingerprints kept in Redis, so a stored hash cannot be brute-forced back into a body. */
+  idempotencySecret: Buffer;
   idempotencyLockMs: number;
   outboxGraceMs: number;
   outboxPollMs: number;
@@ -80,7 +83,7 @@ function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
   return keys;
 }
 
-function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseSsl'] } {
+export function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseSsl'] } {
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       confirmations: int(env, `CONFIRMATIONS_${upper}`, DEFAULT_CONFIRMATIONS[chain], 1),
     };
   }
+  const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
   const production = nodeEnv === 'production';
   if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE)) {
     throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED and WALLET_SEED_LIVE');
@@ -136,7 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
-    encryptionKeys: parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS),
+    encryptionKeys,
     walletSeeds: { sandbox: env.WALLET_SEED || DEV_SEED_SANDBOX, live: env.WALLET_SEED_LIVE || DEV_SEED_LIVE },
     chains,
     adminUser: env.ADMIN_USER || null,
@@ -147,6 +151,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultRateLimit: int(env, 'RATE_LIMIT_DEFAULT', 1000, 1),
     defaultRateWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     idempotencyTtlSeconds: int(env, 'IDEMPOTENCY_TTL_SECONDS', 86_400, 1),
+    idempotencySecret: env.IDEMPOTENCY_SECRET
+      ? Buffer.from(env.IDEMPOTENCY_SECRET, 'utf8')
+      : Buffer.from(hkdfSync('sha256', encryptionKeys[0].key, Buffer.alloc(0), 'rampway idempotency fingerprint', 32)),
     idempotencyLockMs: int(env, 'IDEMPOTENCY_LOCK_MS', 60_000, 100),
     outboxGraceMs: int(env, 'OUTBOX_GRACE_MS', 5_000),
     outboxPollMs: int(env, 'OUTBOX_POLL_MS', 1_000, 10),

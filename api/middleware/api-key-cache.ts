@@ -80,12 +80,14 @@ export function keyChangesChannel(prefix: string): string {
 }
 
 /** Subscribes to key changes (revocations, live enablement) so every web process drops its cache at once. */
-export async function watchKeyChanges(redisUrl: string, prefix: string, cache: ApiKeyCache, createRedis: (url: string) => import('ioredis').Redis): Promise<() => void> {
+export function watchKeyChanges(redisUrl: string, prefix: string, cache: ApiKeyCache, createRedis: (url: string) => import('ioredis').Redis): { stop: () => void; subscribed: Promise<unknown> } {
   const sub = createRedis(redisUrl);
   sub.on('message', () => cache.clear());
   // A reconnect may have missed a message: forget everything then, too.
   sub.on('ready', () => cache.clear());
   sub.on('error', () => undefined);
-  await sub.subscribe(keyChangesChannel(prefix)).catch(() => undefined);
-  return () => sub.disconnect();
+  // Not awaited: with Redis down the web process must still start (reads work without Redis); ioredis
+  // subscribes once the connection comes up and re-subscribes after every reconnect.
+  const subscribed = sub.subscribe(keyChangesChannel(prefix)).catch(() => undefined);
+  return { stop: () => sub.disconnect(), subscribed };
 }

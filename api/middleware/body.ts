@@ -12,16 +12,51 @@ export function parseBody() {
   return (req: Request, res: Response, next: NextFunction): void => {
     parser(req, res, (err?: unknown) => {
       if (err) req.state.bodyError = err;
+      else if (req.body !== undefined) {
+        const problem = shapeProblem(req.body, 'body');
+        if (problem) req.state.bodyError = problem;
+      }
       next();
     });
   };
 }
 
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * What JSON parsing accepts but nothing downstream should see: nesting deep enough to exhaust the stack,
+ * and NUL characters, which PostgreSQL text cannot hold. Iterative, so the check itself cannot overflow.
+ */
+function shapeProblem(root: unknown, where: 'body' | 'query'): ApiError | null {
+  const stack: { value: unknown; depth: number }[] = [{ value: root, depth: 0 }];
+  while (stack.length) {
+    const { value, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return ApiError.invalid(`The ${where} contains a NUL character, which no field accepts.`);
+    } else if (value && typeof value === 'object') {
+      if (depth >= MAX_JSON_DEPTH) return ApiError.invalid(`The ${where} nests deeper than ${MAX_JSON_DEPTH} levels.`);
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\u0000')) return ApiError.invalid(`The ${where} contains a NUL character, which no field accepts.`);
+        stack.push({ value: v, depth: depth + 1 });
+      }
+    }
+  }
+  return null;
+}
+
+/** Query strings get the same NUL check (their nesting is bounded by the query parser). */
+export function rejectNul(query: unknown, where: 'query'): void {
+  const problem = shapeProblem(query, where);
+  if (problem) throw problem;
+}
+
 /** Turns a deferred body error into the envelope's error. */
 export function bodyError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
   const e = err as { type?: string; status?: number };
   if (e.type === 'entity.too.large' || e.status === 413) return new ApiError(413, 'payload_too_large', 'Request body is larger than 1 MB.');
   if (e.type === 'entity.parse.failed') return ApiError.invalid('Request body is not valid JSON.');
   if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') return ApiError.invalid('Request body must be UTF-8 JSON.');
-  return ApiError.invalid('Request body could not be read.');
+  if (err instanceof URIError) return ApiError.invalid('The request path is not valid percent-encoding.');
+  return ApiError.invalid('The request could not be read.');
 }

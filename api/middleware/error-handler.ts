@@ -8,9 +8,14 @@ import { bodyError } from './body.js';
 export function errorHandler(deps: AppDeps) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     let apiError: ApiError;
+    const status = (err as { status?: unknown } | null)?.status;
     if (err instanceof ApiError) apiError = err;
-    else if (err && typeof err === 'object' && 'type' in err && typeof (err as { type: unknown }).type === 'string' && 'status' in err) apiError = bodyError(err);
-    else {
+    // Errors Express or body-parser raise about the request itself (malformed JSON, bad percent-encoding).
+    else if (typeof status === 'number' && status >= 400 && status < 500) apiError = bodyError(err);
+    else if (isDependencyDown(err)) {
+      req.state.log.error({ err: (err as Error).message }, 'a dependency is unreachable');
+      apiError = ApiError.unavailable('A service we depend on is unreachable; retry shortly.');
+    } else {
       req.state.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
       apiError = new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; retry later or contact support with the requestId.');
     }
@@ -19,6 +24,18 @@ export function errorHandler(deps: AppDeps) {
       req.state.log.error({ err: String(sendErr) }, 'could not send error response');
     });
   };
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
+const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed|the database system is (starting up|shutting down)/i;
+
+/** PostgreSQL (or Redis) unreachable: a 503 with Retry-After, not a bug. */
+function isDependencyDown(err: unknown): boolean {
+  for (let e = err as { code?: string; message?: string; driverError?: unknown } | undefined, i = 0; e && i < 3; e = e.driverError as typeof e, i++) {
+    if (e.code && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true;
+    if (e.message && CONNECTION_MESSAGES.test(e.message)) return true;
+  }
+  return false;
 }
 
 export function notFoundRoute(_req: Request, _res: Response, next: NextFunction): void {

@@ -7,8 +7,9 @@ const MUTATING = new Set(['POST', 'PATCH', 'DELETE', 'PUT']);
 const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
 
 /**
- * Rate limit and idempotency in one Redis round trip (one Lua script). Runs after authentication.
- * Writes without a usable Idempotency-Key are still counted, then refused with 400.
+ * Rate limit and idempotency in one Redis round trip (one Lua script). Runs after authentication and the
+ * route's access checks. A request already refused (scope, sandbox-only) or without a usable Idempotency-Key
+ * is still counted, but never claims or replays an idempotency record.
  */
 export function gate(deps: AppDeps) {
   let lastRedisDownLog = 0;
@@ -22,10 +23,16 @@ export function gate(deps: AppDeps) {
       if (rawKey === undefined || rawKey === '') keyProblem = new ApiError(400, 'idempotency_key_required', 'This request needs an Idempotency-Key header.');
       else if (typeof rawKey !== 'string' || rawKey.length < 8 || rawKey.length > 255) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 characters.');
     }
-    const claim = mutating && !keyProblem
+    const refusal = req.state.refusal ?? keyProblem;
+    const claim = mutating && !refusal
       ? newClaim(
           idempotencyRedisKey(deps.config.redisPrefix, auth.businessId, auth.environment, rawKey as string),
-          fingerprint(req.method, req.originalUrl.split('?')[0], req.state.bodyError ? { malformed: req.headers['content-length'] ?? '' } : (req.body ?? null)),
+          fingerprint(
+            deps.config.idempotencySecret,
+            req.method,
+            req.originalUrl.split('?')[0],
+            req.state.bodyError ? { malformed: req.headers['content-length'] ?? '' } : (req.body ?? null),
+          ),
         )
       : null;
     const counterKey = `${deps.config.redisPrefix}:rl:${auth.keyId}`;
@@ -54,7 +61,7 @@ export function gate(deps: AppDeps) {
     if (verdict === 'limited') {
       return next(new ApiError(429, 'rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, { 'Retry-After': String(resetSeconds) }));
     }
-    if (keyProblem) return next(keyProblem);
+    if (refusal) return next(refusal);
     if (verdict === 'existing' && claim) {
       const record = JSON.parse(existing!) as IdempotencyRecord;
       if (record.fp !== claim.fingerprint) {

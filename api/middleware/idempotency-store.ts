@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppDeps, IdempotencyClaim } from '../context.js';
 
@@ -11,7 +11,7 @@ export interface IdempotencyRecord {
   b?: string;
 }
 
-/** Sorted keys, so `{a,b}` and `{b,a}` are the same request. */
+/** Sorted keys, so `{a,b}` and `{b,a}` are the same request. Bodies are depth-checked before they get here. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -21,8 +21,9 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-export function fingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body)}`).digest('base64url');
+/** HMAC, not a bare hash: the body may hold beneficiary details, and a plain digest of a phone number can be guessed back. */
+export function fingerprint(secret: Buffer, method: string, path: string, body: unknown): string {
+  return createHmac('sha256', secret).update(`${method} ${path}\n${canonicalJson(body)}`).digest('base64url');
 }
 
 export function idempotencyRedisKey(prefix: string, businessId: string, environment: string, key: string): string {

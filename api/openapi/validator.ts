@@ -29,6 +29,8 @@ function pointer(base: string, ...parts: (string | number)[]): string {
 function newAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: true, strict: true, coerceTypes: coerce, useDefaults: coerce });
   addFormats(ajv);
+  // ajv-formats' uuid also takes `urn:uuid:...`, which PostgreSQL's uuid type does not.
+  ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
   ajv.addVocabulary(OPENAPI_KEYS);
   ajv.addKeyword({ keyword: 'x-required-scope' });
   ajv.addKeyword({ keyword: 'x-sandbox-only' });

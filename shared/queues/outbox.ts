@@ -84,7 +84,8 @@ export async function relayOutbox(ds: DataSource, queues: Queues, log: Logger, o
     let sent = 0;
     for (const row of rows) {
       try {
-        await enqueue(queues, { name: row.job_name, id: row.job_id, data: row.payload, delayMs: row.delay_ms });
+        // Bounded: the worker's Redis connection waits for a lost Redis, and this transaction holds row locks.
+        await withTimeout(enqueue(queues, { name: row.job_name, id: row.job_id, data: row.payload, delayMs: row.delay_ms }), DISPATCH_TIMEOUT_MS);
         await em.query(`UPDATE outbox_jobs SET dispatched_at = now(), attempts = attempts + 1 WHERE id = $1`, [row.id]);
         sent += 1;
       } catch (err) {

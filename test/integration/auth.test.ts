@@ -40,7 +40,8 @@ describe('authentication', () => {
   it('401 once a key is revoked, across processes through the key-change channel', async () => {
     const biz = await makeBusiness();
     const config = getConfig();
-    const stop = await watchKeyChanges(config.redisUrl, config.redisPrefix, api.keyCache, createWorkerRedis);
+    const { stop, subscribed } = watchKeyChanges(config.redisUrl, config.redisPrefix, api.keyCache, createWorkerRedis);
+    await subscribed;
     try {
       expect((await api.http.get(ACCOUNT).set(bearer(biz.sandboxKey))).status).to.equal(200); // now cached
       const redis = createWorkerRedis();
