@@ -83,4 +83,30 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
     }
     expect(dispatched).to.be.instanceOf(Date);
   });
+
+  it('with Redis unreachable, a relay pass gives up quickly, records the error and holds no transaction open', async function () {
+    this.timeout(15_000);
+    const ds = await getDs();
+    const id = jobId('outbox.cleanup', `down-${Date.now()}`);
+    const staged = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
+    // The workers' patient profile: it would wait for Redis forever.
+    const patient = createWorkerRedis('redis://127.0.0.1:1');
+    const stuckQueues = createQueues(patient);
+    try {
+      const started = Date.now();
+      await relayOutbox(ds, stuckQueues, silent, { graceMs: 0, batch: 5000 });
+      expect(Date.now() - started).to.be.below(5000);
+      const idle = await ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
+      expect(idle[0].n).to.equal(0);
+      // Some row of this pass failed (the oldest first); ours is still waiting for the next pass.
+      const [row] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
+      expect(row.dispatched_at).to.equal(null);
+      const failed = await ds.query(`SELECT count(*)::int AS n FROM outbox_jobs WHERE dispatched_at IS NULL AND last_error LIKE '%within%'`);
+      expect(failed[0].n).to.be.at.least(1);
+    } finally {
+      await closeQueues(stuckQueues).catch(() => undefined);
+      patient.disconnect();
+      await relayOutbox(ds, queues, silent, { graceMs: 0, batch: 5000 }); // leave nothing for other tests
+    }
+  });
 });

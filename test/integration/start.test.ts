@@ -60,4 +60,17 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     expect(await pgDown.exit).to.equal(1);
     expect(pgDown.out.stderr).to.match(/PostgreSQL is unreachable.*pg_ctlcluster/);
   });
+
+  it('the web process starts and serves reads while Redis is down', async () => {
+    const port = String(21000 + (process.pid % 20000));
+    const web = run('api/main.ts', { DATABASE_URL: testDatabaseUrl(), REDIS_URL: 'redis://127.0.0.1:1', PORT: port });
+    try {
+      const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/health`)).status === 200, 20_000);
+      expect(up, web.out.stderr).to.equal(true);
+      expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).to.equal(503);
+    } finally {
+      web.child.kill('SIGTERM');
+      expect(await web.exit).to.equal(0);
+    }
+  });
 });

@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import { createHash, randomUUID } from 'node:crypto';
+import net from 'node:net';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
+import { testDatabaseUrl } from '../env.js';
+import { createDataSource } from '../../shared/db/data-source.js';
+import { fingerprint } from '../../api/middleware/idempotency-store.js';
+import { encodeCursor } from '../../api/pagination.js';
+
+// Inputs that once reached PostgreSQL or the stack raw and came back as 500s; each must be a clean 4xx or 503.
+describe('hardening: hostile and unlucky inputs', () => {
+  let api: ApiHarness;
+  let key: string;
+  before(async () => {
+    api = await startApi();
+    key = (await makeBusiness()).sandboxKey;
+  });
+  after(() => api.close());
+
+  function clean4xx(res: { status: number; body: any }, status = 400, code = 'invalid_request'): void {
+    expect(res.status, JSON.stringify(res.body)).to.equal(status);
+    expect(res.body.error.code).to.equal(code);
+  }
+
+  it('urn:uuid ids are refused by the schema, not by PostgreSQL', async () => {
+    clean4xx(await api.http.get('/api/v1/business/customers/urn:uuid:00000000-0000-4000-8000-000000000000').set(bearer(key)));
+    clean4xx(await api.http.post('/api/v1/business/wallets').set(writeHeaders(key)).send({
+      address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', chain: 'base', customer_id: 'urn:uuid:00000000-0000-4000-8000-000000000000',
+    }));
+  });
+
+  it('NUL characters in bodies and queries are 400', async () => {
+    clean4xx(await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).send({ external_reference: 'a\u0000b' }));
+    clean4xx(await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).send({ external_reference: 'x', metadata: { k: 'v\u0000' } }));
+    clean4xx(await api.http.get('/api/v1/business/customers?external_reference=%00').set(bearer(key)));
+  });
+
+  it('JSON nested beyond any real request is 400, not a stack overflow', async () => {
+    const deep = '['.repeat(8000) + ']'.repeat(8000);
+    const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json')
+      .send(`{"external_reference":"x","metadata":${deep}}`);
+    clean4xx(res);
+    expect(res.body.error.message).to.match(/nests deeper/);
+  });
+
+  it('malformed percent-encoding in the path is 400', async () => {
+    clean4xx(await api.http.get('/api/v1/business/customers/%E0%A4%A').set(bearer(key)));
+    clean4xx(await api.http.get('/api/v1/business/customers/%').set(bearer(key)));
+  });
+
+  it('cursors must be exactly what the API issued', async () => {
+    const forged = [
+      Buffer.from(JSON.stringify({ t: '1', i: randomUUID() })).toString('base64url'),
+      Buffer.from(JSON.stringify({ t: '2026-01-01 00:00:00+00', i: '-'.repeat(36) })).toString('base64url'),
+    ];
+    for (const cursor of forged) clean4xx(await api.http.get(`/api/v1/business/customers?starting_after=${cursor}`).set(bearer(key)));
+    const genuine = encodeCursor('2026-01-01 00:00:00.123456+00', randomUUID());
+    expect((await api.http.get(`/api/v1/business/customers?starting_after=${genuine}`).set(bearer(key))).status).to.equal(200);
+  });
+
+  it('a key without the scope cannot replay another key\'s stored answer', async () => {
+    const biz = await makeBusiness();
+    const readOnly = await makeKey(biz.businessId, { scopes: ['beneficiaries:read'] });
+    const idem = randomUUID();
+    const body = { external_reference: `replay-scope-${idem}` };
+    expect((await api.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey, idem)).send(body)).status).to.equal(201);
+    const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(readOnly.key, idem)).send(body);
+    clean4xx(res, 403, 'insufficient_scope');
+    expect(res.headers['idempotent-replayed']).to.equal(undefined);
+    expect(res.text).not.to.include(body.external_reference);
+    expect(res.headers['x-ratelimit-limit']).to.equal('1000');
+  });
+
+  it('request fingerprints are keyed: a stored fingerprint is not a plain digest of the body', () => {
+    const body = { details: { phone_number: '+254733918277' } };
+    const a = fingerprint(Buffer.from('secret-a'), 'POST', '/x', body);
+    const b = fingerprint(Buffer.from('secret-b'), 'POST', '/x', body);
+    expect(a).not.to.equal(b);
+    const plain = createHash('sha256').update(`POST /x\n${JSON.stringify(body)}`).digest('base64url');
+    expect([a, b]).not.to.include(plain);
+  });
+
+  it('PostgreSQL going away mid-flight answers 503 with Retry-After, never 500', async () => {
+    // A TCP proxy in front of PostgreSQL that the test can cut.
+    const target = new URL(testDatabaseUrl());
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const viaProxy = new URL(testDatabaseUrl());
+    viaProxy.port = String((proxy.address() as net.AddressInfo).port);
+    const ds = createDataSource({ url: viaProxy.toString(), poolSize: 2 });
+    await ds.initialize();
+    const realDs = api.deps.ds;
+    try {
+      expect((await api.http.get('/api/v1/business/customers').set(bearer(key))).status).to.equal(200); // key cached
+      api.deps.ds = ds;
+      proxy.close();
+      for (const s of sockets) s.destroy();
+      const res = await api.http.get('/api/v1/business/customers').set(bearer(key));
+      clean4xx(res, 503, 'service_unavailable');
+      expect(Number(res.headers['retry-after'])).to.be.at.least(1);
+    } finally {
+      api.deps.ds = realDs;
+      await ds.destroy().catch(() => undefined);
+    }
+  });
+});
