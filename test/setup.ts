@@ -8,6 +8,14 @@ process.env.REDIS_PREFIX = `rwtest-${process.pid}-${Date.now().toString(36)}`;
 process.env.LOG_LEVEL = process.env.TEST_LOG_LEVEL || 'silent';
 process.env.SANDBOX_STEP_MS ??= '5';
 process.env.OUTBOX_POLL_MS ??= '50';
+// Without these every chain would default to viem's public RPC. Tests never leave the machine: a chain not pointed
+// at Anvil gets a port nothing listens on (discard), so a chain read fails fast with connection refused.
+const DEAD_RPC_URL = 'http://127.0.0.1:9';
+process.env.RPC_URL_BASE ||= DEAD_RPC_URL;
+process.env.RPC_URL_POLYGON ||= DEAD_RPC_URL;
+process.env.RPC_URL_ARBITRUM ||= DEAD_RPC_URL;
+process.env.RPC_URL_OPTIMISM ||= DEAD_RPC_URL;
+process.env.RPC_URL_AVALANCHE ||= DEAD_RPC_URL;
 
 const { getDs, closeShared } = await import('./helpers/shared.js');
 

@@ -8,7 +8,7 @@ import {
 import type { PageQuery } from '../pagination.js';
 import { listPage } from '../pagination.js';
 
-const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', description: 'ISO 4217 code, exactly 3 upper-case letters.' };
+const CURRENCY = { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code, exactly 3 letters in either case (`kes` is read as `KES`).' };
 const LABEL = { type: ['string', 'null'], maxLength: 120, description: 'Your own name for this beneficiary.' };
 
 export const schemas: Record<string, JsonSchema> = {
@@ -118,7 +118,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '200': { description: 'The corridor\'s requirements.', schema: ref('BeneficiaryRequirements') } },
     handler: async ({ query }) => {
-      const corridor = requireCorridor(query.currency, query.payment_method);
+      const corridor = requireCorridor(query.currency.toUpperCase(), query.payment_method);
       return { status: 200, body: { currency: corridor.currency, payment_method: corridor.payment_method, fields: corridor.fields, schema: corridor.schema } };
     },
   },

@@ -91,7 +91,8 @@ export async function createBeneficiary(
   tenant: Tenant,
   input: CreateBeneficiaryInput,
 ): Promise<{ beneficiary: BeneficiaryRow; details: Details }> {
-  const corridor = requireCorridor(input.currency, input.payment_method);
+  // The currency is matched, and stored, upper-cased: `kes` is KES.
+  const corridor = requireCorridor(input.currency.toUpperCase(), input.payment_method);
   const details = checkDetails(corridor, input.details);
   if (input.customer_id) await assertActiveCustomer(ds, tenant, input.customer_id);
   const id = randomUUID();

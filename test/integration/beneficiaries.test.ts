@@ -39,8 +39,26 @@ describe('beneficiaries API', () => {
       expect(kes.body.fields.find((f: { name: string }) => f.name === 'phone_number')).to.include({ required: true, sensitive: true, type: 'string' });
     });
 
+    it('reads a currency in any case as its upper-case code', async () => {
+      const upper = await api.http.get(`${BASE}/requirements?currency=KES&payment_method=mobile_money`).set(bearer(biz.sandboxKey));
+      for (const code of ['kes', 'Kes', 'kEs']) {
+        const res = await api.http.get(`${BASE}/requirements?currency=${code}&payment_method=mobile_money`).set(bearer(biz.sandboxKey));
+        expect(res.status, code).to.equal(200);
+        expect(res.body.currency).to.equal('KES');
+        expect(res.body).to.deep.equal(upper.body);
+      }
+      const unknown = await api.http.get(`${BASE}/requirements?currency=xyz&payment_method=mobile_money`).set(bearer(biz.sandboxKey));
+      expectError(unknown, 422, 'unsupported_corridor');
+      expect(unknown.body.error.details).to.include({ currency: 'XYZ', payment_method: 'mobile_money' });
+      const ngn = await api.http.get(`${BASE}/requirements?currency=ngn&payment_method=mobile_money`).set(bearer(biz.sandboxKey));
+      expectError(ngn, 422, 'unsupported_corridor');
+      expect(ngn.body.error.details.supported_payment_methods).to.deep.equal(['bank_transfer']);
+    });
+
     it('400 for a currency that is not 3 letters or a payment_method outside the six, or a missing one', async () => {
       for (const q of ['currency=KE&payment_method=mobile_money', 'currency=KESS&payment_method=mobile_money', 'currency=K1S&payment_method=mobile_money',
+        'currency=ke&payment_method=mobile_money', 'currency=kess&payment_method=mobile_money', 'currency=k%C3%A9s&payment_method=mobile_money',
+        'currency=K%20S&payment_method=mobile_money', 'currency=&payment_method=mobile_money',
         'currency=KES&payment_method=cash', 'payment_method=mobile_money', 'currency=KES', 'currency=KES&payment_method=mobile_money&extra=1']) {
         const res = await api.http.get(`${BASE}/requirements?${q}`).set(bearer(biz.sandboxKey));
         expectError(res, 400, 'invalid_request');
@@ -86,6 +104,17 @@ describe('beneficiaries API', () => {
 
     it('422 unsupported_corridor for a pair we do not serve', async () => {
       expectError(await create({ ...KES_MOBILE, currency: 'NGN' }), 422, 'unsupported_corridor');
+      expectError(await create({ ...KES_MOBILE, currency: 'ngn' }), 422, 'unsupported_corridor');
+      expectError(await create({ ...KES_MOBILE, currency: 'xyz' }), 422, 'unsupported_corridor');
+    });
+
+    it('accepts a lower-case currency and stores it upper-cased', async () => {
+      const res = await create({ ...KES_MOBILE, currency: 'kes' });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      expect(res.body.currency).to.equal('KES');
+      expect((await api.http.get(`${BASE}/${res.body.id}`).set(bearer(biz.sandboxKey))).body.currency).to.equal('KES');
+      const rows = await (await getDs()).query('SELECT currency FROM beneficiaries WHERE id = $1', [res.body.id]);
+      expect(rows[0].currency).to.equal('KES');
     });
 
     it('400 for schema violations of the request itself', async () => {
@@ -96,6 +125,9 @@ describe('beneficiaries API', () => {
         { ...KES_MOBILE, label: 'a'.repeat(121) },
         { ...KES_MOBILE, details: 'phone' },
         { ...KES_MOBILE, currency: 'KESS' },
+        { ...KES_MOBILE, currency: 'ke' },
+        { ...KES_MOBILE, currency: 'K3S' },
+        { ...KES_MOBILE, currency: 'kés' },
         { ...KES_MOBILE, payment_method: 'cash' },
         { ...KES_MOBILE, customer_id: 'not-a-uuid' },
         { currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'x' },

@@ -14,14 +14,22 @@ interface Challenge {
   expires_at: string;
 }
 
-describe('wallet ownership verification (EOA)', () => {
+describe('wallet ownership verification (EOA)', function () {
+  this.timeout(60_000);
+  let anvil: Anvil;
   let api: ApiHarness;
   let biz: TestBusiness;
   before(async () => {
-    api = await startApi();
+    // A wrong signature is only refused once the chain says the address holds no contract (EIP-1271), so base is
+    // served by a local node; the tests' default RPC is unreachable.
+    anvil = await startAnvil({ chainId: 8453 });
+    api = await startApi({ env: { RPC_URL_BASE: anvil.rpcUrl } });
     biz = await makeBusiness();
   });
-  after(() => api.close());
+  after(async () => {
+    await api?.close();
+    await anvil?.stop();
+  });
 
   const challenge = (key: string, walletId: string) => api.http.post(`${BASE}/wallets/${walletId}/verification-challenges`).set(writeHeaders(key));
   const verify = (key: string, walletId: string, body: object) => api.http.post(`${BASE}/wallets/${walletId}/verify`).set(writeHeaders(key)).send(body);
@@ -192,15 +200,22 @@ describe('wallet ownership verification (EIP-1271 contract wallets, against Anvi
     expect(res.body.error.code).to.equal('invalid_signature');
   });
 
-  it('cannot check a contract wallet without an RPC for its chain', async () => {
-    const plain = await startApi();
+  it('answers 503 with Retry-After when the chain cannot be reached, and leaves the challenge usable', async () => {
+    // No RPC_URL_BASE of its own: the test run's default, on which nothing listens.
+    const unreachable = await startApi();
     try {
-      const { owner, walletId, challenge: c } = await contractWalletChallenge(plain, biz.liveKey);
-      const res = await verifyOn(plain, biz.liveKey, walletId, { challenge_id: c.id, signature: await owner.signMessage({ message: c.message }) });
-      expect(res.status).to.equal(422);
-      expect(res.body.error.code).to.equal('invalid_signature');
+      const { owner, walletId, challenge: c } = await contractWalletChallenge(unreachable, biz.liveKey);
+      const signature = await owner.signMessage({ message: c.message });
+      const res = await verifyOn(unreachable, biz.liveKey, walletId, { challenge_id: c.id, signature });
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+      expect(Number(res.headers['retry-after'])).to.be.greaterThan(0);
+      expect(JSON.stringify(res.body)).not.to.match(/127\.0\.0\.1|ECONNREFUSED/);
+      const later = await verifyOn(api, biz.liveKey, walletId, { challenge_id: c.id, signature });
+      expect(later.status).to.equal(200);
+      expect(later.body.ownership_status).to.equal('verified');
     } finally {
-      await plain.close();
+      await unreachable.close();
     }
   });
 
