@@ -18,7 +18,10 @@ export interface Config {
   quoteTtlSeconds: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
   encryptionKeys: { id: string; key: Buffer }[];
-  walletSeeds: { sandbox: string; live: string };
+  /** live is null until WALLET_SEED_LIVE is set: live managed wallets then answer 503 rather than use a public seed. */
+  walletSeeds: { sandbox: string; live: string | null };
+  /** False while ENCRYPTION_KEYS is the built-in development key: live beneficiary details are then refused (503). */
+  encryptionKeysConfigured: boolean;
   chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number }>;
   adminUser: string | null;
   adminPassword: string | null;
@@ -49,9 +52,8 @@ const CANONICAL_USDC: Record<Chain, string> = {
 // Circle's published confirmation guidance.
 const DEFAULT_CONFIRMATIONS: Record<Chain, number> = { base: 12, arbitrum: 12, optimism: 12, polygon: 3, avalanche: 1 };
 
-// Development-only defaults: a live deployment must set its own (enforced below).
+// Development-only defaults, for the sandbox only: live data never uses them (see walletSeeds, encryptionKeysConfigured).
 const DEV_SEED_SANDBOX = 'test test test test test test test test test test test junk';
-const DEV_SEED_LIVE = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 const DEV_ENCRYPTION_KEYS = 'dev1:' + Buffer.alloc(32, 7).toString('base64');
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -141,7 +143,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
     encryptionKeys,
-    walletSeeds: { sandbox: env.WALLET_SEED || DEV_SEED_SANDBOX, live: env.WALLET_SEED_LIVE || DEV_SEED_LIVE },
+    walletSeeds: { sandbox: env.WALLET_SEED || DEV_SEED_SANDBOX, live: env.WALLET_SEED_LIVE || null },
+    encryptionKeysConfigured: Boolean(env.ENCRYPTION_KEYS),
     chains,
     adminUser: env.ADMIN_USER || null,
     adminPassword: env.ADMIN_PASSWORD || null,

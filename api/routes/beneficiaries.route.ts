@@ -1,3 +1,4 @@
+import { ApiError } from '../../shared/errors.js';
 import { paginationQuery, listOf } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
@@ -155,6 +156,10 @@ export const routes: RouteDef[] = [
     body: { schema: ref('CreateBeneficiaryRequest') },
     responses: { '201': one('The new beneficiary, details redacted.') },
     handler: async ({ deps, auth, body }) => {
+      // Live details are never sealed under the built-in development key.
+      if (auth.environment === 'live' && !deps.config.encryptionKeysConfigured) {
+        throw ApiError.unavailable('Live beneficiaries need ENCRYPTION_KEYS to be configured on this deployment.', 60);
+      }
       const created = await createBeneficiary(deps.ds, deps.config.encryptionKeys, auth, body);
       return { status: 201, body: beneficiaryView(created.beneficiary, created.details) };
     },

@@ -87,6 +87,8 @@ export async function createCustomer(
   scope: EventScope,
   input: CreateCustomerInput,
 ): Promise<{ created: boolean; customer: CustomerRow }> {
+  const seed = seeds[scope.environment];
+  if (!seed) throw ApiError.unavailable('Live managed wallets are not configured on this deployment (WALLET_SEED_LIVE).', 60);
   return ds.transaction(async (em) => {
     const inserted: { id: string }[] = await em.query(
       `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
@@ -98,7 +100,7 @@ export async function createCustomer(
       await em.query(
         `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
          VALUES ($1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed')`,
-        [scope.businessId, scope.environment, inserted[0].id, MANAGED_WALLET_HOME_CHAIN, managedWalletAddress(seeds[scope.environment], index), index],
+        [scope.businessId, scope.environment, inserted[0].id, MANAGED_WALLET_HOME_CHAIN, managedWalletAddress(seed, index), index],
       );
       return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
     }

@@ -271,3 +271,20 @@ describe('beneficiaries API', () => {
     ]);
   });
 });
+
+describe('live beneficiaries and the development encryption key', () => {
+  it('are refused (503) until ENCRYPTION_KEYS is configured; sandbox ones are accepted', async () => {
+    const api = await startApi({ env: { ENCRYPTION_KEYS: '' } });
+    try {
+      const biz = await makeBusiness();
+      const body = { currency: 'CAD', payment_method: 'email_transfer', account_holder_name: 'Ada Lovelace', details: { email: 'ada@example.com' } };
+      const live = await api.http.post('/api/v1/business/beneficiaries').set(writeHeaders(biz.liveKey)).send(body);
+      expect(live.status, JSON.stringify(live.body)).to.equal(503);
+      expect(live.body.error.message).to.match(/ENCRYPTION_KEYS/);
+      const sandbox = await api.http.post('/api/v1/business/beneficiaries').set(writeHeaders(biz.sandboxKey)).send(body);
+      expect(sandbox.status, JSON.stringify(sandbox.body)).to.equal(201);
+    } finally {
+      await api.close();
+    }
+  });
+});

@@ -88,7 +88,7 @@ describe('customers', () => {
       expect(live.body.id).not.to.equal(sandbox.body.id);
       const { hd_index, environment } = await hdIndexOf(live.body.wallet.id);
       expect(environment).to.equal('live');
-      expect(live.body.wallet.address).to.equal(managedWalletAddress(getConfig().walletSeeds.live, hd_index));
+      expect(live.body.wallet.address).to.equal(managedWalletAddress(getConfig().walletSeeds.live!, hd_index));
       expect(live.body.wallet.address).not.to.equal(managedWalletAddress(getConfig().walletSeeds.sandbox, hd_index));
     });
 
@@ -201,5 +201,23 @@ describe('customers', () => {
         expect(res.body.error.code).to.equal('invalid_request');
       }
     });
+  });
+});
+
+describe('live secrets are never the built-in development ones', () => {
+  it('without WALLET_SEED_LIVE, live customers answer 503 and sandbox ones still work', async () => {
+    const api = await startApi({ env: { WALLET_SEED_LIVE: '' } });
+    try {
+      const biz = await makeBusiness();
+      const live = await api.http.post('/api/v1/business/customers').set(writeHeaders(biz.liveKey)).send({ external_reference: 'no-seed' });
+      expect(live.status).to.equal(503);
+      expect(live.body.error.code).to.equal('service_unavailable');
+      expect(live.body.error.message).to.match(/WALLET_SEED_LIVE/);
+      expect(Number(live.headers['retry-after'])).to.be.at.least(1);
+      const sandbox = await api.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'no-seed' });
+      expect(sandbox.status).to.equal(201);
+    } finally {
+      await api.close();
+    }
   });
 });
