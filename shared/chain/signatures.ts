@@ -14,7 +14,6 @@ export async function isSignedBy(config: Config, chain: Chain, address: Address,
     // Not a recoverable ECDSA signature; a contract wallet may still accept it.
   }
   const client = publicClientFor(config, chain);
-  if (!client) return false;
   let code: Hex | undefined;
   try {
     // Asked first because viem reports a failed RPC inside verifyMessage as an invalid signature, not as an outage.

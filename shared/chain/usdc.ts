@@ -1,7 +1,7 @@
 import { erc20Abi, type Address } from 'viem';
 import type { Config } from '../config.js';
 import type { Chain } from '../domain/chains.js';
-import { ChainUnavailableError, publicClientFor } from './clients.js';
+import { ChainUnavailableError, publicClientFor, rpcUrlFor } from './clients.js';
 
 export interface TokenBalance {
   amount: bigint;
@@ -21,9 +21,8 @@ function evictExpired(now: number): void {
 /** USDC `balanceOf(holder)` on the chain's configured token contract, in minor units (6 decimals). */
 export async function usdcBalanceOf(config: Config, chain: Chain, holder: Address): Promise<TokenBalance> {
   const client = publicClientFor(config, chain);
-  if (!client) throw new ChainUnavailableError(chain, 'no RPC configured');
   const token = config.chains[chain].usdcAddress as Address;
-  const key = `${config.chains[chain].rpcUrl}|${token}|${holder}`;
+  const key = `${rpcUrlFor(config, chain)}|${token}|${holder}`;
   const now = Date.now();
   const hit = cache.get(key);
   if (hit && hit.expires > now) return hit.value;
