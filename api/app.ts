@@ -53,9 +53,8 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
   }
 
-  const gated = gate(deps);
   // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.
-  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gated), gated, notFoundRoute);
+  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gate(deps)));
   app.use(notFoundRoute);
   app.use(errorHandler(deps));
   return { app, keyCache, document };

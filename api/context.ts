@@ -52,6 +52,8 @@ export interface RequestState {
   bodyError?: unknown;
   /** Decided by the route's access checks (scope, sandbox-only); the gate counts the request but claims nothing. */
   refusal?: ApiError;
+  /** The matched operation, set by its access check; unset for unknown routes (which never touch idempotency). */
+  route?: { operationId: string };
 }
 
 declare global {

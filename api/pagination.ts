@@ -13,11 +13,12 @@ export interface Page<T> {
 }
 
 interface Cursor {
-  t: string; // created_at, ISO with microseconds as Postgres text
+  t: string; // created_at, UTC ISO 8601 with microseconds
   i: string; // id
 }
 
-const CURSOR_TS = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
+// Rendered by PostgreSQL in one fixed format (whatever the session's DateStyle), microseconds kept.
+const CURSOR_TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Opaque cursor over (created_at, id), newest first. */
@@ -61,7 +62,7 @@ export function pageSql(spec: ListSpec, query: PageQuery): { sql: string; params
   }
   values.push(limit + 1);
   const sql =
-    `SELECT ${spec.columns}, ${a}created_at::text AS cursor_ts FROM ${spec.from} WHERE ${conditions.join(' AND ')} ` +
+    `SELECT ${spec.columns}, to_char(${a}created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_ts FROM ${spec.from} WHERE ${conditions.join(' AND ')} ` +
     `ORDER BY ${a}created_at DESC, ${a}id DESC LIMIT $${values.length}`;
   return { sql, params: values, limit };
 }

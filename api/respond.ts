@@ -11,7 +11,7 @@ export async function sendJson(req: Request, res: Response, deps: AppDeps, statu
   const claim = req.state.idempotency;
   if (claim) {
     req.state.idempotency = undefined;
-    await finishIdempotency(deps, claim, status, payload, req.state.log);
+    await finishIdempotency(deps, claim, status, payload, req.state.id, req.state.log);
   }
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);

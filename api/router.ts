@@ -14,9 +14,15 @@ function expressPath(openapiPath: string): string {
 function access(route: RouteDef) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const auth = req.state.auth!;
-    if (route.sandboxOnly && auth.environment !== 'sandbox') req.state.refusal = new ApiError(404, 'not_found', 'No such route.');
-    else if (route.scope && !auth.scopes.has(route.scope)) {
+    if (route.sandboxOnly && auth.environment !== 'sandbox') {
+      req.state.refusal = new ApiError(404, 'not_found', 'No such route.');
+      return next();
+    }
+    req.state.route = route;
+    if (route.scope && !auth.scopes.has(route.scope)) {
       req.state.refusal = new ApiError(403, 'insufficient_scope', `This API key lacks the ${route.scope} scope.`, { required_scope: route.scope });
+    } else if (route.requiresLiveEnabled && auth.environment === 'live' && !auth.liveEnabled) {
+      req.state.refusal = new ApiError(403, 'live_not_enabled', 'This business is not enabled for live money movement yet.');
     }
     next();
   };
@@ -53,5 +59,7 @@ export function businessRouter(routes: RouteDef[], validators: Map<RouteDef, Ope
   for (const route of routes) {
     router[route.method](expressPath(route.path), access(route), gateMiddleware, handle(route, validators.get(route)!, deps));
   }
+  // Anything unmatched, OPTIONS included (Express would answer it itself), is counted and answered 404.
+  router.use(gateMiddleware, (_req: Request, _res: Response, next: NextFunction) => next(new ApiError(404, 'not_found', 'No such route.')));
   return router;
 }

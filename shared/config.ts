@@ -126,8 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
   const production = nodeEnv === 'production';
-  if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE)) {
-    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED and WALLET_SEED_LIVE');
+  if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE || !env.IDEMPOTENCY_SECRET)) {
+    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED, WALLET_SEED_LIVE and IDEMPOTENCY_SECRET');
   }
   return {
     nodeEnv,

@@ -4,7 +4,8 @@ import { ApiError } from '../../shared/errors.js';
 import { hashApiKey, keyEnvironment, normalizeIp } from '../../shared/domain/api-keys.js';
 import type { ApiKeyCache } from './api-key-cache.js';
 
-const BEARER = /^Bearer ([^\s]+)$/;
+// RFC 7235: the auth scheme is case-insensitive.
+const BEARER = /^Bearer ([^\s]+)$/i;
 
 /** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
 export function authenticate(deps: AppDeps, cache: ApiKeyCache) {

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { ApiError } from '../../shared/errors.js';
-import { fingerprint, idempotencyRedisKey, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
+import { canonicalJson, fingerprint, idempotencyRedisKey, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'DELETE', 'PUT']);
 const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
@@ -16,7 +16,9 @@ export function gate(deps: AppDeps) {
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const auth = req.state.auth!;
-    const mutating = MUTATING.has(req.method);
+    const route = req.state.route;
+    // Idempotency belongs to operations: an unknown route is counted and answered 404, whatever its method.
+    const mutating = MUTATING.has(req.method) && route !== undefined;
     const rawKey = req.headers['idempotency-key'];
     let keyProblem: ApiError | null = null;
     if (mutating) {
@@ -30,7 +32,8 @@ export function gate(deps: AppDeps) {
           fingerprint(
             deps.config.idempotencySecret,
             req.method,
-            req.originalUrl.split('?')[0],
+            // The operation and its path parameters, not the raw URL: `/customers/` and `/customers` are one request.
+            `${route!.operationId} ${canonicalJson(req.params)}`,
             req.state.bodyError ? { malformed: req.headers['content-length'] ?? '' } : (req.body ?? null),
           ),
         )
@@ -50,7 +53,7 @@ export function gate(deps: AppDeps) {
         lastRedisDownLog = Date.now();
         req.state.log.error({ err: (err as Error).message }, 'redis unreachable: reads proceed without rate limiting, writes are refused');
       }
-      if (mutating) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
+      if (MUTATING.has(req.method)) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
       return next();
     }
     const [count, pttl, verdict, existing] = result;
@@ -70,6 +73,9 @@ export function gate(deps: AppDeps) {
       if (record.s === 'f') {
         return next(new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', undefined, { 'Retry-After': '1' }));
       }
+      // The replay is the first answer, byte for byte: it keeps that request's id, which its body may quote.
+      req.state.log.info({ replayOf: record.rid }, 'idempotent replay');
+      if (record.rid) res.setHeader('X-Request-Id', record.rid);
       res.setHeader('Idempotent-Replayed', 'true');
       res.status(record.st!).type('application/json').send(record.b);
       return;

@@ -2,13 +2,15 @@ import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppDeps, IdempotencyClaim } from '../context.js';
 
-// Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b }.
+// Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b, rid }.
 export interface IdempotencyRecord {
   s: 'f' | 'd';
   fp: string;
   t: string;
   st?: number;
   b?: string;
+  /** The request id of the answer stored: replays carry it in X-Request-Id. */
+  rid?: string;
 }
 
 /** Sorted keys, so `{a,b}` and `{b,a}` are the same request. Bodies are depth-checked before they get here. */
@@ -40,9 +42,9 @@ export function inFlightRecord(claim: IdempotencyClaim): string {
 }
 
 /** 2xx and 4xx are remembered for the retention period; 5xx releases the key so the client may retry. */
-export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, log: Logger): Promise<void> {
+export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<void> {
   const release = status >= 500;
-  const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body };
+  const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body, rid: requestId };
   try {
     await deps.scripts.finish(claim.redisKey, claim.token, release ? 'release' : 'store', JSON.stringify(record), deps.config.idempotencyTtlSeconds);
   } catch (err) {

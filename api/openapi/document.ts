@@ -19,13 +19,17 @@ function parameters(where: 'path' | 'query', specs: Record<string, ParamSpec> | 
   }));
 }
 
+const RETRY_AFTER = { description: 'Whole seconds to wait before retrying (at least 1).', schema: { type: 'integer', minimum: 1 } };
+const REPLAYED = { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } };
+
 function errorResponses(route: RouteDef): Record<string, object> {
   const out: Record<string, object> = {};
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     // 404: an {id} in the path, or an id named in the body (customer_id, wallet_id, ...).
     if (status === '404' && !route.path.includes('{') && !route.sandboxOnly && !route.body) continue;
     if (status === '413' && !route.body) continue;
-    out[status] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
+    const headers = { ...RATE_HEADERS, ...(['409', '429', '503'].includes(status) ? { 'Retry-After': RETRY_AFTER } : {}) };
+    out[status] = { description, headers, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
   }
   return out;
 }
@@ -48,7 +52,7 @@ function operation(route: RouteDef): object {
   for (const [status, spec] of Object.entries(route.responses)) {
     responses[status] = {
       description: spec.description,
-      headers: RATE_HEADERS,
+      headers: mutating ? { ...RATE_HEADERS, 'Idempotent-Replayed': REPLAYED } : RATE_HEADERS,
       ...(spec.schema ? { content: { 'application/json': { schema: spec.schema } } } : {}),
     };
   }

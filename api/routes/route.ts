@@ -46,6 +46,8 @@ export interface RouteDef {
   scope: Scope | null;
   /** /sandbox/* controls: a live key gets 404. */
   sandboxOnly?: boolean;
+  /** Moves real funds in live: a live key of a business not yet enabled for live gets 403 live_not_enabled. */
+  requiresLiveEnabled?: boolean;
   pathParams?: Record<string, ParamSpec>;
   query?: Record<string, ParamSpec>;
   body?: { schema: JsonSchema; required?: boolean; description?: string };

@@ -13,6 +13,8 @@ export async function isSignedBy(config: Config, chain: Chain, address: Address,
   } catch {
     // Not a recoverable ECDSA signature; a contract wallet may still accept it.
   }
+  // EIP-1271 only where an RPC is configured for the chain (CONTRACT 6): never a public RPC, never in a test run by accident.
+  if (!config.chains[chain].rpcUrl) return false;
   const client = publicClientFor(config, chain);
   let code: Hex | undefined;
   try {

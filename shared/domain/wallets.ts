@@ -137,6 +137,8 @@ export async function registerExternalWallet(ds: DataSource, scope: EventScope, 
 export async function archiveWallet(ds: DataSource, scope: EventScope, id: string): Promise<WalletRow> {
   return ds.transaction(async (em) => {
     const wallet = await findWallet(em, scope, id, 'update');
+    // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
+    if (wallet.type === 'managed_wallet') throw ApiError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
     if (wallet.status === 'archived') return wallet;
     await em.query(
       `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,

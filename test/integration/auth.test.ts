@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
-import { revokeKey } from '../../shared/admin/commands.js';
+import { enableLive, revokeKey } from '../../shared/admin/commands.js';
+import type { RouteDef } from '../../api/routes/route.js';
 import { getConfig } from '../../shared/config.js';
 import { watchKeyChanges } from '../../api/middleware/api-key-cache.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
@@ -28,9 +29,15 @@ describe('authentication', () => {
   });
 
   it('401 for malformed headers and keys', async () => {
-    for (const header of ['Basic abc', 'Bearer', 'Bearer svc_test_short', 'Bearer sk_live_' + 'a'.repeat(43), 'bearer svc_test_' + 'a'.repeat(43)]) {
+    for (const header of ['Basic abc', 'Bearer', 'Bearer svc_test_short', 'Bearer sk_live_' + 'a'.repeat(43), 'Bearer  svc_test_' + 'a'.repeat(43)]) {
       expectEnvelope(await api.http.get(ACCOUNT).set('Authorization', header), 401, 'unauthorized');
     }
+  });
+
+  it('the Bearer scheme is case-insensitive (RFC 7235)', async () => {
+    const biz = await makeBusiness();
+    expect((await api.http.get(ACCOUNT).set('Authorization', `bearer ${biz.sandboxKey}`)).status).to.equal(200);
+    expect((await api.http.get(ACCOUNT).set('Authorization', `BEARER ${biz.sandboxKey}`)).status).to.equal(200);
   });
 
   it('401 for a well-formed key we never issued', async () => {
@@ -163,5 +170,29 @@ describe('authorization across businesses, environments and scopes', () => {
     expect(res.body.error.details).to.deep.equal({ required_scope: 'customers:write' });
     // Any valid key reads its own account, whatever its scopes.
     expect((await api.http.get(ACCOUNT).set(bearer(readOnly.key))).status).to.equal(200);
+  });
+});
+
+describe('live money movement needs the business enabled for live', () => {
+  const moving: RouteDef = {
+    method: 'post', path: '/test-move-money', operationId: 'testMoveMoney', summary: 'test', tag: 'Test',
+    scope: null, requiresLiveEnabled: true, body: { schema: { type: 'object' }, required: false },
+    responses: { '201': { description: 'ok' } },
+    handler: async () => ({ status: 201, body: { moved: true } }),
+  };
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi({ extraRoutes: [moving] });
+  });
+  after(() => api.close());
+
+  it('403 live_not_enabled for a live key until enable-live; sandbox is never gated', async () => {
+    const biz = await makeBusiness();
+    const denied = await api.http.post('/api/v1/business/test-move-money').set(writeHeaders(biz.liveKey)).send({});
+    expectEnvelope(denied, 403, 'live_not_enabled');
+    expect((await api.http.post('/api/v1/business/test-move-money').set(writeHeaders(biz.sandboxKey)).send({})).status).to.equal(201);
+    await enableLive({ ds: await getDs(), config: getConfig() }, { businessId: biz.businessId });
+    api.keyCache.clear(); // as the key-change channel would
+    expect((await api.http.post('/api/v1/business/test-move-money').set(writeHeaders(biz.liveKey)).send({})).status).to.equal(201);
   });
 });

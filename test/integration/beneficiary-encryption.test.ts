@@ -174,7 +174,8 @@ describe('encryption key rotation', function () {
     // The old key can now be dropped; a process that only has it can no longer open anything.
     await readAll(await withKeys(K2));
     const stale = await before.http.get(`${BASE}/${ids[0]}`).set(bearer(biz.sandboxKey));
-    expect(stale.status).to.equal(500);
+    expect(stale.status).to.equal(503);
+    expect(stale.body.error.code).to.equal('service_unavailable');
     const again = await rotateEncryptionKey({ ds, config: loadConfig({ ...process.env, ENCRYPTION_KEYS: DEPLOYED }) });
     expect(again).to.deep.include({ rotated: 0, remaining: 0 });
   });

@@ -52,10 +52,11 @@ describe('hardening: hostile and unlucky inputs', () => {
   it('cursors must be exactly what the API issued', async () => {
     const forged = [
       Buffer.from(JSON.stringify({ t: '1', i: randomUUID() })).toString('base64url'),
-      Buffer.from(JSON.stringify({ t: '2026-01-01 00:00:00+00', i: '-'.repeat(36) })).toString('base64url'),
+      Buffer.from(JSON.stringify({ t: '2026-01-01T00:00:00.000000Z', i: '-'.repeat(36) })).toString('base64url'),
+      Buffer.from(JSON.stringify({ t: '2026-01-01 00:00:00+00', i: randomUUID() })).toString('base64url'),
     ];
     for (const cursor of forged) clean4xx(await api.http.get(`/api/v1/business/customers?starting_after=${cursor}`).set(bearer(key)));
-    const genuine = encodeCursor('2026-01-01 00:00:00.123456+00', randomUUID());
+    const genuine = encodeCursor('2026-01-01T00:00:00.123456Z', randomUUID());
     expect((await api.http.get(`/api/v1/business/customers?starting_after=${genuine}`).set(bearer(key))).status).to.equal(200);
   });
 

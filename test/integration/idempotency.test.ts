@@ -68,11 +68,23 @@ describe('idempotency', () => {
     expect(await customerCount(body.external_reference)).to.equal(1);
   });
 
-  it('replays 4xx answers too', async () => {
+  it('replays 4xx answers too, with the request id their body quotes', async () => {
     const headers = writeHeaders(key);
     const first = await api.http.post(CUSTOMERS).set(headers).send({ external_reference: '' });
     expect(first.status).to.equal(400);
     const second = await api.http.post(CUSTOMERS).set(headers).send({ external_reference: '' });
+    expect(second.headers['idempotent-replayed']).to.equal('true');
+    expect(second.text).to.equal(first.text);
+    expect(second.headers['x-request-id']).to.equal(first.headers['x-request-id']);
+    expect(second.body.error.requestId).to.equal(second.headers['x-request-id']);
+  });
+
+  it('the same operation through a trailing slash is the same request', async () => {
+    const headers = writeHeaders(key);
+    const body = { external_reference: `slash-${randomUUID()}` };
+    const first = await api.http.post(CUSTOMERS).set(headers).send(body);
+    const second = await api.http.post(`${CUSTOMERS}/`).set(headers).send(body);
+    expect(first.status).to.equal(201);
     expect(second.headers['idempotent-replayed']).to.equal('true');
     expect(second.text).to.equal(first.text);
   });

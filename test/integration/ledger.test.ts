@@ -94,12 +94,24 @@ describe('ledger', () => {
       expect(await accountBalance(ds, scope, TREASURY)).to.equal(before);
     });
 
-    it('rejects a later posting added to a committed entry', async () => {
+    it('rejects a later posting added to a committed entry, even a balanced pair', async () => {
       const { id } = await fundTreasury(3n);
-      await expectRejected(
-        ds.transaction((em) => em.query(`INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount) VALUES ($1, $2, $3, 'sandbox', 'USDC', 1)`, [id, accounts.treasury, scope.businessId])),
-        /does not balance/,
-      );
+      const add = (postings: [string, bigint][]) =>
+        ds.transaction(async (em) => {
+          for (const [account, amount] of postings) {
+            await em.query(`INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount) VALUES ($1, $2, $3, 'sandbox', 'USDC', $4)`,
+              [id, account, scope.businessId, amount.toString()]);
+          }
+        });
+      const before = await accountBalance(ds, scope, TREASURY);
+      await expectRejected(add([[accounts.treasury, 1n]]), /is closed/);
+      await expectRejected(add([[accounts.treasury, 1_000_000n], [accounts.faucet, -1_000_000n]]), /is closed/);
+      expect(await accountBalance(ds, scope, TREASURY)).to.equal(before);
+    });
+
+    it('ledger accounts cannot be re-pointed or removed', async () => {
+      await expectRejected(ds.query(`UPDATE ledger_accounts SET account_key = 'x' WHERE id = $1`, [accounts.treasury]), /append-only/);
+      await expectRejected(ds.query(`DELETE FROM ledger_accounts WHERE id = $1`, [accounts.treasury]), /append-only/);
     });
 
     it('keeps a posting in its account\'s asset and its entry\'s business', async () => {

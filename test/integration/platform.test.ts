@@ -43,6 +43,11 @@ describe('platform endpoints', () => {
       expect(op.operationId).to.equal(route.operationId);
       expect(op.responses).to.have.property('401');
     }
+    // The headers the contract promises are documented: rate limits everywhere, Retry-After, replays.
+    const create = res.body.paths['/api/v1/business/customers'].post;
+    expect(create.responses['201'].headers).to.include.keys('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Idempotent-Replayed');
+    for (const status of ['409', '429', '503']) expect(create.responses[status].headers).to.include.keys('Retry-After', 'X-RateLimit-Limit');
+    expect(create.parameters.map((p: { $ref?: string }) => p.$ref)).to.include('#/components/parameters/IdempotencyKey');
     for (const name of ['Error', 'ErrorResponse', 'ListMeta', 'DecimalAmount', 'BusinessAccount']) {
       expect(res.body.components.schemas).to.have.property(name);
     }

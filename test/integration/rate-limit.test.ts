@@ -64,9 +64,17 @@ describe('rate limiting', () => {
     const res = await api.http.get('/api/v1/business/no-such-thing').set(bearer(biz.sandboxKey));
     expect(res.status).to.equal(404);
     expect(res.headers['x-ratelimit-limit']).to.equal('1000');
-    const missingKey = await api.http.post('/api/v1/business/no-such-thing').set(bearer(biz.sandboxKey)).send({});
+    // An unknown route is a 404 whatever its method: no Idempotency-Key is asked for.
+    const unknownWrite = await api.http.post('/api/v1/business/no-such-thing').set(bearer(biz.sandboxKey)).send({});
+    expect(unknownWrite.body.error.code).to.equal('not_found');
+    expect(unknownWrite.headers['x-ratelimit-remaining']).to.equal('998');
+    const missingKey = await api.http.post('/api/v1/business/customers').set(bearer(biz.sandboxKey)).send({});
     expect(missingKey.body.error.code).to.equal('idempotency_key_required');
-    expect(missingKey.headers['x-ratelimit-remaining']).to.equal('998');
+    expect(missingKey.headers['x-ratelimit-remaining']).to.equal('997');
+    const options = await api.http.options('/api/v1/business/customers').set(bearer(biz.sandboxKey));
+    expect(options.status).to.equal(404);
+    expect(options.body.error.code).to.equal('not_found');
+    expect(options.headers['x-ratelimit-remaining']).to.equal('996');
   });
 
   describe('when Redis is unreachable', () => {

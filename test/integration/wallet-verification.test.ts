@@ -238,3 +238,27 @@ describe('wallet ownership verification (EIP-1271 contract wallets, against Anvi
     }
   });
 });
+
+describe('wallet ownership verification without an RPC for the chain', () => {
+  let api: ApiHarness;
+  before(async () => {
+    // No RPC_URL_POLYGON: EIP-1271 is not consulted (no public RPC is ever called for it), EIP-191 decides.
+    api = await startApi({ env: { RPC_URL_POLYGON: '' } });
+  });
+  after(() => api.close());
+
+  it('a wrong signer is 422 invalid_signature at once; the right one verifies', async () => {
+    const biz = await makeBusiness();
+    const { account, wallet } = await externalWallet(api, biz.sandboxKey, 'polygon');
+    const created = await api.http.post(`${BASE}/wallets/${wallet.id}/verification-challenges`).set(writeHeaders(biz.sandboxKey));
+    expect(created.status).to.equal(201);
+    const wrong = await newAccount().signMessage({ message: created.body.message });
+    const refused = await api.http.post(`${BASE}/wallets/${wallet.id}/verify`).set(writeHeaders(biz.sandboxKey)).send({ challenge_id: created.body.id, signature: wrong });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
+    expect(refused.body.error.code).to.equal('invalid_signature');
+    const right = await account.signMessage({ message: created.body.message });
+    const ok = await api.http.post(`${BASE}/wallets/${wallet.id}/verify`).set(writeHeaders(biz.sandboxKey)).send({ challenge_id: created.body.id, signature: right });
+    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+    expect(ok.body.ownership_status).to.equal('verified');
+  });
+});

@@ -203,3 +203,21 @@ describe('wallets', () => {
     });
   });
 });
+
+describe('a customer\'s managed wallet', () => {
+  let api: ApiHarness;
+  before(async () => {
+    api = await startApi();
+  });
+  after(() => api.close());
+
+  it('cannot be archived on its own (409 invalid_state) and stays active', async () => {
+    const biz = await makeBusiness();
+    const customer = await createCustomer(api, biz.sandboxKey);
+    const res = await api.http.delete(`${BASE}/wallets/${customer.wallet.id}`).set(writeHeaders(biz.sandboxKey));
+    expect(res.status).to.equal(409);
+    expect(res.body.error.code).to.equal('invalid_state');
+    const got = await api.http.get(`${BASE}/wallets/${customer.wallet.id}`).set(bearer(biz.sandboxKey));
+    expect(got.body.status).to.equal('active');
+  });
+});
