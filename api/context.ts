@@ -46,7 +46,7 @@ export interface IdempotencyClaim {
 export interface RequestState {
   id: string;
   started: number;
-  log: Logger;
+  readonly log: Logger;
   auth?: AuthContext;
   idempotency?: IdempotencyClaim;
   bodyError?: unknown;

@@ -57,7 +57,12 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
 export function businessRouter(routes: RouteDef[], validators: Map<RouteDef, OperationValidator>, deps: AppDeps, gateMiddleware: RequestHandler): Router {
   const router = express.Router();
   for (const route of routes) {
-    router[route.method](expressPath(route.path), access(route), gateMiddleware, handle(route, validators.get(route)!, deps));
+    const check = access(route);
+    const run = handle(route, validators.get(route)!, deps);
+    // One router layer per operation (access -> gate -> handler composed here): fewer layers to walk per request.
+    router[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) =>
+      check(req, res, () => gateMiddleware(req, res, (err?: unknown) => (err ? next(err) : run(req, res, next)))),
+    );
   }
   // Anything unmatched, OPTIONS included (Express would answer it itself), is counted and answered 404.
   router.use(gateMiddleware, (_req: Request, _res: Response, next: NextFunction) => next(new ApiError(404, 'not_found', 'No such route.')));

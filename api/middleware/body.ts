@@ -10,6 +10,7 @@ const parser = express.json({ limit: BODY_LIMIT, strict: true });
  */
 export function parseBody() {
   return (req: Request, res: Response, next: NextFunction): void => {
+    if (req.method === 'GET' || req.method === 'HEAD') return next(); // no body to read on the hot path
     parser(req, res, (err?: unknown) => {
       if (err) req.state.bodyError = err;
       else if (req.body !== undefined) {
