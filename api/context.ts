@@ -41,6 +41,8 @@ export interface IdempotencyClaim {
   redisKey: string;
   fingerprint: string;
   token: string;
+  /** Renews the in-flight lock while the request runs. */
+  renewal?: NodeJS.Timeout;
 }
 
 export interface RequestState {

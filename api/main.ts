@@ -7,11 +7,17 @@ import { createWorkerRedis } from '../shared/queues/connections.js';
 const deps = await createAppDeps();
 const { app, keyCache } = buildApp(deps);
 const keyChanges = watchKeyChanges(deps.config.redisUrl, deps.config.redisPrefix, keyCache, createWorkerRedis);
-const server: Server = app.listen(deps.config.port, () => deps.log.info({ port: deps.config.port }, 'web listening'));
+let stopping = false;
+const server: Server = app.listen(deps.config.port, (err?: Error) => {
+  if (err) {
+    deps.log.fatal({ err: err.message, port: deps.config.port }, 'web cannot listen');
+    process.exit(1);
+  }
+  deps.log.info({ port: deps.config.port }, 'web listening');
+});
 // Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
 server.keepAliveTimeout = 65_000;
 
-let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
@@ -27,7 +33,10 @@ async function shutdown(signal: string): Promise<void> {
     deps.log.info('web stopped');
     process.exit(0);
   });
+  // Keep-alive clients are told to go, and sockets are closed as soon as their request in flight has finished.
+  server.on('request', (_req, res) => res.setHeader('Connection', 'close'));
   server.closeIdleConnections();
+  setInterval(() => server.closeIdleConnections(), 100).unref();
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -21,6 +21,12 @@ interface Cursor {
 const CURSOR_TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** The text names a real instant: `2026-02-30...` or hour 25 would pass the pattern and fail in PostgreSQL. */
+function realInstant(t: string): boolean {
+  const ms = Date.parse(t);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === t.slice(0, 23) && t.slice(0, 4) !== '0000';
+}
+
 /** Opaque cursor over (created_at, id), newest first. */
 export function encodeCursor(createdAt: string, id: string): string {
   return Buffer.from(JSON.stringify({ t: createdAt, i: id } satisfies Cursor)).toString('base64url');
@@ -30,7 +36,9 @@ export function decodeCursor(raw: string): Cursor {
   try {
     const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Cursor;
     // Exactly what encodeCursor writes: PostgreSQL's timestamptz text and a canonical UUID.
-    if (typeof parsed.t === 'string' && typeof parsed.i === 'string' && CURSOR_TS.test(parsed.t) && UUID_RE.test(parsed.i)) return parsed;
+    if (typeof parsed.t === 'string' && typeof parsed.i === 'string' && CURSOR_TS.test(parsed.t) && UUID_RE.test(parsed.i) && realInstant(parsed.t)) {
+      return parsed;
+    }
   } catch {
     // fall through
   }

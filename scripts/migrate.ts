@@ -4,7 +4,7 @@ import { ensureDatabase } from './preflight.js';
 import { getConfig } from '../shared/config.js';
 
 await ensureDatabase(getConfig().databaseUrl);
-const ds = createDataSource({ poolSize: 2 });
+const ds = createDataSource({ poolSize: 2, statementTimeoutMs: 0 });
 await ds.initialize();
 const applied = await runMigrations(ds);
 await ds.destroy();

@@ -13,7 +13,7 @@ try {
   process.stderr.write(`cannot start: ${err instanceof PreflightError ? err.message : String(err)}\n`);
   process.exit(1);
 }
-const ds = createDataSource({ poolSize: 2 });
+const ds = createDataSource({ poolSize: 2, statementTimeoutMs: 0 });
 await ds.initialize();
 await runMigrations(ds);
 await ds.destroy();

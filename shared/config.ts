@@ -1,5 +1,7 @@
 // The only reader of process.env. Validated once, on first use.
 import { hkdfSync } from 'node:crypto';
+import { validateMnemonic } from '@scure/bip39';
+import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
 
 export interface Config {
@@ -112,6 +114,14 @@ function publicBaseUrl(raw: string | undefined, port: number): string {
   return url.origin;
 }
 
+/** A mistyped seed would derive addresses nobody can recover: refuse it at boot, never in a request. */
+function walletSeed(name: string, raw: string | undefined): string | null {
+  if (!raw) return null;
+  const words = raw.trim().split(/\s+/).join(' ');
+  if (!validateMnemonic(words, english)) throw new ConfigError(`${name} is not a valid BIP-39 English mnemonic (word count, spelling or checksum)`);
+  return words;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
@@ -125,6 +135,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     };
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
+  const liveSeed = walletSeed('WALLET_SEED_LIVE', env.WALLET_SEED_LIVE);
+  if (liveSeed && (liveSeed === DEV_SEED_SANDBOX || liveSeed === walletSeed('WALLET_SEED', env.WALLET_SEED))) {
+    throw new ConfigError('WALLET_SEED_LIVE must differ from the sandbox seed (and from the public development seed)');
+  }
   const production = nodeEnv === 'production';
   if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE || !env.IDEMPOTENCY_SECRET)) {
     throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED, WALLET_SEED_LIVE and IDEMPOTENCY_SECRET');
@@ -143,7 +157,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
     encryptionKeys,
-    walletSeeds: { sandbox: env.WALLET_SEED || DEV_SEED_SANDBOX, live: env.WALLET_SEED_LIVE || null },
+    walletSeeds: { sandbox: walletSeed('WALLET_SEED', env.WALLET_SEED) ?? DEV_SEED_SANDBOX, live: liveSeed },
     encryptionKeysConfigured: Boolean(env.ENCRYPTION_KEYS),
     chains,
     adminUser: env.ADMIN_USER || null,

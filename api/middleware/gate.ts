@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { ApiError } from '../../shared/errors.js';
-import { canonicalJson, fingerprint, idempotencyRedisKey, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
+import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'DELETE', 'PUT']);
 const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
@@ -80,7 +80,11 @@ export function gate(deps: AppDeps) {
       res.status(record.st!).type('application/json').send(record.b);
       return;
     }
-    if (claim) req.state.idempotency = claim;
+    if (claim) {
+      req.state.idempotency = claim;
+      // Renewed until the answer is settled (every path, errors included, ends in sendJson).
+      startRenewing(deps, claim, req.state.log);
+    }
     next();
   };
 }

@@ -37,6 +37,26 @@ export function newClaim(redisKey: string, fp: string): IdempotencyClaim {
   return { redisKey, fingerprint: fp, token: randomUUID() };
 }
 
+/**
+ * Keeps the in-flight lock alive while the request runs, so a slow request is never run a second time
+ * by a retry that arrives after IDEMPOTENCY_LOCK_MS. A crashed process stops renewing and the lock expires.
+ */
+export function startRenewing(deps: AppDeps, claim: IdempotencyClaim, log: Logger): void {
+  const every = Math.max(50, Math.floor(deps.config.idempotencyLockMs / 3));
+  claim.renewal = setInterval(() => {
+    deps.scripts.renew(claim.redisKey, claim.token, deps.config.idempotencyLockMs).then(
+      (ok) => ok === 0 && log.error('lost the in-flight idempotency lock while the request was still running'),
+      (err: unknown) => log.warn({ err: (err as Error).message }, 'could not renew the in-flight idempotency lock'),
+    );
+  }, every);
+  claim.renewal.unref();
+}
+
+function stopRenewing(claim: IdempotencyClaim): void {
+  if (claim.renewal) clearInterval(claim.renewal);
+  claim.renewal = undefined;
+}
+
 export function inFlightRecord(claim: IdempotencyClaim): string {
   return JSON.stringify({ s: 'f', fp: claim.fingerprint, t: claim.token } satisfies IdempotencyRecord);
 }
@@ -45,8 +65,11 @@ export function inFlightRecord(claim: IdempotencyClaim): string {
 export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<void> {
   const release = status >= 500;
   const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body, rid: requestId };
+  stopRenewing(claim);
   try {
-    await deps.scripts.finish(claim.redisKey, claim.token, release ? 'release' : 'store', JSON.stringify(record), deps.config.idempotencyTtlSeconds);
+    const outcome = await deps.scripts.finish(claim.redisKey, claim.token, release ? 'release' : 'store', JSON.stringify(record), deps.config.idempotencyTtlSeconds);
+    if (outcome === -1) log.error({ status }, 'idempotency claim was taken over by another request before this one finished');
+    if (outcome === 2) log.warn({ status }, 'idempotency claim had vanished (Redis lost it); the answer is stored now');
   } catch (err) {
     // The in-flight marker expires on its own (IDEMPOTENCY_LOCK_MS); until then retries see 409.
     log.error({ err: (err as Error).message }, 'could not record the idempotent response');

@@ -22,17 +22,31 @@ if cur then return {n, ttl, 'existing', cur} end
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
 return {n, ttl, 'claimed', false}`;
 
-/** KEYS[1] idempotency key. ARGV: token, 'store'|'release', record, ttl seconds. Only the claimant may settle it. */
+/**
+ * KEYS[1] idempotency key. ARGV: token, 'store'|'release', record, ttl seconds. Only the claimant may settle it.
+ * Returns 1 settled, 2 stored although the claim had vanished (Redis lost it), -1 another request holds the key.
+ */
 const FINISH = `
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, rec = pcall(cjson.decode, cur)
+  if not ok or rec.t ~= ARGV[1] then return -1 end
+end
+if ARGV[2] == 'release' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[3], 'EX', tonumber(ARGV[4]))
+if cur then return 1 end
+return 2`;
+
+/** KEYS[1] idempotency key. ARGV: token, lock ms. Extends the claimant's in-flight lock; 0 if it is no longer ours. */
+const RENEW = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
 local ok, rec = pcall(cjson.decode, cur)
-if not ok or rec.t ~= ARGV[1] then return 0 end
-if ARGV[2] == 'release' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('SET', KEYS[1], ARGV[3], 'EX', tonumber(ARGV[4]))
-end
+if not ok or rec.t ~= ARGV[1] or rec.s ~= 'f' then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
 /** Failed authentication per client IP. KEYS[1] counter; ARGV window seconds. Returns { count, ttl seconds }. */
@@ -47,16 +61,19 @@ export interface Scripts {
   gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number): Promise<GateResult>;
   finish(key: string, token: string, mode: 'store' | 'release', record: string, ttlSeconds: number): Promise<number>;
   authFail(key: string, windowSeconds: number): Promise<[number, number]>;
+  renew(key: string, token: string, lockMs: number): Promise<number>;
 }
 
 export function installScripts(redis: Redis): Scripts {
   redis.defineCommand('rwGate', { lua: GATE });
   redis.defineCommand('rwFinish', { lua: FINISH, numberOfKeys: 1 });
   redis.defineCommand('rwAuthFail', { lua: AUTH_FAIL, numberOfKeys: 1 });
+  redis.defineCommand('rwRenew', { lua: RENEW, numberOfKeys: 1 });
   const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
   return {
     gate: (keys, limit, windowMs, record, lockMs) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs),
     finish: (key, token, mode, record, ttl) => r.rwFinish(key, token, mode, record, ttl),
     authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
+    renew: (key, token, lockMs) => r.rwRenew(key, token, lockMs),
   };
 }

@@ -5,7 +5,11 @@ import { getConfig } from '../config.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-export function createDataSource(overrides: { url?: string; poolSize?: number } = {}): DataSource {
+/**
+ * statementTimeoutMs bounds every query of the service (a stuck request must end well before its idempotency
+ * lock would matter); migrations pass 0 for none.
+ */
+export function createDataSource(overrides: { url?: string; poolSize?: number; statementTimeoutMs?: number } = {}): DataSource {
   const config = getConfig();
   return new DataSource({
     type: 'postgres',
@@ -16,7 +20,12 @@ export function createDataSource(overrides: { url?: string; poolSize?: number } 
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     logging: false,
-    extra: { max: overrides.poolSize ?? 10, application_name: 'rampway' },
+    extra: {
+      max: overrides.poolSize ?? 10,
+      application_name: 'rampway',
+      statement_timeout: overrides.statementTimeoutMs ?? 30_000,
+      connectionTimeoutMillis: 5_000,
+    },
   });
 }
 

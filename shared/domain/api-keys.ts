@@ -50,6 +50,7 @@ export function isScope(value: string): value is Scope {
 export function normalizeIp(raw: string): string | null {
   let ip = raw.trim();
   if (ip.startsWith('[') && ip.endsWith(']')) ip = ip.slice(1, -1);
+  if (ip.includes('%')) return null; // a zone id (fe80::1%eth0) names no address an allowlist can hold
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped) ip = mapped[1];
   const kind = isIP(ip);

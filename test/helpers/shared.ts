@@ -3,23 +3,25 @@ import type { DataSource } from 'typeorm';
 import { getConfig } from '../../shared/config.js';
 import { createDataSource, runMigrations } from '../../shared/db/data-source.js';
 
-let ds: DataSource | null = null;
-let redis: Redis | null = null;
+// Mocha loads the root hooks (test/setup.ts) and the test files through different module instances, so the
+// shared handles live on globalThis: the after-all hook must close what the tests opened.
+const shared = globalThis as unknown as { __rampwayTestDs?: DataSource | null; __rampwayTestRedis?: Redis | null };
 
 /** The migrated test database, shared by every test file. */
 export async function getDs(): Promise<DataSource> {
-  if (!ds) {
-    ds = createDataSource({ poolSize: 20 });
+  if (!shared.__rampwayTestDs) {
+    const ds = createDataSource({ poolSize: 20 });
+    shared.__rampwayTestDs = ds;
     await ds.initialize();
     await runMigrations(ds);
   }
-  return ds;
+  return shared.__rampwayTestDs;
 }
 
 /** A plain Redis client for assertions (and cleanup) under the run's prefix. */
 export function testRedis(): Redis {
-  redis ??= new Redis(getConfig().redisUrl, { maxRetriesPerRequest: null });
-  return redis;
+  shared.__rampwayTestRedis ??= new Redis(getConfig().redisUrl, { maxRetriesPerRequest: null });
+  return shared.__rampwayTestRedis;
 }
 
 export async function deleteKeys(pattern: string): Promise<void> {
@@ -32,12 +34,12 @@ export async function deleteKeys(pattern: string): Promise<void> {
   } while (cursor !== '0');
 }
 
+/** After the run: every key under the run's prefix is deleted, and the shared handles are closed. */
 export async function closeShared(): Promise<void> {
-  if (redis) {
-    await deleteKeys(`${getConfig().redisPrefix}*`);
-    redis.disconnect();
-    redis = null;
-  }
+  await deleteKeys(`${getConfig().redisPrefix}*`);
+  shared.__rampwayTestRedis?.disconnect();
+  shared.__rampwayTestRedis = null;
+  const ds = shared.__rampwayTestDs;
+  shared.__rampwayTestDs = null;
   if (ds?.isInitialized) await ds.destroy();
-  ds = null;
 }

@@ -44,6 +44,18 @@ describe('hardening: hostile and unlucky inputs', () => {
     expect(res.body.error.message).to.match(/nests deeper/);
   });
 
+  it('an IPv6 zone id in X-Forwarded-For is no address, not a 500', async () => {
+    const trusted = await startApi({ env: { TRUST_PROXY: '1' } });
+    try {
+      const biz = await makeBusiness();
+      const allowlisted = await makeKey(biz.businessId, { allowedIps: ['fe80::1'] });
+      clean4xx(await trusted.http.get('/api/v1/business/account').set(bearer(allowlisted.key)).set('X-Forwarded-For', 'fe80::1%eth0'), 403, 'ip_not_allowed');
+      clean4xx(await trusted.http.get('/api/v1/business/account').set('X-Forwarded-For', 'fe80::1%eth0'), 401, 'unauthorized');
+    } finally {
+      await trusted.close();
+    }
+  });
+
   it('malformed percent-encoding in the path is 400', async () => {
     clean4xx(await api.http.get('/api/v1/business/customers/%E0%A4%A').set(bearer(key)));
     clean4xx(await api.http.get('/api/v1/business/customers/%').set(bearer(key)));
@@ -54,6 +66,9 @@ describe('hardening: hostile and unlucky inputs', () => {
       Buffer.from(JSON.stringify({ t: '1', i: randomUUID() })).toString('base64url'),
       Buffer.from(JSON.stringify({ t: '2026-01-01T00:00:00.000000Z', i: '-'.repeat(36) })).toString('base64url'),
       Buffer.from(JSON.stringify({ t: '2026-01-01 00:00:00+00', i: randomUUID() })).toString('base64url'),
+      // The right shape, but no such instant: PostgreSQL would refuse them.
+      ...['2026-13-45T25:61:61.000000Z', '2026-02-30T00:00:00.000000Z', '0000-01-01T00:00:00.000000Z'].map((t) =>
+        Buffer.from(JSON.stringify({ t, i: randomUUID() })).toString('base64url')),
     ];
     for (const cursor of forged) clean4xx(await api.http.get(`/api/v1/business/customers?starting_after=${cursor}`).set(bearer(key)));
     const genuine = encodeCursor('2026-01-01T00:00:00.123456Z', randomUUID());

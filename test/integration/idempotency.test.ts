@@ -130,6 +130,29 @@ describe('idempotency', () => {
     expect(calls.slow).to.equal(1);
   });
 
+  it('a request slower than the in-flight lock keeps its lock: a late retry is 409, never a second run', async () => {
+    const shortLock = await startApi({ extraRoutes: testRoutes, env: { IDEMPOTENCY_LOCK_MS: '200' } });
+    try {
+      const headers = writeHeaders(key);
+      slowRelease = null;
+      const before = calls.slow;
+      const first = shortLock.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
+      for (let i = 0; i < 100 && !slowRelease; i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 700)); // more than three lock lifetimes
+      const late = await shortLock.http.post('/api/v1/business/test-slow').set(headers).send({});
+      expect(late.status).to.equal(409);
+      expect(late.body.error.code).to.equal('idempotency_key_in_use');
+      slowRelease!();
+      const done = await first;
+      expect(done.status).to.equal(201);
+      const replay = await shortLock.http.post('/api/v1/business/test-slow').set(headers).send({});
+      expect(replay.headers['idempotent-replayed']).to.equal('true');
+      expect(calls.slow - before).to.equal(1);
+    } finally {
+      await shortLock.close();
+    }
+  });
+
   it('a 5xx is not stored: the key is released and the retry runs', async () => {
     const headers = writeHeaders(key);
     failuresLeft = 1;
