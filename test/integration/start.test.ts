@@ -73,4 +73,42 @@ describe('npm start on a fresh database (the newcomer path)', function () {
       expect(await web.exit).to.equal(0);
     }
   });
+
+  it('the web process exits 1 when its port is taken, instead of claiming to listen', async () => {
+    const net = await import('node:net');
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '0.0.0.0', r));
+    const port = String((blocker.address() as import('node:net').AddressInfo).port);
+    try {
+      const web = run('api/main.ts', { DATABASE_URL: testDatabaseUrl(), PORT: port });
+      expect(await web.exit).to.equal(1);
+      expect(web.out.stdout).to.include('web cannot listen');
+      expect(web.out.stdout).not.to.include('web listening');
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('SIGTERM drains a web process holding keep-alive connections within seconds', async () => {
+    const http = await import('node:http');
+    const port = String(22000 + (process.pid % 20000));
+    const web = run('api/main.ts', { DATABASE_URL: testDatabaseUrl(), PORT: port });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+    const get = () => new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: Number(port), path: '/health', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      }).on('error', reject);
+    });
+    try {
+      expect(await until(async () => (await get()) === 200, 20_000)).to.equal(true);
+      await Promise.all([get(), get()]); // two idle keep-alive sockets now
+      const started = Date.now();
+      web.child.kill('SIGTERM');
+      expect(await web.exit).to.equal(0);
+      expect(Date.now() - started).to.be.below(5_000);
+    } finally {
+      agent.destroy();
+    }
+  });
 });
