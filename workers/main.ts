@@ -1,7 +1,7 @@
 import { getConfig } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
-import { createWorkerRedis } from '../shared/queues/connections.js';
+import { createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import { poolsFromArgs, startWorkers } from './runtime.js';
 
@@ -20,7 +20,8 @@ const scheduleCleanup = () =>
     .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'could not schedule the outbox cleanup; will retry'));
 void scheduleCleanup();
 const cleanupTimer = setInterval(scheduleCleanup, 3_600_000);
-if (connection.status !== 'ready') log.warn('waiting for Redis; jobs start once it answers');
+// Said only if Redis has not answered after a moment: right after creation every connection is still connecting.
+void whenReady(connection).then((ready) => ready || log.warn('waiting for Redis; jobs start once it answers'));
 const runtime = startWorkers({ pools, deps: { config, ds, queues, log }, connection });
 
 let stopping = false;
