@@ -1,8 +1,16 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ApiError } from '../../shared/errors.js';
 
 export const BODY_LIMIT = '1mb';
-const parser = express.json({ limit: BODY_LIMIT, strict: true });
+const parser = express.json({
+  limit: BODY_LIMIT,
+  strict: true,
+  // The decoder would quietly turn invalid bytes into U+FFFD, storing something the client never sent.
+  verify: (_req, _res, buf) => {
+    if (!isUtf8(buf)) throw Object.assign(new Error('body is not UTF-8'), { status: 400, type: 'encoding.invalid' });
+  },
+});
 
 /**
  * Parses JSON bodies but defers a parse failure: the rate limit and idempotency gate still run,
@@ -24,20 +32,28 @@ export function parseBody() {
 
 export const MAX_JSON_DEPTH = 32;
 
+// A UTF-16 half without its partner: JSON's \ud800 escapes allow it, PostgreSQL text cannot hold it (the driver would
+// store U+FFFD, so two different references would become one) and jsonb refuses it outright.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function unstorable(text: string): boolean {
+  return text.includes('\u0000') || LONE_SURROGATE.test(text);
+}
+
 /**
- * What JSON parsing accepts but nothing downstream should see: nesting deep enough to exhaust the stack,
- * and NUL characters, which PostgreSQL text cannot hold. Iterative, so the check itself cannot overflow.
+ * What JSON parsing accepts but nothing downstream should see: nesting deep enough to exhaust the stack, and text
+ * PostgreSQL cannot store as sent (NUL, lone surrogates). Iterative, so the check itself cannot overflow.
  */
 function shapeProblem(root: unknown, where: 'body' | 'query'): ApiError | null {
   const stack: { value: unknown; depth: number }[] = [{ value: root, depth: 0 }];
   while (stack.length) {
     const { value, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return ApiError.invalid(`The ${where} contains a NUL character, which no field accepts.`);
+      if (unstorable(value)) return ApiError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
     } else if (value && typeof value === 'object') {
       if (depth >= MAX_JSON_DEPTH) return ApiError.invalid(`The ${where} nests deeper than ${MAX_JSON_DEPTH} levels.`);
       for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\u0000')) return ApiError.invalid(`The ${where} contains a NUL character, which no field accepts.`);
+        if (unstorable(k)) return ApiError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
         stack.push({ value: v, depth: depth + 1 });
       }
     }
@@ -45,7 +61,7 @@ function shapeProblem(root: unknown, where: 'body' | 'query'): ApiError | null {
   return null;
 }
 
-/** Query strings get the same NUL check (their nesting is bounded by the query parser). */
+/** Query strings get the same text checks (their nesting is bounded by the query parser). */
 export function rejectNul(query: unknown, where: 'query'): void {
   const problem = shapeProblem(query, where);
   if (problem) throw problem;
@@ -57,7 +73,7 @@ export function bodyError(err: unknown): ApiError {
   const e = err as { type?: string; status?: number };
   if (e.type === 'entity.too.large' || e.status === 413) return new ApiError(413, 'payload_too_large', 'Request body is larger than 1 MB.');
   if (e.type === 'entity.parse.failed') return ApiError.invalid('Request body is not valid JSON.');
-  if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') return ApiError.invalid('Request body must be UTF-8 JSON.');
+  if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported' || e.type === 'encoding.invalid') return ApiError.invalid('Request body must be UTF-8 JSON.');
   if (err instanceof URIError) return ApiError.invalid('The request path is not valid percent-encoding.');
   return ApiError.invalid('The request could not be read.');
 }

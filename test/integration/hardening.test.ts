@@ -36,6 +36,35 @@ describe('hardening: hostile and unlucky inputs', () => {
     clean4xx(await api.http.get('/api/v1/business/customers?external_reference=%00').set(bearer(key)));
   });
 
+  it('unpaired UTF-16 surrogates and bytes that are not UTF-8 are 400, never stored altered', async () => {
+    const raw = (json: string) => api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json').send(json);
+    // Each once reached PostgreSQL: jsonb refused the first (500), text stored U+FFFD for the others, merging references.
+    for (const json of ['{"external_reference":"m","metadata":{"k":"\\ud800"}}', '{"external_reference":"lone\\udc00"}', '{"external_reference":"x","metadata":{"\\ud83d":"v"}}']) {
+      const res = await raw(json);
+      clean4xx(res);
+      expect(res.body.error.message, json).to.match(/surrogate/);
+    }
+    // A paired surrogate (an emoji) is ordinary text.
+    const emoji = `emoji-${randomUUID()}-\ud83d\ude00`;
+    const ok = await raw(`{"external_reference":"${emoji}"}`);
+    expect(ok.status, ok.text).to.equal(201);
+    expect(ok.body.external_reference).to.equal(JSON.parse(`"${emoji}"`));
+    // Latin-1 "café": raw bytes, over a real socket (supertest would re-encode a Buffer as JSON).
+    const server = api.app.listen(0);
+    try {
+      const { port } = server.address() as net.AddressInfo;
+      const latin1 = Buffer.concat([Buffer.from('{"external_reference":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/business/customers`, {
+        method: 'POST', headers: { ...writeHeaders(key), 'Content-Type': 'application/json' }, body: latin1,
+      });
+      const body = await res.json();
+      clean4xx({ status: res.status, body });
+      expect(body.error.message).to.match(/UTF-8/);
+    } finally {
+      server.close();
+    }
+  });
+
   it('JSON nested beyond any real request is 400, not a stack overflow', async () => {
     const deep = '['.repeat(8000) + ']'.repeat(8000);
     const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json')
