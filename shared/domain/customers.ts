@@ -70,6 +70,30 @@ export async function findCustomer(db: DataSource | EntityManager, scope: EventS
   return rows[0];
 }
 
+/** Addresses an index may be skipped for before something is badly wrong (each skip is one registered external wallet). */
+const MAX_INDEX_SKIPS = 16;
+
+/**
+ * Derives the customer's managed wallet at the next HD index. An index whose address this business already holds
+ * as an active external wallet (registered before the platform derived it; the sandbox seed is public) is skipped
+ * for good: one address is never two wallets, on any chain.
+ */
+async function insertManagedWallet(em: EntityManager, seed: string, scope: EventScope, customerId: string): Promise<void> {
+  for (let attempt = 0; attempt < MAX_INDEX_SKIPS; attempt++) {
+    const index = await allocateHdIndex(em);
+    const address = managedWalletAddress(seed, index);
+    const inserted: unknown[] = await em.query(
+      `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
+       SELECT $1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed'
+        WHERE NOT EXISTS (SELECT 1 FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND lower(address) = lower($5))
+       RETURNING id`,
+      [scope.businessId, scope.environment, customerId, MANAGED_WALLET_HOME_CHAIN, address, index],
+    );
+    if (inserted.length) return;
+  }
+  throw new Error(`no free managed wallet address after ${MAX_INDEX_SKIPS} HD indexes`);
+}
+
 export interface CreateCustomerInput {
   external_reference: string;
   display_name?: string;
@@ -96,12 +120,7 @@ export async function createCustomer(
       [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
     );
     if (inserted[0]) {
-      const index = await allocateHdIndex(em);
-      await em.query(
-        `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
-         VALUES ($1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed')`,
-        [scope.businessId, scope.environment, inserted[0].id, MANAGED_WALLET_HOME_CHAIN, managedWalletAddress(seed, index), index],
-      );
+      await insertManagedWallet(em, seed, scope, inserted[0].id);
       return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
     }
     const existing: CustomerRow[] = await em.query(

@@ -73,6 +73,26 @@ describe('customers', () => {
       expect(rows[0]).to.deep.equal({ customers: 1, wallets: 1 });
     });
 
+    it('skips an HD index whose address this business already registered as an external wallet (any chain)', async () => {
+      const ds = await getDs();
+      const own = await makeBusiness();
+      const [{ last_value: last, is_called: called }] = await ds.query(`SELECT last_value::int, is_called FROM hd_address_index`);
+      const next = called ? last + 1 : last;
+      // The sandbox seed is public: someone can register the next managed addresses before the platform derives them.
+      const seed = getConfig().walletSeeds.sandbox;
+      for (const [offset, chain] of [[0, 'base'], [1, 'polygon']] as const) {
+        const res = await api.http.post('/api/v1/business/wallets').set(writeHeaders(own.sandboxKey)).send({ address: managedWalletAddress(seed, next + offset), chain });
+        expect(res.status, res.text).to.equal(201);
+      }
+      const res = await create(own.sandboxKey, { external_reference: `skip-${randomUUID()}` });
+      expect(res.status, res.text).to.equal(201);
+      const [{ hd_index: index }] = await ds.query(`SELECT hd_index FROM wallets WHERE id = $1`, [res.body.wallet.id]);
+      expect(index).to.be.at.least(next + 2);
+      expect(res.body.wallet.address).to.equal(managedWalletAddress(seed, index));
+      const holders = await ds.query(`SELECT count(*)::int AS n FROM wallets WHERE business_id = $1 AND lower(address) = lower($2)`, [own.businessId, res.body.wallet.address]);
+      expect(holders[0].n).to.equal(1);
+    });
+
     it('gives every customer its own address', async () => {
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => create(biz.sandboxKey, { external_reference: `distinct-${i}-${randomUUID()}` })));
       expect(results.every((r) => r.status === 201)).to.equal(true);
