@@ -36,7 +36,7 @@ export const routes: RouteDef[] = [
     path: '/wallets/{id}/verification-challenges',
     operationId: 'createWalletVerificationChallenge',
     summary: 'Create an ownership challenge for an external wallet.',
-    description: 'No body. Managed wallets need no proof (409 `invalid_state`); archived wallets cannot be challenged (409 `resource_archived`).',
+    description: 'No body. Managed wallets need no proof and a verified wallet was proven already (409 `invalid_state`); archived wallets cannot be challenged (409 `resource_archived`).',
     tag: 'Wallets',
     scope: 'wallets:write',
     pathParams: walletPath,
@@ -50,7 +50,7 @@ export const routes: RouteDef[] = [
     summary: 'Prove ownership of an external wallet with a signed challenge.',
     description:
       'Checks the signature (EIP-191; EIP-1271 for contract wallets on chains with an RPC). Success sets `ownership_status: verified` and `verified_at` and uses the challenge up ' +
-      '(a second use: 409 `invalid_state`). Wrong signer: 422 `invalid_signature`; past `expires_at`: 422 `challenge_expired`.',
+      '(a second use, or any challenge once the wallet is verified: 409 `invalid_state`; `verified_at` stays the first proof\'s). Wrong signer: 422 `invalid_signature`; past `expires_at`: 422 `challenge_expired`.',
     tag: 'Wallets',
     scope: 'wallets:write',
     pathParams: walletPath,

@@ -25,9 +25,13 @@ export function challengeView(row: Pick<ChallengeRow, 'id' | 'wallet_id' | 'mess
   return { id: row.id, wallet_id: row.wallet_id, message: row.message, expires_at: row.expires_at.toISOString() };
 }
 
+/** External, active and not yet verified: a proof is made once, so verified_at and the wallet.verified event stay the first proof's. */
 function assertChallengeable(wallet: WalletRow): void {
   if (wallet.type === 'managed_wallet') throw ApiError.invalidState('A managed wallet is held by the platform; it needs no ownership proof.', { wallet_id: wallet.id });
   assertActive(wallet);
+  if (wallet.ownership_status === 'verified') {
+    throw ApiError.invalidState('This wallet is already verified.', { wallet_id: wallet.id, verified_at: wallet.verified_at?.toISOString() });
+  }
 }
 
 /**
@@ -107,7 +111,7 @@ export async function verifyChallenge(
     );
     if (!consumed[0]) throw ApiError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
     const current = await findWallet(em, scope, wallet.id, 'update');
-    assertActive(current);
+    assertChallengeable(current); // archived or verified meanwhile (through another challenge)
     await em.query(
       `UPDATE wallets SET ownership_status = 'verified', verified_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
       [wallet.id, scope.businessId, scope.environment],

@@ -73,6 +73,24 @@ describe('wallet ownership verification (EOA)', function () {
     expect((await api.http.get(`${BASE}/wallets/${walletId}`).set(bearer(biz.sandboxKey))).body.ownership_status).to.equal('verified');
   });
 
+  it('proves ownership once: a verified wallet refuses new challenges and outstanding ones (409 invalid_state)', async () => {
+    const { account, walletId, challenge: first } = await challenged();
+    const second = (await challenge(biz.sandboxKey, walletId)).body;
+    const verified = await verify(biz.sandboxKey, walletId, { challenge_id: first.id, signature: await account.signMessage({ message: first.message }) });
+    expect(verified.status).to.equal(200);
+    const late = await verify(biz.sandboxKey, walletId, { challenge_id: second.id, signature: await account.signMessage({ message: second.message }) });
+    expect(late.status, late.text).to.equal(409);
+    expect(late.body.error).to.deep.include({ code: 'invalid_state' });
+    expect(late.body.error.details).to.deep.equal({ wallet_id: walletId, verified_at: verified.body.verified_at });
+    const again = await challenge(biz.sandboxKey, walletId);
+    expect(again.status).to.equal(409);
+    expect(again.body.error.code).to.equal('invalid_state');
+    const wallet = (await api.http.get(`${BASE}/wallets/${walletId}`).set(bearer(biz.sandboxKey))).body;
+    expect(wallet.verified_at).to.equal(verified.body.verified_at);
+    const events = await (await getDs()).query(`SELECT count(*)::int AS n FROM events WHERE type = 'wallet.verified' AND data->>'id' = $1`, [walletId]);
+    expect(events[0].n).to.equal(1);
+  });
+
   it('refuses a signature by another key (422 invalid_signature) and leaves the challenge usable', async () => {
     const { account, walletId, challenge: c } = await challenged();
     const wrong = await verify(biz.sandboxKey, walletId, { challenge_id: c.id, signature: await newAccount().signMessage({ message: c.message }) });
