@@ -39,6 +39,7 @@ async function main(): Promise<number> {
   const deps = { ds, config, redis };
   try {
     let out: unknown;
+    let exitCode = 0;
     let human: string;
     switch (command) {
       case 'create-business': {
@@ -73,6 +74,8 @@ async function main(): Promise<number> {
         out = r;
         human = `re-encrypted ${r.rotated} rows under key ${r.current_key_id}; ${r.remaining} rows remain under other keys` +
           r.failed.map((f) => `\n  could not open ${f.table} ${f.id}`).join('');
+        // Rows that would not open need an operator: say so in the exit status too, so a deploy script stops.
+        if (r.failed.length) exitCode = 1;
         break;
       }
       default:
@@ -80,7 +83,7 @@ async function main(): Promise<number> {
         return 2;
     }
     process.stdout.write(values.json ? `${JSON.stringify(out)}\n` : `${human}\n`);
-    return 0;
+    return exitCode;
   } finally {
     redis.disconnect();
     await ds.destroy();

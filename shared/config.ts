@@ -3,6 +3,7 @@ import { hkdfSync } from 'node:crypto';
 import { validateMnemonic } from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
+import { checksumAddress } from './chain/address.js';
 
 export interface Config {
   nodeEnv: string;
@@ -22,7 +23,10 @@ export interface Config {
   encryptionKeys: { id: string; key: Buffer }[];
   /** live is null until WALLET_SEED_LIVE is set: live managed wallets then answer 503 rather than use a public seed. */
   walletSeeds: { sandbox: string; live: string | null };
-  /** False while ENCRYPTION_KEYS is the built-in development key: live beneficiary details are then refused (503). */
+  /**
+   * False while the encrypting (first) key of ENCRYPTION_KEYS is the built-in development key, whatever id it is listed
+   * under: its bytes are in this file, so live beneficiary details are then refused (503), never sealed under it.
+   */
   encryptionKeysConfigured: boolean;
   chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number }>;
   adminUser: string | null;
@@ -56,7 +60,8 @@ const DEFAULT_CONFIRMATIONS: Record<Chain, number> = { base: 12, arbitrum: 12, o
 
 // Development-only defaults, for the sandbox only: live data never uses them (see walletSeeds, encryptionKeysConfigured).
 const DEV_SEED_SANDBOX = 'test test test test test test test test test test test junk';
-const DEV_ENCRYPTION_KEYS = 'dev1:' + Buffer.alloc(32, 7).toString('base64');
+const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 7);
+const DEV_ENCRYPTION_KEYS = `dev1:${DEV_ENCRYPTION_KEY.toString('base64')}`;
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
@@ -114,6 +119,14 @@ function publicBaseUrl(raw: string | undefined, port: number): string {
   return url.origin;
 }
 
+/** A token address override, checksummed (responses show it as EIP-55); a malformed one stops the boot. */
+function usdcAddress(name: string, raw: string | undefined): string | null {
+  if (!raw) return null;
+  const checked = checksumAddress(raw.trim());
+  if ('problem' in checked) throw new ConfigError(`${name} is not a valid EVM address (${checked.problem.replace(/_/g, ' ')})`);
+  return checked.address;
+}
+
 /** A mistyped seed would derive addresses nobody can recover: refuse it at boot, never in a request. */
 function walletSeed(name: string, raw: string | undefined): string | null {
   if (!raw) return null;
@@ -130,11 +143,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const upper = chain.toUpperCase();
     chains[chain] = {
       rpcUrl: env[`RPC_URL_${upper}`] || null,
-      usdcAddress: env[`USDC_ADDRESS_${upper}`] || CANONICAL_USDC[chain],
+      usdcAddress: usdcAddress(`USDC_ADDRESS_${upper}`, env[`USDC_ADDRESS_${upper}`]) ?? CANONICAL_USDC[chain],
       confirmations: int(env, `CONFIRMATIONS_${upper}`, DEFAULT_CONFIRMATIONS[chain], 1),
     };
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
+  const encryptionKeysConfigured = !encryptionKeys[0].key.equals(DEV_ENCRYPTION_KEY);
   const liveSeed = walletSeed('WALLET_SEED_LIVE', env.WALLET_SEED_LIVE);
   if (liveSeed && (liveSeed === DEV_SEED_SANDBOX || liveSeed === walletSeed('WALLET_SEED', env.WALLET_SEED))) {
     throw new ConfigError('WALLET_SEED_LIVE must differ from the sandbox seed (and from the public development seed)');
@@ -142,6 +156,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const production = nodeEnv === 'production';
   if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE || !env.IDEMPOTENCY_SECRET)) {
     throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED, WALLET_SEED_LIVE and IDEMPOTENCY_SECRET');
+  }
+  if (production && !encryptionKeysConfigured) {
+    throw new ConfigError('NODE_ENV=production: the first ENCRYPTION_KEYS key is the public development key; list your own key first');
   }
   return {
     nodeEnv,
@@ -158,7 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
     encryptionKeys,
     walletSeeds: { sandbox: walletSeed('WALLET_SEED', env.WALLET_SEED) ?? DEV_SEED_SANDBOX, live: liveSeed },
-    encryptionKeysConfigured: Boolean(env.ENCRYPTION_KEYS),
+    encryptionKeysConfigured,
     chains,
     adminUser: env.ADMIN_USER || null,
     adminPassword: env.ADMIN_PASSWORD || null,

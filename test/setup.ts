@@ -10,7 +10,9 @@ process.env.SANDBOX_STEP_MS ??= '5';
 process.env.OUTBOX_POLL_MS ??= '50';
 // Live data refuses the built-in development secrets; tests configure their own (public, test-only) ones.
 process.env.WALLET_SEED_LIVE ||= 'legal winner thank year wave sausage worth useful legal winner thank yellow';
-process.env.ENCRYPTION_KEYS ||= 'dev1:' + Buffer.alloc(32, 7).toString('base64');
+// A test-only key first (live details are never sealed under the public development key); dev1 stays listed so rows
+// earlier runs sealed under it still open.
+process.env.ENCRYPTION_KEYS ||= `test1:${Buffer.alloc(32, 9).toString('base64')},dev1:${Buffer.alloc(32, 7).toString('base64')}`;
 // Without these every chain would default to viem's public RPC. Tests never leave the machine: a chain not pointed
 // at Anvil gets a port nothing listens on (discard), so a chain read fails fast with connection refused.
 const DEAD_RPC_URL = 'http://127.0.0.1:9';

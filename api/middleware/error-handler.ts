@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { ApiError } from '../../shared/errors.js';
-import { EncryptionKeyUnavailable } from '../../shared/crypto/envelope.js';
+import { SealedRecordUnreadable } from '../../shared/crypto/envelope.js';
 import { sendJson } from '../respond.js';
 import { bodyError } from './body.js';
 
@@ -13,9 +13,9 @@ export function errorHandler(deps: AppDeps) {
     if (err instanceof ApiError) apiError = err;
     // Errors Express or body-parser raise about the request itself (malformed JSON, bad percent-encoding).
     else if (typeof status === 'number' && status >= 400 && status < 500) apiError = bodyError(err);
-    else if (err instanceof EncryptionKeyUnavailable) {
-      // A row sealed under a key this deployment does not list: configuration, not a bug in the request.
-      req.state.log.error({ keyId: err.keyId }, 'a stored record names an encryption key missing from ENCRYPTION_KEYS');
+    else if (err instanceof SealedRecordUnreadable) {
+      // A row this deployment's ENCRYPTION_KEYS cannot open: configuration (or storage), not a bug in the request.
+      req.state.log.error({ keyId: err.keyId, reason: err.reason }, 'a stored record does not open with ENCRYPTION_KEYS');
       apiError = ApiError.unavailable('This record cannot be read right now; the operator has been alerted.', 60);
     } else if (isDependencyDown(err)) {
       req.state.log.error({ err: (err as Error).message }, 'a dependency is unreachable');

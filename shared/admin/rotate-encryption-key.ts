@@ -73,6 +73,13 @@ export async function rotateEncryptionKey(deps: { ds: DataSource; config: Config
   const { ds, config } = deps;
   const current = config.encryptionKeys[0].id;
   const loadable = new Set(config.encryptionKeys.map((k) => k.id));
+  // The development key's bytes are public: live details are never moved under it.
+  if (!config.encryptionKeysConfigured) {
+    for (const { table } of SEALED_COLUMNS) {
+      const live: unknown[] = await ds.query(`SELECT 1 FROM ${table} WHERE environment = 'live' LIMIT 1`);
+      if (live.length) throw new AdminError(`the first key of ENCRYPTION_KEYS ("${current}") is the public development key; ${table} holds live rows, which are never sealed under it`);
+    }
+  }
   // Refuse before touching anything if some row is under a key this process cannot open.
   for (const { table, prefix } of SEALED_COLUMNS) {
     const missing = [...(await countOutside(ds, table, prefix, current)).entries()].filter(([id]) => !loadable.has(id));

@@ -22,11 +22,14 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 
-/** A row names a key id that ENCRYPTION_KEYS does not hold: a configuration error, never the caller's. */
-export class EncryptionKeyUnavailable extends Error {
-  constructor(readonly keyId: string) {
-    super(`encryption key "${keyId}" is not in ENCRYPTION_KEYS`);
-    this.name = 'EncryptionKeyUnavailable';
+/**
+ * A sealed record cannot be opened: its key id is not in ENCRYPTION_KEYS, or the key listed under that id does not
+ * open it (other bytes reused under the id, or a corrupt row). A configuration or storage fault, never the caller's.
+ */
+export class SealedRecordUnreadable extends Error {
+  constructor(readonly keyId: string, readonly reason: 'key_not_listed' | 'authentication_failed') {
+    super(reason === 'key_not_listed' ? `encryption key "${keyId}" is not in ENCRYPTION_KEYS` : `a record sealed under key "${keyId}" does not open with that key`);
+    this.name = 'SealedRecordUnreadable';
   }
 }
 
@@ -68,13 +71,17 @@ export function seal(plaintext: Buffer, keys: readonly MasterKey[], aad: string)
 /** Decrypts with whichever listed master key the record names. Throws on tampering or a wrong `aad`. */
 export function open(sealed: Sealed, keys: readonly MasterKey[], aad: string): Buffer {
   const master = keys.find((k) => k.id === sealed.keyId);
-  if (!master) throw new EncryptionKeyUnavailable(sealed.keyId);
+  if (!master) throw new SealedRecordUnreadable(sealed.keyId, 'key_not_listed');
   const w = sealed.wrappedKey;
-  const dataKey = decrypt(master.key, w.subarray(0, IV_BYTES), w.subarray(IV_BYTES, IV_BYTES + TAG_BYTES), w.subarray(IV_BYTES + TAG_BYTES), wrapAad(master.id));
+  let dataKey: Buffer | undefined;
   try {
+    dataKey = decrypt(master.key, w.subarray(0, IV_BYTES), w.subarray(IV_BYTES, IV_BYTES + TAG_BYTES), w.subarray(IV_BYTES + TAG_BYTES), wrapAad(master.id));
     return decrypt(dataKey, sealed.iv, sealed.tag, sealed.ciphertext, aad);
+  } catch {
+    // GCM refused the tag (or the lengths are off): wrong key bytes, another row's ciphertext, or corruption.
+    throw new SealedRecordUnreadable(sealed.keyId, 'authentication_failed');
   } finally {
-    dataKey.fill(0);
+    dataKey?.fill(0);
   }
 }
 

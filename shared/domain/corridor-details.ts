@@ -27,6 +27,8 @@ function fieldOf(corridor: Corridor, name: string): CorridorField | undefined {
   return corridor.fields.find((f) => f.name === name);
 }
 
+const FIELD_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
 function issueOf(corridor: Corridor, err: ErrorObject): DetailIssue | null {
   const name = err.instancePath.split('/')[1];
   const f = name ? fieldOf(corridor, name) : undefined;
@@ -40,8 +42,12 @@ function issueOf(corridor: Corridor, err: ErrorObject): DetailIssue | null {
       const group = corridor.one_of?.[Number(err.schemaPath.split('/')[2])] ?? [];
       return { path: `details.${group[0] ?? ''}`, message: `one of ${group.join(', ')} is required` };
     }
-    case 'additionalProperties':
-      return { path: `details.${(err.params as { additionalProperty: string }).additionalProperty}`, message: `is not a field of ${corridor.currency} ${corridor.payment_method}` };
+    case 'additionalProperties': {
+      // A name is echoed only if it looks like a field name: a phone number sent as a key is still a phone number.
+      const extra = (err.params as { additionalProperty: string }).additionalProperty;
+      if (FIELD_NAME.test(extra)) return { path: `details.${extra}`, message: `is not a field of ${corridor.currency} ${corridor.payment_method}` };
+      return { path: 'details', message: `has a field that is not one of ${corridor.currency} ${corridor.payment_method} (its name is not repeated here)` };
+    }
     case 'type':
       return name ? { path: `details.${name}`, message: 'must be a string' } : { path: 'details', message: 'must be an object' };
     case 'enum':

@@ -99,10 +99,14 @@ describe('beneficiary details at rest', () => {
     const b = (await api.http.post(BASE).set(writeHeaders(biz.sandboxKey)).send(kesMobile(uniquePhone()))).body.id;
     const [original] = await ds.query(`SELECT ${SEALED} FROM beneficiaries WHERE id = $1`, [b]);
     await ds.query(`UPDATE beneficiaries t SET (${SEALED}) = (SELECT ${SEALED} FROM beneficiaries WHERE id = $1) WHERE t.id = $2`, [a, b]);
-    const res = await api.http.get(`${BASE}/${b}`).set(bearer(biz.sandboxKey));
-    expect(res.status).to.equal(500);
-    expect(res.body.error.code).to.equal('internal_error');
-    await ds.query(`UPDATE beneficiaries SET (${SEALED}) = ($2, $3, $4, $5, $6) WHERE id = $1`, [b, ...Object.values(original)]);
+    try {
+      const res = await api.http.get(`${BASE}/${b}`).set(bearer(biz.sandboxKey));
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+    } finally {
+      // Restored whatever happens: a row left unopenable would fail every later key rotation over this database.
+      await ds.query(`UPDATE beneficiaries SET (${SEALED}) = ($2, $3, $4, $5, $6) WHERE id = $1`, [b, ...Object.values(original)]);
+    }
     expect((await api.http.get(`${BASE}/${b}`).set(bearer(biz.sandboxKey))).status).to.equal(200);
   });
 });
@@ -180,6 +184,24 @@ describe('encryption key rotation', function () {
     expect(again).to.deep.include({ rotated: 0, remaining: 0 });
   });
 
+  it('a listed key id with other bytes (or a corrupt row) answers 503, never 500, and logs only the key id', async () => {
+    const biz = await makeBusiness();
+    const id = (await (await withKeys(K2)).http.post(BASE).set(writeHeaders(biz.sandboxKey)).send(kesMobile(uniquePhone()))).body.id;
+    const logs = captureLogs('debug');
+    const impostor = Buffer.alloc(32, 13).toString('base64');
+    const wrong = await startApi({ env: { ENCRYPTION_KEYS: `rotk2:${impostor}` }, log: logs.log });
+    apis.push(wrong);
+    const res = await wrong.http.get(`${BASE}/${id}`).set(bearer(biz.sandboxKey));
+    expect(res.status, res.text).to.equal(503);
+    expect(res.body.error.code).to.equal('service_unavailable');
+    expect(res.headers['retry-after']).to.match(/^\d+$/);
+    expect(res.text).not.to.match(/rotk2|unable to authenticate/);
+    const line = logs.lines().map((l) => JSON.parse(l)).find((l) => l.keyId === 'rotk2');
+    expect(line, logs.text()).to.deep.include({ reason: 'authentication_failed' });
+    expect(logs.text()).not.to.contain(impostor);
+    expect(logs.text()).not.to.contain('stack');
+  });
+
   it('refuses to start when a row is under a key it does not hold; the admin CLI then finishes the job', async () => {
     const biz = await makeBusiness();
     const old = await withKeys(K1);
@@ -189,21 +211,48 @@ describe('encryption key rotation', function () {
     expect((err as Error).message).to.contain('"rotk1"');
     expect((await keyIds([id]))[id]).to.equal('rotk1');
 
-    const cli = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('node_modules/.bin/tsx', ['scripts/admin.ts', 'rotate-encryption-key', '--json'], {
-        env: { ...process.env, ENCRYPTION_KEYS: DEPLOYED },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('exit', (code) => resolve({ code, stdout, stderr }));
-    });
+    const cli = await rotateCli();
     expect(cli.code, cli.stderr).to.equal(0);
     const out = JSON.parse(cli.stdout);
     expect(out).to.deep.include({ current_key_id: 'rotk2', remaining: 0, failed: [] });
     expect(out.rotated).to.be.at.least(1);
     expect((await keyIds([id]))[id]).to.equal('rotk2');
   });
+
+  it('the admin CLI reports a row that will not open, leaves it as it is, and exits 1', async () => {
+    const biz = await makeBusiness();
+    const old = await withKeys(K1);
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await old.http.post(BASE).set(writeHeaders(biz.sandboxKey)).send(kesMobile(uniquePhone()))).body.id);
+    const ds = await getDs();
+    const [original] = await ds.query(`SELECT ${SEALED} FROM beneficiaries WHERE id = $1`, [ids[1]]);
+    // The second row now holds the first row's ciphertext: bound to another row, it does not open.
+    await ds.query(`UPDATE beneficiaries t SET (${SEALED}) = (SELECT ${SEALED} FROM beneficiaries WHERE id = $1) WHERE t.id = $2`, [ids[0], ids[1]]);
+    try {
+      const cli = await rotateCli();
+      expect(cli.code, cli.stderr).to.equal(1);
+      const out = JSON.parse(cli.stdout);
+      expect(out.failed).to.deep.equal([{ table: 'beneficiaries', id: ids[1] }]);
+      expect(out.remaining).to.equal(1);
+      expect(await keyIds(ids)).to.deep.equal({ [ids[0]]: 'rotk2', [ids[1]]: 'rotk1' });
+    } finally {
+      await ds.query(`UPDATE beneficiaries SET (${SEALED}) = ($2, $3, $4, $5, $6) WHERE id = $1`, [ids[1], ...Object.values(original)]);
+    }
+    expect((await rotateCli()).code).to.equal(0);
+    expect((await keyIds(ids))[ids[1]]).to.equal('rotk2');
+  });
 });
+
+function rotateCli(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('node_modules/.bin/tsx', ['scripts/admin.ts', 'rotate-encryption-key', '--json'], {
+      env: { ...process.env, ENCRYPTION_KEYS: DEPLOYED },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

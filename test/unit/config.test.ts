@@ -26,4 +26,22 @@ describe('configuration', () => {
     expect(config.walletSeeds.live).to.equal(null);
     expect(config.encryptionKeysConfigured).to.equal(false);
   });
+
+  it('knows the development encryption key by its bytes, under any id, and production refuses it first', () => {
+    const dev = Buffer.alloc(32, 7).toString('base64');
+    const mine = Buffer.alloc(32, 1).toString('base64');
+    expect(loadConfig({ ENCRYPTION_KEYS: `renamed:${dev}` }).encryptionKeysConfigured).to.equal(false);
+    expect(loadConfig({ ENCRYPTION_KEYS: `dev1:${dev},k2:${mine}` }).encryptionKeysConfigured).to.equal(false);
+    expect(loadConfig({ ENCRYPTION_KEYS: `k2:${mine},dev1:${dev}` }).encryptionKeysConfigured).to.equal(true);
+    const secrets = { WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
+    expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${dev}` })).to.throw(ConfigError, /public development key/);
+    expect(loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${mine},dev1:${dev}` }).encryptionKeys[0].id).to.equal('prod');
+  });
+
+  it('checksums USDC address overrides and refuses malformed ones', () => {
+    const lower = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+    expect(loadConfig({ USDC_ADDRESS_BASE: lower }).chains.base.usdcAddress).to.equal('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913');
+    expect(() => loadConfig({ USDC_ADDRESS_POLYGON: '0x1234' })).to.throw(ConfigError, /USDC_ADDRESS_POLYGON/);
+    expect(() => loadConfig({ USDC_ADDRESS_BASE: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02914'.replace('fCD', 'fcD') })).to.throw(ConfigError, /checksum/);
+  });
 });

@@ -125,6 +125,14 @@ describe('corridor details', () => {
     expect(detailIssues(c, { ...withoutIban, account_number: 'DE0012345678' })).to.deep.equal([]);
   });
 
+  it('names an unknown detail field only when it looks like a field name, never a value sent as a key', () => {
+    const c = getCorridor('KES', 'mobile_money')!;
+    const valid = CORRIDOR_EXAMPLES['KES:mobile_money'].valid;
+    const issues = detailIssues(c, { ...valid, '+254722000334': 'x' });
+    expect(issues).to.deep.equal([{ path: 'details', message: 'has a field that is not one of KES mobile_money (its name is not repeated here)' }]);
+    expect(detailIssues(c, { ...valid, branch_code: '001' })).to.deep.equal([{ path: 'details.branch_code', message: 'is not a field of KES mobile_money' }]);
+  });
+
   it('checks IBAN check digits', () => {
     expect(ibanChecksumValid('GB82WEST12345698765432')).to.equal(true);
     expect(ibanChecksumValid('DE89370400440532013000')).to.equal(true);

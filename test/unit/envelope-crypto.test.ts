@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { EncryptionKeyUnavailable, open, openJson, reseal, seal, sealJson, type MasterKey } from '../../shared/crypto/envelope.js';
+import { SealedRecordUnreadable, open, openJson, reseal, seal, sealJson, type MasterKey } from '../../shared/crypto/envelope.js';
 
 const k1: MasterKey = { id: 'k1', key: randomBytes(32) };
 const k2: MasterKey = { id: 'k2', key: randomBytes(32) };
@@ -33,24 +33,24 @@ describe('envelope encryption', () => {
 
   it('refuses a record whose key is not listed', () => {
     const underK1 = seal(Buffer.from(SECRET), [k1], AAD);
-    expect(() => open(underK1, [k2], AAD)).to.throw(EncryptionKeyUnavailable, /"k1"/);
+    expect(() => open(underK1, [k2], AAD)).to.throw(SealedRecordUnreadable, /"k1" is not in ENCRYPTION_KEYS/);
   });
 
   it('refuses a different key under the same id, a wrong AAD, and any tampering', () => {
     const sealed = seal(Buffer.from(SECRET), [k1], AAD);
-    expect(() => open(sealed, [{ id: 'k1', key: randomBytes(32) }], AAD)).to.throw();
-    expect(() => open(sealed, [k1], `${AAD}x`)).to.throw();
+    expect(() => open(sealed, [{ id: 'k1', key: randomBytes(32) }], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
+    expect(() => open(sealed, [k1], `${AAD}x`)).to.throw(SealedRecordUnreadable, /does not open/);
     const flip = (b: Buffer) => {
       const c = Buffer.from(b);
       c[0] ^= 1;
       return c;
     };
-    expect(() => open({ ...sealed, ciphertext: flip(sealed.ciphertext) }, [k1], AAD)).to.throw();
-    expect(() => open({ ...sealed, tag: flip(sealed.tag) }, [k1], AAD)).to.throw();
-    expect(() => open({ ...sealed, iv: flip(sealed.iv) }, [k1], AAD)).to.throw();
-    expect(() => open({ ...sealed, wrappedKey: flip(sealed.wrappedKey) }, [k1], AAD)).to.throw();
+    expect(() => open({ ...sealed, ciphertext: flip(sealed.ciphertext) }, [k1], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
+    expect(() => open({ ...sealed, tag: flip(sealed.tag) }, [k1], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
+    expect(() => open({ ...sealed, iv: flip(sealed.iv) }, [k1], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
+    expect(() => open({ ...sealed, wrappedKey: flip(sealed.wrappedKey) }, [k1], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
     // A wrapped key relabelled as another key's does not open either.
-    expect(() => open({ ...sealed, keyId: 'k2' }, [{ id: 'k2', key: k1.key }], AAD)).to.throw();
+    expect(() => open({ ...sealed, keyId: 'k2' }, [{ id: 'k2', key: k1.key }], AAD)).to.throw(SealedRecordUnreadable, /does not open/);
   });
 
   it('reseals under the new first key with a fresh data key; the old key is then no longer needed', () => {
