@@ -19,6 +19,15 @@ export interface BuiltApp {
   document: ReturnType<typeof buildDocument>;
 }
 
+const READY_PROBE_MS = 2000;
+
+/** 'ok' or 'unreachable', within READY_PROBE_MS: a dependency that hangs is as not-ready as one that refuses. */
+function probe(check: Promise<unknown>): Promise<'ok' | 'unreachable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'unreachable'>((resolve) => (timer = setTimeout(() => resolve('unreachable'), READY_PROBE_MS)));
+  return Promise.race([check.then(() => 'ok' as const, () => 'unreachable' as const), late]).finally(() => clearTimeout(timer));
+}
+
 /** The web application, without listening: tests and main.ts both build it. */
 export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = {}): BuiltApp {
   // extraRoutes: tests mount operations (a failing or slow one) behind the very same pipeline.
@@ -38,10 +47,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
     res.json({ status: 'ok' });
   });
   app.get('/ready', async (_req, res) => {
-    const [pg, redis] = await Promise.all([
-      deps.ds.query('SELECT 1').then(() => 'ok', () => 'unreachable'),
-      deps.redis.ping().then(() => 'ok', () => 'unreachable'),
-    ]);
+    const [pg, redis] = await Promise.all([probe(deps.ds.query('SELECT 1')), probe(deps.redis.ping())]);
     const ready = pg === 'ok' && redis === 'ok';
     if (!ready) res.setHeader('Retry-After', '5');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks: { postgres: pg, redis } });

@@ -7,6 +7,7 @@ import type { Environment } from '../shared/domain/chains.js';
 import type { Scope } from '../shared/domain/api-keys.js';
 import type { Scripts } from './middleware/redis-scripts.js';
 import type { ApiError } from '../shared/errors.js';
+import type { UnsettledRecords } from './middleware/idempotency-store.js';
 
 /** What the web process is built from; tests build their own. */
 export interface AppDeps {
@@ -19,6 +20,8 @@ export interface AppDeps {
   producerRedis: Redis;
   queues: Queues;
   log: Logger;
+  /** Idempotent answers whose record Redis could not take when they were sent; retried until it does. */
+  unsettled: UnsettledRecords;
 }
 
 export interface AuthContext {

@@ -6,21 +6,27 @@ import { createApiRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import type { AppDeps } from './context.js';
 import { installScripts } from './middleware/redis-scripts.js';
+import { UnsettledRecords } from './middleware/idempotency-store.js';
 
 /** Connects what the web process needs. The DataSource may be shared (tests pass theirs). */
 export async function createAppDeps(options: { config?: Config; ds?: DataSource } = {}): Promise<AppDeps> {
   const config = options.config ?? getConfig();
   const ds = options.ds ?? createDataSource();
   if (!ds.isInitialized) await ds.initialize();
-  const redis = createApiRedis(config.redisUrl);
+  const redis = createApiRedis(config.redisUrl, config.redisCommandTimeoutMs);
   // Producer queues get their own fail-fast connection, so BullMQ's blocking needs never touch the request path.
-  const queueRedis = createApiRedis(config.redisUrl);
+  const queueRedis = createApiRedis(config.redisUrl, config.redisCommandTimeoutMs);
   // Give Redis a moment at boot; if it is down the process still starts and runs degraded.
   await Promise.all([whenReady(redis), whenReady(queueRedis)]);
-  return { config, ds, redis, scripts: installScripts(redis), producerRedis: queueRedis, queues: createQueues(queueRedis, config.redisPrefix), log: logger() };
+  const scripts = installScripts(redis);
+  return {
+    config, ds, redis, scripts, producerRedis: queueRedis, queues: createQueues(queueRedis, config.redisPrefix), log: logger(),
+    unsettled: new UnsettledRecords({ scripts, redis, config }),
+  };
 }
 
 export async function closeAppDeps(deps: AppDeps, options: { keepDataSource?: boolean } = {}): Promise<void> {
+  await deps.unsettled.close();
   await closeQueues(deps.queues);
   deps.redis.disconnect();
   deps.producerRedis.disconnect();

@@ -15,6 +15,8 @@ export interface Config {
   redisUrl: string;
   redisPrefix: string;
   redisTlsRejectUnauthorized: boolean;
+  /** The web process's Redis commands give up after this long: a stalled Redis counts as a Redis that is down. */
+  redisCommandTimeoutMs: number;
   logLevel: string;
   trustProxy: boolean | number | string;
   sandboxStepMs: number;
@@ -169,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'rampway',
     redisTlsRejectUnauthorized: env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',
+    redisCommandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50),
     logLevel: env.LOG_LEVEL || 'info',
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),

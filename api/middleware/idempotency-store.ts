@@ -61,17 +61,98 @@ export function inFlightRecord(claim: IdempotencyClaim): string {
   return JSON.stringify({ s: 'f', fp: claim.fingerprint, t: claim.token } satisfies IdempotencyRecord);
 }
 
+interface Settlement {
+  claim: IdempotencyClaim;
+  mode: 'store' | 'release';
+  record: string;
+  status: number;
+  log: Logger;
+  /** Past this, a late store would be older than the retention period: it is dropped. */
+  until: number;
+}
+
+const SETTLE_RETRY_MS = 250;
+const MAX_UNSETTLED = 10_000;
+
+/**
+ * Answers whose idempotency record could not be settled because Redis stalled or dropped mid-request. The answer has
+ * gone out (the write is committed), so the record is retried here until Redis takes it: a client retrying with the
+ * same key then gets the replay, not a second run. Retried every SETTLE_RETRY_MS and at once when Redis reconnects.
+ */
+export class UnsettledRecords {
+  private readonly pending = new Map<string, Settlement>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing = false;
+  private readonly onReady = () => void this.flush();
+
+  constructor(private readonly deps: Pick<AppDeps, 'scripts' | 'redis' | 'config'>) {
+    deps.redis.on('ready', this.onReady);
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  add(item: Settlement): void {
+    if (this.pending.size >= MAX_UNSETTLED) {
+      const [oldestKey, oldest] = this.pending.entries().next().value as [string, Settlement];
+      this.pending.delete(oldestKey);
+      oldest.log.error({ status: oldest.status }, 'too many idempotent answers waiting for Redis; the oldest is no longer retried');
+    }
+    this.pending.set(item.claim.redisKey, item);
+    this.timer ??= setInterval(() => void this.flush(), SETTLE_RETRY_MS).unref();
+  }
+
+  async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      for (const [key, item] of this.pending) {
+        if (Date.now() > item.until) {
+          this.pending.delete(key);
+          continue;
+        }
+        const outcome = await settle(this.deps, item).catch(() => null);
+        if (outcome === null) break; // Redis still unreachable: the next tick tries again
+        this.pending.delete(key);
+        if (outcome === -1) item.log.error({ status: item.status }, 'idempotency key was claimed by another request before this answer could be recorded');
+        else item.log.warn({ status: item.status, mode: item.mode }, 'idempotent answer recorded after Redis came back');
+      }
+    } finally {
+      this.flushing = false;
+      if (this.pending.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+    }
+  }
+
+  /** Shutdown: one last try, then stop. */
+  async close(): Promise<void> {
+    this.deps.redis.off('ready', this.onReady);
+    if (this.pending.size) await this.flush();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+}
+
+function settle(deps: Pick<AppDeps, 'scripts' | 'config'>, item: Settlement): Promise<number> {
+  return deps.scripts.finish(item.claim.redisKey, item.claim.token, item.mode, item.record, deps.config.idempotencyTtlSeconds);
+}
+
 /** 2xx and 4xx are remembered for the retention period; 5xx releases the key so the client may retry. */
 export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<void> {
-  const release = status >= 500;
   const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body, rid: requestId };
+  const item: Settlement = {
+    claim, mode: status >= 500 ? 'release' : 'store', record: JSON.stringify(record), status, log, until: Date.now() + deps.config.idempotencyTtlSeconds * 1000,
+  };
   stopRenewing(claim);
   try {
-    const outcome = await deps.scripts.finish(claim.redisKey, claim.token, release ? 'release' : 'store', JSON.stringify(record), deps.config.idempotencyTtlSeconds);
+    const outcome = await settle(deps, item);
     if (outcome === -1) log.error({ status }, 'idempotency claim was taken over by another request before this one finished');
     if (outcome === 2) log.warn({ status }, 'idempotency claim had vanished (Redis lost it); the answer is stored now');
   } catch (err) {
-    // The in-flight marker expires on its own (IDEMPOTENCY_LOCK_MS); until then retries see 409.
-    log.error({ err: (err as Error).message }, 'could not record the idempotent response');
+    log.error({ err: (err as Error).message }, 'could not record the idempotent response; retrying until Redis answers');
+    deps.unsettled.add(item);
   }
 }

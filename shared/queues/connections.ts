@@ -8,14 +8,16 @@ function tlsOptions(url: string): RedisOptions {
 }
 
 /**
- * The API's profile: fail fast. A command while Redis is unreachable rejects at once,
- * so a request answers 503 (or proceeds unlimited, for reads) instead of hanging.
+ * The API's profile: fail fast. A command while Redis is unreachable rejects at once, and one that Redis does not
+ * answer in time (a stall: failover, partition, a blocked server) rejects after the command timeout, so a request
+ * answers 503 (or proceeds unlimited, for reads) instead of hanging.
  */
-export function createApiRedis(url = getConfig().redisUrl): Redis {
+export function createApiRedis(url = getConfig().redisUrl, commandTimeoutMs = getConfig().redisCommandTimeoutMs): Redis {
   const redis = new Redis(url, {
     ...tlsOptions(url),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    commandTimeout: commandTimeoutMs,
     connectTimeout: 2000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });

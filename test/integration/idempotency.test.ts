@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
-import { getDs } from '../helpers/shared.js';
+import { getDs, testRedis } from '../helpers/shared.js';
+import { startRedisProxy } from '../helpers/redis-proxy.js';
+import { getConfig } from '../../shared/config.js';
 import type { RouteDef } from '../../api/routes/route.js';
 
 const CUSTOMERS = '/api/v1/business/customers';
@@ -150,6 +152,47 @@ describe('idempotency', () => {
       expect(calls.slow - before).to.equal(1);
     } finally {
       await shortLock.close();
+    }
+  });
+
+  it('an answer Redis could not take when it was sent is recorded once Redis answers again: the retry replays it', async function () {
+    this.timeout(20_000);
+    const proxy = await startRedisProxy();
+    // A lock shorter than the stall: without the late record, the retry would claim the key afresh and run again.
+    const flaky = await startApi({ extraRoutes: testRoutes, env: { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '200', IDEMPOTENCY_LOCK_MS: '300' } });
+    try {
+      const headers = writeHeaders(key);
+      slowRelease = null;
+      const before = calls.slow;
+      const first = flaky.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
+      for (let i = 0; i < 100 && !slowRelease; i++) await new Promise((r) => setTimeout(r, 10));
+      // Redis goes away mid-request: the connection drops, and it stays away longer than the in-flight lock lives.
+      proxy.cut();
+      await new Promise((r) => setTimeout(r, 600));
+      slowRelease!();
+      const done = await first;
+      expect(done.status).to.equal(201); // the write happened; the client has its answer
+      proxy.resume();
+      const stored = async () => {
+        const keys = await testRedis().keys(`${getConfig().redisPrefix}:idem:${businessId}:sandbox:*`);
+        const values = await Promise.all(keys.map((k) => testRedis().get(k)));
+        return values.some((v) => v !== null && JSON.parse(v).s === 'd' && JSON.parse(v).b === done.text);
+      };
+      let recorded = false;
+      for (let i = 0; i < 40 && !recorded; i++) {
+        recorded = await stored();
+        if (!recorded) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(recorded, 'the answer reaches Redis once it answers again').to.equal(true);
+      expect(flaky.deps.unsettled.size).to.equal(0);
+      const retry = await flaky.http.post('/api/v1/business/test-slow').set(headers).send({});
+      expect(retry.headers['idempotent-replayed']).to.equal('true');
+      expect(retry.text).to.equal(done.text);
+      expect(calls.slow - before).to.equal(1);
+    } finally {
+      proxy.resume();
+      await flaky.close();
+      await proxy.close();
     }
   });
 

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 
@@ -75,6 +76,41 @@ describe('rate limiting', () => {
     expect(options.status).to.equal(404);
     expect(options.body.error.code).to.equal('not_found');
     expect(options.headers['x-ratelimit-remaining']).to.equal('996');
+  });
+
+  describe('when Redis stalls (connected, but not answering)', () => {
+    let proxy: RedisProxy;
+    let stalled: ApiHarness;
+    before(async () => {
+      proxy = await startRedisProxy();
+      stalled = await startApi({ env: { REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: '200' } });
+    });
+    after(async () => {
+      proxy.resume();
+      await stalled.close();
+      await proxy.close();
+    });
+
+    it('reads go on unlimited, writes get 503 with Retry-After, /ready says so: nothing hangs', async () => {
+      const biz = await makeBusiness();
+      expect((await stalled.http.get(ACCOUNT).set(bearer(biz.sandboxKey))).headers['x-ratelimit-limit']).to.equal('1000');
+      proxy.stall();
+      try {
+        const started = Date.now();
+        const read = await stalled.http.get(ACCOUNT).set(bearer(biz.sandboxKey));
+        expect(read.status).to.equal(200);
+        expect(read.headers['x-ratelimit-limit']).to.equal(undefined);
+        const write = await stalled.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'stalled' });
+        expect(write.status).to.equal(503);
+        expect(Number(write.headers['retry-after'])).to.be.at.least(1);
+        const ready = await stalled.http.get('/ready');
+        expect(ready.status).to.equal(503);
+        expect(ready.body.checks).to.deep.equal({ postgres: 'ok', redis: 'unreachable' });
+        expect(Date.now() - started).to.be.below(5000);
+      } finally {
+        proxy.resume();
+      }
+    });
   });
 
   describe('when Redis is unreachable', () => {
