@@ -65,19 +65,34 @@ interface OutboxRow {
   job_name: JobName;
   job_id: string;
   payload: JobRequest['data'];
-  delay_ms: number;
+  /** What is left of the job's delay, counted from when the row was written. */
+  remaining_delay_ms: number;
+  attempts: number;
+}
+
+/** A refused row waits 2^attempts seconds, at most this long, before the next try. It is never given up. */
+const MAX_BACKOFF_SECONDS = 300;
+
+/** The enqueue timed out or lost its connection: Redis is down, so every row after this one would fail too. */
+function redisUnreachable(err: unknown): boolean {
+  const text = errorText(err);
+  return text.includes('did not finish within') || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Stream isn't writeable/i.test(text);
 }
 
 /**
  * The relay: claims undispatched rows older than the grace period (the request path normally dispatches
  * them itself within milliseconds), enqueues them, and marks them. Safe to run in many processes at once.
- * Returns how many rows it enqueued.
+ * A row the queue refuses (an unknown job name during a rolling deploy, a bad id) backs off on its own and the
+ * pass goes on; a Redis outage ends the pass. Returns how many rows it enqueued.
  */
 export async function relayOutbox(ds: DataSource, queues: Queues, log: Logger, opts: { graceMs: number; batch?: number }): Promise<number> {
   return ds.transaction(async (em) => {
     const rows: OutboxRow[] = await em.query(
-      `SELECT id, job_name, job_id, payload, delay_ms FROM outbox_jobs
+      `SELECT id, job_name, job_id, payload, attempts,
+              greatest(0, delay_ms - (extract(epoch FROM now() - created_at) * 1000)::bigint)::integer AS remaining_delay_ms
+         FROM outbox_jobs
         WHERE dispatched_at IS NULL AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+          AND (next_attempt_at IS NULL OR next_attempt_at <= now())
         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
       [opts.graceMs, opts.batch ?? 200],
     );
@@ -85,13 +100,21 @@ export async function relayOutbox(ds: DataSource, queues: Queues, log: Logger, o
     for (const row of rows) {
       try {
         // Bounded: the worker's Redis connection waits for a lost Redis, and this transaction holds row locks.
-        await withTimeout(enqueue(queues, { name: row.job_name, id: row.job_id, data: row.payload, delayMs: row.delay_ms }), DISPATCH_TIMEOUT_MS);
+        await withTimeout(enqueue(queues, { name: row.job_name, id: row.job_id, data: row.payload, delayMs: row.remaining_delay_ms }), DISPATCH_TIMEOUT_MS);
         await em.query(`UPDATE outbox_jobs SET dispatched_at = now(), attempts = attempts + 1 WHERE id = $1`, [row.id]);
         sent += 1;
       } catch (err) {
-        await em.query(`UPDATE outbox_jobs SET attempts = attempts + 1, last_error = $2 WHERE id = $1`, [row.id, errorText(err).slice(0, 500)]);
-        log.warn({ err: errorText(err), jobId: row.job_id }, 'outbox relay could not enqueue');
-        break; // Redis is likely down: stop this pass and try again on the next tick.
+        const down = redisUnreachable(err);
+        const backoff = down ? 0 : Math.min(2 ** Math.min(row.attempts, 20), MAX_BACKOFF_SECONDS);
+        await em.query(
+          `UPDATE outbox_jobs SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + make_interval(secs => $3) WHERE id = $1`,
+          [row.id, errorText(err).slice(0, 500), backoff],
+        );
+        if (down) {
+          log.warn({ err: errorText(err), jobId: row.job_id }, 'outbox relay could not reach Redis; trying again next pass');
+          break;
+        }
+        log.error({ err: errorText(err), jobId: row.job_id, jobName: row.job_name, attempts: row.attempts + 1 }, 'outbox relay: the queue refused this job; retrying it later');
       }
     }
     if (sent > 0) log.info({ sent }, 'outbox relay enqueued jobs that had not reached the queue');

@@ -36,6 +36,9 @@ export interface JobRequest<N extends JobName = JobName> {
 
 /** The one enqueue helper. */
 export async function enqueue<N extends JobName>(queues: Queues, job: JobRequest<N>): Promise<void> {
-  const queue = queues[JOB_QUEUES[job.name]];
+  const queueName = JOB_QUEUES[job.name];
+  // A row written by a newer release, read by an older one during a deploy: refused here, retried by the relay later.
+  if (!queueName) throw new Error(`unknown job name ${job.name}`);
+  const queue = queues[queueName];
   await queue.add(job.name, job.data, { jobId: job.id, delay: job.delayMs || undefined });
 }

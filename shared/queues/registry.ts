@@ -19,6 +19,8 @@ export const JOB_QUEUES: { [N in JobName]: QueueName } = {
 
 /** Deterministic ids: the same business fact always maps to the same job, so a second enqueue is a no-op. */
 export function jobId(name: JobName, ...parts: string[]): string {
+  // BullMQ refuses ':' in custom ids (it separates its own keys): a programming error, caught before any write.
+  if (parts.some((p) => p.includes(':') || p === '')) throw new Error(`job id parts must be non-empty and free of ':' (${name})`);
   return [name.replace(/\./g, '-'), ...parts].join('-');
 }
 

@@ -84,6 +84,55 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
     expect(dispatched).to.be.instanceOf(Date);
   });
 
+  it('a row the queue refuses backs off and never holds back the rows behind it', async () => {
+    const ds = await getDs();
+    const stamp = Date.now();
+    // Older than the good row: a job name this release does not know (written by a newer one), and an id BullMQ refuses.
+    const poison = await ds.query(
+      `INSERT INTO outbox_jobs (queue, job_name, job_id, payload, created_at) VALUES
+         ('webhooks', 'future.job', $1, '{}', now() - interval '1 minute'),
+         ('webhooks', 'outbox.cleanup', $2, '{"olderThanHours": 8760}', now() - interval '1 minute') RETURNING id`,
+      [`future-${stamp}`, `bad:${stamp}`],
+    );
+    const goodId = jobId('outbox.cleanup', `behind-${stamp}`);
+    const good = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id: goodId, data: { olderThanHours: 24 * 365 } }));
+    try {
+      await relayOutbox(ds, queues, silent, { graceMs: 0, batch: 5000 });
+      expect(await queues.webhooks.getJob(goodId)).to.not.equal(undefined);
+      const rows = await ds.query(`SELECT attempts, last_error, next_attempt_at > now() AS waiting, dispatched_at FROM outbox_jobs WHERE id = ANY($1) ORDER BY id`, [poison.map((r: { id: string }) => r.id)]);
+      expect(rows.map((r: { attempts: number; waiting: boolean; dispatched_at: Date | null }) => [r.attempts, r.waiting, r.dispatched_at])).to.deep.equal([[1, true, null], [1, true, null]]);
+      expect(rows[0].last_error).to.match(/unknown job name future\.job/);
+      expect(rows[1].last_error).to.match(/:/);
+      // Waiting out its backoff, a refused row is not tried again on the next pass.
+      await relayOutbox(ds, queues, silent, { graceMs: 0, batch: 5000 });
+      const again = await ds.query(`SELECT attempts FROM outbox_jobs WHERE id = ANY($1)`, [poison.map((r: { id: string }) => r.id)]);
+      expect(again.map((r: { attempts: number }) => r.attempts)).to.deep.equal([1, 1]);
+    } finally {
+      // Leave no undispatchable rows for the other tests' relays.
+      await ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1) OR id = $2`, [poison.map((r: { id: string }) => r.id), good.outboxId]);
+    }
+  });
+
+  it('re-enqueues a delayed job with what is left of its delay, not the whole delay again', async () => {
+    const ds = await getDs();
+    const id = jobId('outbox.cleanup', `delayed-${Date.now()}`);
+    await ds.query(
+      `INSERT INTO outbox_jobs (queue, job_name, job_id, payload, delay_ms, created_at) VALUES ('webhooks', 'outbox.cleanup', $1, '{"olderThanHours": 8760}', 60000, now() - interval '45 seconds')`,
+      [id],
+    );
+    await relayOutbox(ds, queues, silent, { graceMs: 0, batch: 5000 });
+    const job = await queues.webhooks.getJob(id);
+    expect(job).to.not.equal(undefined);
+    expect(job!.opts.delay).to.be.within(10_000, 15_500);
+    await job!.remove();
+  });
+
+  it('job ids never hold a colon (BullMQ refuses them) or an empty part', () => {
+    expect(jobId('outbox.cleanup', 'a', 'b')).to.equal('outbox-cleanup-a-b');
+    expect(() => jobId('outbox.cleanup', 'a:b')).to.throw(/':'/);
+    expect(() => jobId('outbox.cleanup', '')).to.throw(/non-empty/);
+  });
+
   it('with Redis unreachable, a relay pass gives up quickly, records the error and holds no transaction open', async function () {
     this.timeout(15_000);
     const ds = await getDs();

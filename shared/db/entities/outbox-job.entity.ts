@@ -15,4 +15,6 @@ export class OutboxJob {
   @Column({ name: 'dispatched_at', type: 'timestamptz', nullable: true }) dispatchedAt: Date | null;
   @Column({ type: 'integer', default: 0 }) attempts: number;
   @Column({ name: 'last_error', type: 'text', nullable: true }) lastError: string | null;
+  /** Set when the queue refused the job: the relay waits until then (growing with each attempt) before trying again. */
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', nullable: true }) nextAttemptAt: Date | null;
 }
