@@ -18,10 +18,10 @@ await ds.initialize();
 await runMigrations(ds);
 await ds.destroy();
 
-const tsx = new URL('../node_modules/.bin/tsx', import.meta.url).pathname;
+// node itself (tsx as its loader, no wrapper process): the SIGTERM sent below reaches the process that drains.
 const children: ChildProcess[] = [
-  spawn(tsx, ['api/main.ts'], { stdio: 'inherit' }),
-  spawn(tsx, ['workers/main.ts', 'all'], { stdio: 'inherit' }),
+  spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { stdio: 'inherit' }),
+  spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts', 'all'], { stdio: 'inherit' }),
 ];
 let exiting = false;
 const stopAll = (signal: NodeJS.Signals) => {

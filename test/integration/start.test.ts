@@ -89,6 +89,25 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     }
   });
 
+  it('the Procfile web and worker commands, run without a shell as Docker runs them, drain on SIGTERM', async () => {
+    const { readFileSync } = await import('node:fs');
+    const procfile = Object.fromEntries(readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
+    expect(procfile).to.include.keys('release', 'web', 'worker', 'pricing', 'settlement', 'providers', 'sandbox', 'webhooks');
+    const port = String(23000 + (process.pid % 20000));
+    for (const [name, ready] of [['web', 'web listening'], ['worker', 'workers started']] as const) {
+      const [command, ...args] = procfile[name].split(/\s+/);
+      // The signal goes to the very process the line starts (a wrapper such as npx would swallow it).
+      const child = spawn(command, args, { env: { ...process.env, LOG_LEVEL: 'info', DATABASE_URL: testDatabaseUrl(), PORT: port }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      expect(await until(async () => out.includes(ready), 30_000), `${name}: ${out}`).to.equal(true);
+      child.kill('SIGTERM');
+      expect(await exit, name).to.equal(0);
+      expect(out).to.match(name === 'web' ? /web stopped/ : /workers stopped/);
+    }
+  });
+
   it('SIGTERM drains a web process holding keep-alive connections within seconds', async () => {
     const http = await import('node:http');
     const port = String(22000 + (process.pid % 20000));
