@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { buildApp } from './app.js';
+import { httpServer } from './http-server.js';
 import { closeAppDeps, createAppDeps } from './deps.js';
 import { watchKeyChanges } from './middleware/api-key-cache.js';
 import { createWorkerRedis } from '../shared/queues/connections.js';
@@ -8,15 +9,12 @@ const deps = await createAppDeps();
 const { app, keyCache } = buildApp(deps);
 const keyChanges = watchKeyChanges(deps.config.redisUrl, deps.config.redisPrefix, keyCache, createWorkerRedis);
 let stopping = false;
-const server: Server = app.listen(deps.config.port, (err?: Error) => {
-  if (err) {
-    deps.log.fatal({ err: err.message, port: deps.config.port }, 'web cannot listen');
-    process.exit(1);
-  }
-  deps.log.info({ port: deps.config.port }, 'web listening');
+const server: Server = httpServer(app, deps.log);
+server.once('error', (err: Error) => {
+  deps.log.fatal({ err: err.message, port: deps.config.port }, 'web cannot listen');
+  process.exit(1);
 });
-// Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
-server.keepAliveTimeout = 65_000;
+server.listen(deps.config.port, () => deps.log.info({ port: deps.config.port }, 'web listening'));
 
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;

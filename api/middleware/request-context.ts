@@ -22,18 +22,22 @@ export function requestContext(deps: AppDeps) {
     };
     req.state = state;
     res.setHeader('X-Request-Id', id);
+    const entry = () => ({
+      requestId: id,
+      method: req.method,
+      path: req.originalUrl.split('?')[0],
+      status: res.statusCode,
+      latencyMs: Math.round((performance.now() - state.started) * 100) / 100,
+      businessId: state.auth?.businessId,
+      environment: state.auth?.environment,
+    });
     res.on('finish', () => {
-      const entry = {
-        requestId: id,
-        method: req.method,
-        path: req.originalUrl.split('?')[0],
-        status: res.statusCode,
-        latencyMs: Math.round((performance.now() - state.started) * 100) / 100,
-        businessId: state.auth?.businessId,
-        environment: state.auth?.environment,
-      };
-      if (res.statusCode >= 500) access.error(entry, 'request failed');
-      else access.info(entry, 'request');
+      if (res.statusCode >= 500) access.error(entry(), 'request failed');
+      else access.info(entry(), 'request');
+    });
+    // The client (or a router's timeout) gave up before the answer was sent: still one line, so it is never invisible.
+    res.on('close', () => {
+      if (!res.writableFinished) access.warn({ ...entry(), aborted: true }, 'request aborted before the answer was sent');
     });
     next();
   };

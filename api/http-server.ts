@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Express } from 'express';
+import type { Logger } from 'pino';
+
+/**
+ * What Node refuses before Express ever sees a request (headers over 16 KB, broken HTTP): still the error
+ * envelope with an X-Request-Id, never a bare status line.
+ */
+export function clientErrorResponder(log: Logger) {
+  return (err: Error & { code?: string }, socket: Duplex): void => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const requestId = randomUUID();
+    const message = err.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large (16 KB at most in all).' : 'Malformed HTTP request.';
+    const body = JSON.stringify({ error: { code: 'invalid_request', message, requestId } });
+    log.warn({ requestId, code: err.code, status: 400 }, 'request refused before parsing');
+    socket.end(
+      `HTTP/1.1 400 ${STATUS_CODES[400]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+}
+
+/** The web server: the app, keep-alive tuned for Heroku's router, and the envelope for what Node refuses itself. */
+export function httpServer(app: Express, log: Logger): Server {
+  const server = createServer(app);
+  // Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
+  server.keepAliveTimeout = 65_000;
+  server.on('clientError', clientErrorResponder(log));
+  return server;
+}
