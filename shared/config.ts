@@ -1,5 +1,6 @@
 // The only reader of process.env. Validated once, on first use.
 import { hkdfSync } from 'node:crypto';
+import { isIP } from 'node:net';
 import { validateMnemonic } from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
@@ -72,11 +73,26 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   return Number(raw);
 }
 
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** A proxy address, a subnet (address/prefix) or one of Express's named ranges. */
+function proxyEntry(entry: string): boolean {
+  if (PROXY_RANGES.has(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const kind = isIP(address);
+  if (!kind || rest.length) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (kind === 4 ? 32 : 128));
+}
+
+/** false, true, a hop count, or proxy addresses and subnets: anything else stops the boot, not Express at its first request. */
 function parseTrustProxy(raw: string | undefined): boolean | number | string {
-  if (!raw || raw === 'false' || raw === '0') return false;
-  if (raw === 'true') return true;
-  if (/^\d+$/.test(raw)) return Number(raw);
-  return raw; // express accepts a comma-separated list of addresses / subnets
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (!value || value === 'false' || value === '0') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((e) => e.trim());
+  if (entries.every(proxyEntry)) return entries.join(',');
+  throw new ConfigError('TRUST_PROXY is true, false, a hop count (1 behind Heroku\'s router), or proxy addresses/subnets (e.g. 10.0.0.0/8,loopback)');
 }
 
 function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {

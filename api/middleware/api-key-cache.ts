@@ -30,6 +30,8 @@ const MAX_ENTRIES = 10_000;
 /** Short in-process cache of key hash -> auth context. Revocations also arrive over Redis pub/sub and clear it. */
 export class ApiKeyCache {
   private entries = new Map<string, Entry>();
+  /** Bumped by clear(): a lookup that started before a revocation must not cache what it read. */
+  private generation = 0;
 
   constructor(private readonly ds: DataSource, private readonly ttlMs: number) {}
 
@@ -37,6 +39,7 @@ export class ApiKeyCache {
     const now = Date.now();
     const hit = this.entries.get(hash);
     if (hit && hit.expires > now) return hit.value;
+    const generation = this.generation;
     const rows: KeyRow[] = await this.ds.query(
       `SELECT k.id, k.prefix, k.business_id, k.environment, k.scopes, k.allowed_ips, k.rate_limit, k.rate_window_seconds, k.revoked_at,
               b.name, b.status, b.live_enabled, b.created_at AS b_created_at, b.updated_at AS b_updated_at
@@ -46,12 +49,14 @@ export class ApiKeyCache {
     );
     const row = rows[0];
     const value = row && !row.revoked_at && row.status === 'active' ? toContext(row) : null;
+    if (generation !== this.generation) return value; // answered once, never remembered
     if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
     if (this.ttlMs > 0) this.entries.set(hash, { value, expires: now + this.ttlMs });
     return value;
   }
 
   clear(): void {
+    this.generation += 1;
     this.entries.clear();
   }
 }

@@ -9,7 +9,8 @@ const BEARER = /^Bearer ([^\s]+)$/i;
 
 /** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
 export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
-  const unauthorized = async (req: Request, message: string): Promise<ApiError> => {
+  // Every refusal counts against the client's address: a guessed key (401) and a leaked key used from elsewhere (403).
+  const refused = async (req: Request, error: ApiError): Promise<ApiError> => {
     const ip = normalizeIp(req.ip ?? '') ?? 'unknown';
     try {
       const [count, ttl] = await deps.scripts.authFail(`${deps.config.redisPrefix}:authfail:${ip}`, deps.config.authFailWindowSeconds);
@@ -18,10 +19,11 @@ export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
         return new ApiError(429, 'rate_limited', 'Too many failed authentication attempts from this address.', undefined, { 'Retry-After': retry });
       }
     } catch {
-      // Redis down: failed-auth limiting is best effort; the 401 stands.
+      // Redis down: failed-auth limiting is best effort; the refusal stands.
     }
-    return new ApiError(401, 'unauthorized', message);
+    return error;
   };
+  const unauthorized = (req: Request, message: string) => refused(req, new ApiError(401, 'unauthorized', message));
 
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     try {
@@ -39,7 +41,7 @@ export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
       if (auth.allowedIps.length > 0) {
         const ip = normalizeIp(req.ip ?? '');
         if (!ip || !auth.allowedIps.includes(ip)) {
-          return next(new ApiError(403, 'ip_not_allowed', 'This API key may not be used from this IP address.'));
+          return next(await refused(req, new ApiError(403, 'ip_not_allowed', 'This API key may not be used from this IP address.')));
         }
       }
       req.state.auth = auth;

@@ -3,7 +3,9 @@ import type { AppDeps } from '../context.js';
 import { ApiError } from '../../shared/errors.js';
 import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
-const MUTATING = new Set(['POST', 'PATCH', 'DELETE', 'PUT']);
+const MUTATING = new Set(['POST', 'PATCH', 'DELETE']);
+// Printable ASCII: header bytes arrive as latin1, so anything else would be measured and matched by its bytes, not its characters.
+const KEY_SHAPE = /^[\x20-\x7e]{8,255}$/;
 const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
 
 /**
@@ -23,7 +25,9 @@ export function gate(deps: AppDeps) {
     let keyProblem: ApiError | null = null;
     if (mutating) {
       if (rawKey === undefined || rawKey === '') keyProblem = new ApiError(400, 'idempotency_key_required', 'This request needs an Idempotency-Key header.');
-      else if (typeof rawKey !== 'string' || rawKey.length < 8 || rawKey.length > 255) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 characters.');
+      // Node joins repeated headers with ", ": two keys must not pass as a third.
+      else if ((req.headersDistinct['idempotency-key']?.length ?? 0) > 1) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Send exactly one Idempotency-Key header.');
+      else if (typeof rawKey !== 'string' || !KEY_SHAPE.test(rawKey)) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 printable ASCII characters.');
     }
     const refusal = req.state.refusal ?? keyProblem;
     const claim = mutating && !refusal
@@ -53,7 +57,10 @@ export function gate(deps: AppDeps) {
         lastRedisDownLog = Date.now();
         req.state.log.error({ err: (err as Error).message }, 'redis unreachable: reads proceed without rate limiting, writes are refused');
       }
-      if (MUTATING.has(req.method)) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
+      // A refusal needs no Redis and still stands (a missing scope must never read through an outage). Only an
+      // operation's write needs the idempotency Redis cannot give now; an unknown route is still a 404.
+      if (refusal) return next(refusal);
+      if (mutating) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
       return next();
     }
     const [count, pttl, verdict, existing] = result;

@@ -21,6 +21,10 @@ export interface AdminDeps {
   redis?: Redis;
 }
 
+// The columns are 32-bit integers; a window longer than a day is no rate limit anyone expects.
+const MAX_RATE_LIMIT = 2_147_483_647;
+const MAX_RATE_WINDOW_SECONDS = 86_400;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 async function announceKeyChange(deps: AdminDeps): Promise<void> {
@@ -45,8 +49,8 @@ export async function createKey(
   if (ips.length > MAX_ALLOWED_IPS) throw new AdminError(`at most ${MAX_ALLOWED_IPS} allowed IPs per key`);
   const rateLimit = opts.rateLimit ?? deps.config.defaultRateLimit;
   const window = opts.rateWindowSeconds ?? deps.config.defaultRateWindowSeconds;
-  if (!Number.isInteger(rateLimit) || rateLimit < 1) throw new AdminError('--rate-limit must be a positive integer');
-  if (!Number.isInteger(window) || window < 1) throw new AdminError('--rate-window must be a positive integer (seconds)');
+  if (!Number.isInteger(rateLimit) || rateLimit < 1 || rateLimit > MAX_RATE_LIMIT) throw new AdminError(`--rate-limit must be an integer from 1 to ${MAX_RATE_LIMIT}`);
+  if (!Number.isInteger(window) || window < 1 || window > MAX_RATE_WINDOW_SECONDS) throw new AdminError(`--rate-window must be an integer from 1 to ${MAX_RATE_WINDOW_SECONDS} (seconds)`);
   const exists: unknown[] = await deps.ds.query(`SELECT 1 FROM businesses WHERE id = $1`, [opts.businessId]);
   if (exists.length === 0) throw new AdminError(`no business ${opts.businessId}`);
   const environment = opts.environment as Environment;

@@ -51,10 +51,13 @@ export function normalizeIp(raw: string): string | null {
   let ip = raw.trim();
   if (ip.startsWith('[') && ip.endsWith(']')) ip = ip.slice(1, -1);
   if (ip.includes('%')) return null; // a zone id (fe80::1%eth0) names no address an allowlist can hold
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) ip = mapped[1];
   const kind = isIP(ip);
   if (kind === 4) return ip;
-  if (kind === 6) return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  return null;
+  if (kind !== 6) return null;
+  const compressed = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  // IPv4-mapped IPv6 (::ffff:127.0.0.1, which the URL parser spells ::ffff:7f00:1) is the IPv4 address itself.
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(compressed);
+  if (!mapped) return compressed;
+  const [hi, lo] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
 }

@@ -73,6 +73,12 @@ describe('admin CLI (npm run admin)', function () {
     expect(unknownScope.stderr).to.match(/unknown scope "money:print"/);
     const badIp = await admin('create-key', '--business', '00000000-0000-4000-8000-000000000000', '--environment', 'sandbox', '--allowed-ips', '1.2.3.999');
     expect(badIp.stderr).to.match(/not an IPv4 or IPv6 address/);
+    for (const [flag, value] of [['--rate-limit', '99999999999'], ['--rate-window', '86401'], ['--rate-limit', '0']]) {
+      const out = await admin('create-key', '--business', '00000000-0000-4000-8000-000000000000', '--environment', 'sandbox', flag, value);
+      expect(out.code, out.stderr).to.equal(1);
+      expect(out.stderr).to.match(new RegExp(`${flag} must be an integer from 1 to`));
+      expect(out.stderr).not.to.match(/unexpected|out of range for type/);
+    }
     const noBiz = await admin('revoke-key', '--key', '00000000-0000-4000-8000-000000000000');
     expect(noBiz.code).to.not.equal(0);
     expect(noBiz.stderr).to.match(/no API key/);

@@ -5,7 +5,8 @@ import { getDs } from '../helpers/shared.js';
 import { enableLive, revokeKey } from '../../shared/admin/commands.js';
 import type { RouteDef } from '../../api/routes/route.js';
 import { getConfig } from '../../shared/config.js';
-import { watchKeyChanges } from '../../api/middleware/api-key-cache.js';
+import { ApiKeyCache, watchKeyChanges } from '../../api/middleware/api-key-cache.js';
+import { hashApiKey } from '../../shared/domain/api-keys.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 
 const ACCOUNT = '/api/v1/business/account';
@@ -65,6 +66,24 @@ describe('authentication', () => {
     } finally {
       stop();
     }
+  });
+
+  it('a lookup already reading when a revocation clears the cache does not re-cache the old key', async () => {
+    const biz = await makeBusiness();
+    const ds = await getDs();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // The real database; only its answer is held back, as a slow reply would be.
+    const slow = { query: async (sql: string, params: unknown[]) => { const rows = await ds.query(sql, params); await held; return rows; } };
+    const cache = new ApiKeyCache(slow as unknown as typeof ds, 60_000);
+    const hash = hashApiKey(biz.sandboxKey);
+    const inFlight = cache.lookup(hash);
+    await new Promise((r) => setTimeout(r, 50));
+    await revokeKey({ ds, config: getConfig() }, { keyId: biz.keys.find((k) => k.environment === 'sandbox')!.id });
+    cache.clear(); // what the key-change channel does in every web process
+    release();
+    expect(await inFlight).to.not.equal(null); // it read before the revocation
+    expect(await cache.lookup(hash)).to.equal(null);
   });
 
   it('the key decides the environment: the same business reads sandbox or live', async () => {
@@ -132,6 +151,11 @@ describe('authentication', () => {
       expectEnvelope(await limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'B'.repeat(43))).set('X-Forwarded-For', '192.0.2.56'), 401, 'unauthorized');
       const biz = await makeBusiness();
       expect((await limited.http.get(ACCOUNT).set(bearer(biz.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
+      // A leaked key used from outside its allowlist counts the same way: it cannot be hammered either.
+      const pinned = await makeKey(biz.businessId, { allowedIps: ['203.0.113.7'] });
+      const elsewhere = () => limited.http.get(ACCOUNT).set(bearer(pinned.key)).set('X-Forwarded-For', '192.0.2.57');
+      for (let i = 0; i < 3; i++) expectEnvelope(await elsewhere(), 403, 'ip_not_allowed');
+      expectEnvelope(await elsewhere(), 429, 'rate_limited');
     } finally {
       await limited.close();
     }

@@ -49,6 +49,13 @@ describe('error envelope', () => {
     envelope(await api.http.post('/api/v1/business/customers').set(bearer(key)).send({}), 400, 'idempotency_key_required');
     envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key, 'short')).send({}), 400, 'invalid_idempotency_key');
     envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key, 'k'.repeat(256))).send({}), 400, 'invalid_idempotency_key');
+    // Two headers would otherwise be joined by Node into a third key ("a, b") and pass.
+    const twice = await api.http.post('/api/v1/business/customers').set(bearer(key)).set('Idempotency-Key', ['first-key-0001', 'second-key-0002'] as unknown as string).send({});
+    envelope(twice, 400, 'invalid_idempotency_key');
+    expect(twice.body.error.message).to.match(/exactly one/);
+    // Four Cyrillic letters are 8 bytes, not 8 characters.
+    envelope(await api.http.post('/api/v1/business/customers').set(bearer(key)).set('Idempotency-Key', Buffer.from('ключ', 'utf8').toString('latin1')).send({}), 400, 'invalid_idempotency_key');
+    expect((await api.http.post('/api/v1/business/customers').set(writeHeaders(key, `ok key ${'~'.repeat(248)}`)).send({ external_reference: `k-${Date.now()}` })).status).to.equal(201);
   });
 
   it('500 internal_error never leaks the message, SQL or stack of an unexpected error', async () => {

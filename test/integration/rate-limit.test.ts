@@ -127,6 +127,19 @@ describe('rate limiting', () => {
       expect(res.body.id).to.equal(biz.businessId);
     });
 
+    it('still refuses a missing scope, a missing Idempotency-Key and unknown routes as usual', async () => {
+      const biz = await makeBusiness();
+      const readOnly = await makeKey(biz.businessId, { scopes: ['wallets:read'] });
+      const scoped = await down.http.get('/api/v1/business/customers').set(bearer(readOnly.key));
+      expect(scoped.status, scoped.text).to.equal(403);
+      expect(scoped.body.error.code).to.equal('insufficient_scope');
+      const noKey = await down.http.post('/api/v1/business/customers').set(bearer(biz.sandboxKey)).send({ external_reference: 'x' });
+      expect(noKey.status).to.equal(400);
+      expect(noKey.body.error.code).to.equal('idempotency_key_required');
+      const unknown = await down.http.post('/api/v1/business/nothing-here').set(writeHeaders(biz.sandboxKey)).send({});
+      expect(unknown.status).to.equal(404);
+    });
+
     it('refuses writes with 503 and Retry-After, since idempotency cannot be guaranteed', async () => {
       const biz = await makeBusiness();
       const res = await down.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'x' });

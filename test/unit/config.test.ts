@@ -44,4 +44,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ USDC_ADDRESS_POLYGON: '0x1234' })).to.throw(ConfigError, /USDC_ADDRESS_POLYGON/);
     expect(() => loadConfig({ USDC_ADDRESS_BASE: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02914'.replace('fCD', 'fcD') })).to.throw(ConfigError, /checksum/);
   });
+
+  it('reads TRUST_PROXY as a boolean, a hop count or proxy addresses, and refuses anything else at boot', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).to.equal(true);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).to.equal(false);
+    expect(loadConfig({}).trustProxy).to.equal(false);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).to.equal(1);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, loopback,2001:db8::/32' }).trustProxy).to.equal('10.0.0.0/8,loopback,2001:db8::/32');
+    for (const bad of ['yes', '10.0.0.0/33', '10.0.0.300', 'loopback,proxy.example.com']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).to.throw(ConfigError, /TRUST_PROXY/);
+    }
+  });
 });
