@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders, type TestBusiness } from '../helpers/factories.js';
 import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
-import type { Address } from 'viem';
+import { getAddress, type Address } from 'viem';
 import { getConfig } from '../../shared/config.js';
 import { BALANCE_CACHE_MS } from '../../shared/chain/usdc.js';
 import { deadRpcUrl, deployTestUsdc, mintUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
@@ -151,7 +151,7 @@ describe('wallet balances (live, against Anvil)', function () {
     await mintUsdc(anvil, token, customer.wallet.address as Address, 123_456_789n);
     const res = await balance(biz.liveKey, customer.wallet.id, 'base');
     expect(res.status).to.equal(200);
-    expect(res.body).to.include({ wallet_id: customer.wallet.id, chain: 'base', asset: 'USDC', available: '123.456789', simulated: false, token_address: token });
+    expect(res.body).to.include({ wallet_id: customer.wallet.id, chain: 'base', asset: 'USDC', available: '123.456789', simulated: false, token_address: getAddress(token) });
     expect((await balance(biz.liveKey, customer.wallet.id)).status).to.equal(400);
   });
 
