@@ -10,23 +10,28 @@ import { jobId } from '../../shared/queues/registry.js';
 import { startWorkers } from '../../workers/runtime.js';
 import { REGISTRY } from '../../workers/registry.js';
 import { getDs } from '../helpers/shared.js';
+import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
 
 const silent = pino({ level: 'silent' });
 
 describe('outbox: a job that never reached Redis is found in Postgres and enqueued', () => {
   let queues: Queues;
-  let deadQueues: Queues;
-  let dead: Redis;
-  before(() => {
+  let proxy: RedisProxy;
+  let apiQueues: Queues;
+  let apiRedis: Redis;
+  before(async () => {
     queues = createQueues(createWorkerRedis());
-    // A producer whose Redis traffic is stopped (the API's fail-fast profile against a port nobody serves).
-    dead = createApiRedis('redis://127.0.0.1:1');
-    deadQueues = createQueues(dead);
+    // The web process's producer (its fail-fast profile), through a relay the test can cut.
+    proxy = await startRedisProxy();
+    apiRedis = createApiRedis(proxy.url);
+    apiQueues = createQueues(apiRedis);
   });
   after(async () => {
+    proxy.resume();
     await closeQueues(queues);
-    await closeQueues(deadQueues).catch(() => undefined);
-    dead.disconnect();
+    await closeQueues(apiQueues).catch(() => undefined);
+    apiRedis.disconnect();
+    await proxy.close();
   });
 
   it('commit, enqueue fails, the relay enqueues it once, and a worker runs it once', async () => {
@@ -34,7 +39,9 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
     const id = jobId('outbox.cleanup', `test-${Date.now()}`);
     const staged = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
     // Redis traffic stops between the commit and the enqueue.
-    await dispatchStaged(ds, deadQueues, [staged], silent);
+    proxy.cut();
+    await dispatchStaged(ds, apiQueues, [staged], silent);
+    proxy.resume();
     const [row] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
     expect(row.dispatched_at).to.equal(null);
     expect(await queues.webhooks.getJob(id)).to.equal(undefined);
