@@ -4,7 +4,7 @@ import { ApiError } from '../shared/errors.js';
 import { check, type OperationValidator } from './openapi/validator.js';
 import type { RouteDef } from './routes/route.js';
 import { sendJson } from './respond.js';
-import { bodyError, rejectNul } from './middleware/body.js';
+import { bodyError, rejectUnstorableText } from './middleware/body.js';
 
 function expressPath(openapiPath: string): string {
   return openapiPath.replace(/\{([^}]+)\}/g, ':$1');
@@ -33,7 +33,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
       if (req.state.bodyError) throw bodyError(req.state.bodyError);
-      rejectNul(req.query, 'query');
+      rejectUnstorableText(req.query, 'query');
       const params = check(validator.params, { ...req.params }, 'path');
       const query = check(validator.query, { ...(req.query as object) }, 'query');
       let body: unknown = req.body;

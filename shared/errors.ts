@@ -43,5 +43,18 @@ export class ApiError extends Error {
   }
 }
 
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
+const CONNECTION_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed|Stream isn't writeable|Command timed out|the database system is (starting up|shutting down)/i;
+
+/** PostgreSQL or Redis unreachable (refused, dropped, stalled): an outage to wait out, not a bug or a bad request. */
+export function isDependencyDown(err: unknown): boolean {
+  for (let e = err as { code?: string; message?: string; driverError?: unknown } | undefined, i = 0; e && i < 3; e = e.driverError as typeof e, i++) {
+    if (e.code && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true;
+    if (e.message && CONNECTION_MESSAGES.test(e.message)) return true;
+  }
+  return false;
+}
+
 /** A job failure that retrying cannot fix: the processor has recorded the outcome; BullMQ must not retry. */
 export { UnrecoverableError as PermanentJobError } from 'bullmq';

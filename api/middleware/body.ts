@@ -62,7 +62,7 @@ function shapeProblem(root: unknown, where: 'body' | 'query'): ApiError | null {
 }
 
 /** Query strings get the same text checks (their nesting is bounded by the query parser). */
-export function rejectNul(query: unknown, where: 'query'): void {
+export function rejectUnstorableText(query: unknown, where: 'query'): void {
   const problem = shapeProblem(query, where);
   if (problem) throw problem;
 }

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
-import { ApiError } from '../../shared/errors.js';
+import { ApiError, isDependencyDown } from '../../shared/errors.js';
 import { SealedRecordUnreadable } from '../../shared/crypto/envelope.js';
 import { sendJson } from '../respond.js';
 import { bodyError } from './body.js';
@@ -29,18 +29,6 @@ export function errorHandler(deps: AppDeps) {
       req.state.log.error({ err: String(sendErr) }, 'could not send error response');
     });
   };
-}
-
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
-const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed|the database system is (starting up|shutting down)/i;
-
-/** PostgreSQL (or Redis) unreachable: a 503 with Retry-After, not a bug. */
-function isDependencyDown(err: unknown): boolean {
-  for (let e = err as { code?: string; message?: string; driverError?: unknown } | undefined, i = 0; e && i < 3; e = e.driverError as typeof e, i++) {
-    if (e.code && (CONNECTION_CODES.has(e.code) || e.code.startsWith('08'))) return true;
-    if (e.message && CONNECTION_MESSAGES.test(e.message)) return true;
-  }
-  return false;
 }
 
 export function notFoundRoute(_req: Request, _res: Response, next: NextFunction): void {

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import { enqueue, type JobRequest, type Queues } from './producer.js';
+import { isDependencyDown } from '../errors.js';
 import { JOB_QUEUES, type JobName } from './registry.js';
 
 export interface OutboxScope {
@@ -47,10 +48,17 @@ export async function dispatchStaged(ds: DataSource, queues: Queues, staged: Sta
 /** BullMQ waits for a lost connection to come back; a request must not. */
 const DISPATCH_TIMEOUT_MS = 1000;
 
+/** Redis did not take the job in time: it is down or stalled (BullMQ's patient connection would wait for ever). */
+class EnqueueTimeout extends Error {
+  constructor(ms: number) {
+    super(`enqueue did not finish within ${ms} ms`);
+  }
+}
+
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`enqueue did not finish within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new EnqueueTimeout(ms)), ms);
   });
   work.catch(() => undefined); // a late failure after the timeout is already accounted for
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
@@ -75,8 +83,7 @@ const MAX_BACKOFF_SECONDS = 300;
 
 /** The enqueue timed out or lost its connection: Redis is down, so every row after this one would fail too. */
 function redisUnreachable(err: unknown): boolean {
-  const text = errorText(err);
-  return text.includes('did not finish within') || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Stream isn't writeable/i.test(text);
+  return err instanceof EnqueueTimeout || isDependencyDown(err);
 }
 
 /**
