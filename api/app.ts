@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { AppDeps } from './context.js';
+import { ApiError } from '../shared/errors.js';
 import { buildDocument } from './openapi/document.js';
 import { compileValidators } from './openapi/validator.js';
 import { routes, schemas } from './routes/index.js';
@@ -28,6 +29,18 @@ function probe(check: Promise<unknown>): Promise<'ok' | 'unreachable'> {
   return Promise.race([check.then(() => 'ok' as const, () => 'unreachable' as const), late]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * `Expect` other than 100-continue: an expectation we cannot meet (RFC 9110 lets us refuse it). Node hands these to
+ * the app through `checkExpectation` (http-server.ts) instead of answering a bare 417 itself.
+ */
+function refuseExpectation(req: express.Request, _res: express.Response, next: express.NextFunction): void {
+  const expect = req.headers.expect;
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
+    return next(ApiError.invalid('The Expect header may only be 100-continue.', [{ path: 'Expect', in: 'header', message: 'must be 100-continue' }]));
+  }
+  next();
+}
+
 /** The web application, without listening: tests and main.ts both build it. */
 export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = {}): BuiltApp {
   // extraRoutes: tests mount operations (a failing or slow one) behind the very same pipeline.
@@ -41,7 +54,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.config.trustProxy);
-  app.use(requestContext(deps));
+  app.use(requestContext(deps), refuseExpectation);
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });

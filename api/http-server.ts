@@ -3,6 +3,7 @@ import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
+import { errorEnvelope } from '../shared/errors.js';
 
 /**
  * What Node refuses before Express ever sees a request (headers over 16 KB, broken HTTP): still the error
@@ -16,7 +17,7 @@ export function clientErrorResponder(log: Logger) {
     }
     const requestId = randomUUID();
     const message = err.code === 'HPE_HEADER_OVERFLOW' ? 'Request headers are too large (16 KB at most in all).' : 'Malformed HTTP request.';
-    const body = JSON.stringify({ error: { code: 'invalid_request', message, requestId } });
+    const body = JSON.stringify(errorEnvelope('invalid_request', message, requestId));
     log.warn({ requestId, code: err.code, status: 400 }, 'request refused before parsing');
     socket.end(
       `HTTP/1.1 400 ${STATUS_CODES[400]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
@@ -31,5 +32,7 @@ export function httpServer(app: Express, log: Logger): Server {
   // Heroku's router keeps connections for up to 55 s; stay longer than it so it never reuses a closed socket.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', clientErrorResponder(log));
+  // Node would answer an Expect other than 100-continue with a bare 417; the app answers it in the envelope instead.
+  server.on('checkExpectation', app);
   return server;
 }

@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppDeps } from './context.js';
 import { ApiError } from '../shared/errors.js';
-import { check, type OperationValidator } from './openapi/validator.js';
+import { check, checkParams, type OperationValidator } from './openapi/validator.js';
 import type { RouteDef } from './routes/route.js';
 import { sendJson } from './respond.js';
 import { bodyError, rejectUnstorableText } from './middleware/body.js';
@@ -34,8 +34,8 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
     try {
       if (req.state.bodyError) throw bodyError(req.state.bodyError);
       rejectUnstorableText(req.query, 'query');
-      const params = check(validator.params, { ...req.params }, 'path');
-      const query = check(validator.query, { ...(req.query as object) }, 'query');
+      const params = checkParams(validator, { ...req.params }, 'path');
+      const query = checkParams(validator, { ...(req.query as Record<string, unknown>) }, 'query');
       let body: unknown = req.body;
       if (route.body) {
         if (body === undefined && req.headers['content-length'] && !req.is('application/json')) {

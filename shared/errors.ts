@@ -1,17 +1,20 @@
-export type ErrorCode =
-  | 'invalid_request' | 'idempotency_key_required' | 'invalid_idempotency_key'
-  | 'unauthorized'
-  | 'insufficient_scope' | 'ip_not_allowed' | 'live_not_enabled'
-  | 'not_found'
-  | 'idempotency_key_in_use' | 'quote_already_used' | 'invalid_state' | 'transaction_not_retryable'
-  | 'wallet_already_registered' | 'resource_archived'
-  | 'payload_too_large'
-  | 'idempotency_key_reused' | 'quote_expired' | 'quote_not_available' | 'quote_direction_mismatch'
-  | 'unsupported_corridor' | 'amount_out_of_range' | 'requirements_not_met' | 'invalid_signature'
-  | 'challenge_expired' | 'wallet_not_verified'
-  | 'rate_limited'
-  | 'internal_error'
-  | 'service_unavailable';
+export const ERROR_CODES = [
+  'invalid_request', 'idempotency_key_required', 'invalid_idempotency_key',
+  'unauthorized',
+  'insufficient_scope', 'ip_not_allowed', 'live_not_enabled',
+  'not_found',
+  'idempotency_key_in_use', 'quote_already_used', 'invalid_state', 'transaction_not_retryable',
+  'wallet_already_registered', 'resource_archived',
+  'payload_too_large',
+  'idempotency_key_reused', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch',
+  'unsupported_corridor', 'amount_out_of_range', 'requirements_not_met', 'invalid_signature',
+  'challenge_expired', 'wallet_not_verified',
+  'rate_limited',
+  'internal_error',
+  'service_unavailable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** The one error type an HTTP answer is built from. Its message is shown to the caller: never put secrets in it. */
 export class ApiError extends Error {
@@ -41,6 +44,11 @@ export class ApiError extends Error {
   static unavailable(message: string, retryAfterSeconds = 5): ApiError {
     return new ApiError(503, 'service_unavailable', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
   }
+}
+
+/** The error envelope: all four keys always present, `details: null` when there is nothing more to say. */
+export function errorEnvelope(code: ErrorCode, message: string, requestId: string, details?: unknown) {
+  return { error: { code, message, requestId, details: details ?? null } };
 }
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
-import { ApiError, isDependencyDown } from '../../shared/errors.js';
+import { ApiError, errorEnvelope, isDependencyDown } from '../../shared/errors.js';
 import { SealedRecordUnreadable } from '../../shared/crypto/envelope.js';
 import { sendJson } from '../respond.js';
 import { bodyError } from './body.js';
@@ -24,7 +24,7 @@ export function errorHandler(deps: AppDeps) {
       req.state.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
       apiError = new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; retry later or contact support with the requestId.');
     }
-    const body = { error: { code: apiError.code, message: apiError.message, requestId: req.state.id, ...(apiError.details !== undefined ? { details: apiError.details } : {}) } };
+    const body = errorEnvelope(apiError.code, apiError.message, req.state.id, apiError.details);
     sendJson(req, res, deps, apiError.status, body, apiError.headers).catch((sendErr: unknown) => {
       req.state.log.error({ err: String(sendErr) }, 'could not send error response');
     });

@@ -1,4 +1,5 @@
 import type { JsonSchema } from '../routes/route.js';
+import { ERROR_CODES } from '../../shared/errors.js';
 
 // Shared schemas. Resource files add their own through `schemas` registries imported in document.ts.
 export const AMOUNT_PATTERN = '^(0|[1-9][0-9]*)(\\.[0-9]+)?$';
@@ -15,12 +16,15 @@ export const sharedSchemas: Record<string, JsonSchema> = {
   Environment: { type: 'string', enum: ['sandbox', 'live'] },
   Error: {
     type: 'object',
-    required: ['code', 'message', 'requestId'],
+    required: ['code', 'message', 'requestId', 'details'],
     properties: {
-      code: { type: 'string', description: 'Machine-readable code, e.g. `invalid_request`, `not_found`, `rate_limited`.' },
+      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable code; the status lists which codes each status carries.' },
       message: { type: 'string' },
       requestId: { type: 'string', format: 'uuid', description: 'Equals the X-Request-Id response header.' },
-      details: { description: 'Extra detail. For `invalid_request`: a list of `{ path, in, message }`.' },
+      details: {
+        type: ['array', 'object', 'null'],
+        description: 'Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }`; for `insufficient_scope`: `{ required_scope }`.',
+      },
     },
   },
   ErrorResponse: {

@@ -16,6 +16,7 @@ function parameters(where: 'path' | 'query', specs: Record<string, ParamSpec> | 
     required: where === 'path' ? true : Boolean(spec.required),
     ...(spec.description ? { description: spec.description } : {}),
     schema: spec.schema,
+    ...(spec.example !== undefined ? { example: spec.example } : {}),
   }));
 }
 
@@ -27,7 +28,8 @@ function errorResponses(route: RouteDef): Record<string, object> {
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     // 404: an {id} in the path, or an id named in the body (customer_id, wallet_id, ...).
     if (status === '404' && !route.path.includes('{') && !route.sandboxOnly && !route.body) continue;
-    if (status === '413' && !route.body) continue;
+    // Every write reads its body (to refuse one it does not take), so every write can meet an oversized one.
+    if (status === '413' && route.method === 'get') continue;
     const headers = { ...RATE_HEADERS, ...(['409', '429', '503'].includes(status) ? { 'Retry-After': RETRY_AFTER } : {}) };
     out[status] = { description, headers, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
   }
@@ -65,7 +67,13 @@ function operation(route: RouteDef): object {
     ...(route.sandboxOnly ? { 'x-sandbox-only': true } : {}),
     ...(params.length ? { parameters: params } : {}),
     ...(route.body
-      ? { requestBody: { required: route.body.required !== false, ...(route.body.description ? { description: route.body.description } : {}), content: { 'application/json': { schema: route.body.schema } } } }
+      ? {
+          requestBody: {
+            required: route.body.required !== false,
+            ...(route.body.description ? { description: route.body.description } : {}),
+            content: { 'application/json': { schema: route.body.schema, ...(route.body.examples ? { examples: route.body.examples } : {}) } },
+          },
+        }
       : {}),
     responses: { ...responses, ...errorResponses(route) },
   };

@@ -114,8 +114,8 @@ export const routes: RouteDef[] = [
     tag: TAG,
     scope: 'beneficiaries:read',
     query: {
-      currency: { schema: CURRENCY, required: true },
-      payment_method: { schema: ref('PaymentMethod'), required: true },
+      currency: { schema: CURRENCY, required: true, example: 'KES' },
+      payment_method: { schema: ref('PaymentMethod'), required: true, example: 'mobile_money' },
     },
     responses: { '200': { description: 'The corridor\'s requirements.', schema: ref('BeneficiaryRequirements') } },
     handler: async ({ query }) => {
@@ -153,7 +153,16 @@ export const routes: RouteDef[] = [
       'A `customer_id` outside this business and environment: 404 `not_found` (`details.param`); an archived customer: 409 `resource_archived`.',
     tag: TAG,
     scope: 'beneficiaries:write',
-    body: { schema: ref('CreateBeneficiaryRequest') },
+    body: { schema: ref('CreateBeneficiaryRequest'), examples: {
+      kes_mobile_money: {
+        summary: 'M-Pesa payout to a Kenyan phone',
+        value: { currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Amina Wanjiru', details: { phone_number: '+254712345678', mobile_network: 'safaricom' }, label: 'Payroll' },
+      },
+      ngn_bank_transfer: {
+        summary: 'Nigerian bank account (NUBAN)',
+        value: { currency: 'NGN', payment_method: 'bank_transfer', account_holder_name: 'Chidi Okafor', details: { bank_code: '058', account_number: '0123456789' } },
+      },
+    } },
     responses: { '201': one('The new beneficiary, details redacted.') },
     handler: async ({ deps, auth, body }) => {
       // Live details are never sealed under the built-in development key.
@@ -187,7 +196,7 @@ export const routes: RouteDef[] = [
     tag: TAG,
     scope: 'beneficiaries:write',
     pathParams: { id: uuidParam },
-    body: { schema: ref('UpdateBeneficiaryRequest') },
+    body: { schema: ref('UpdateBeneficiaryRequest'), examples: { rename: { summary: 'Give it a new label', value: { label: 'Suppliers' } }, clear: { summary: 'Remove the label', value: { label: null } } }  },
     responses: { '200': one('The updated beneficiary (without details).') },
     handler: async ({ deps, auth, params, body }) => ({
       status: 200,

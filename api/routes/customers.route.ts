@@ -63,7 +63,9 @@ export const routes: RouteDef[] = [
       'Creates the customer and derives its managed EVM wallet. An `external_reference` already used in this environment answers 200 with the existing customer and creates nothing.',
     tag: 'Customers',
     scope: 'customers:write',
-    body: { schema: ref('CreateCustomerRequest') },
+    body: { schema: ref('CreateCustomerRequest'), examples: {
+      customer: { summary: 'A customer with your own reference', value: { external_reference: 'cust_1042', display_name: 'Amina Wanjiru', metadata: { segment: 'retail' } } },
+    } },
     responses: {
       '201': { description: 'Customer created, with its managed wallet.', schema: ref('Customer') },
       '200': { description: 'A customer with this external_reference already exists: it is returned unchanged.', schema: ref('Customer') },

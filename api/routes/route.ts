@@ -8,6 +8,7 @@ export interface ParamSpec {
   schema: JsonSchema;
   required?: boolean;
   description?: string;
+  example?: unknown;
 }
 
 export interface ResponseSpec {
@@ -50,7 +51,8 @@ export interface RouteDef {
   requiresLiveEnabled?: boolean;
   pathParams?: Record<string, ParamSpec>;
   query?: Record<string, ParamSpec>;
-  body?: { schema: JsonSchema; required?: boolean; description?: string };
+  /** `examples`: named, valid request bodies; shown in the docs and used by the fuzz test as valid starting points. */
+  body?: { schema: JsonSchema; required?: boolean; description?: string; examples?: Record<string, { summary: string; value: unknown }> };
   responses: Record<string, ResponseSpec>;
   handler: (ctx: HandlerContext) => Promise<Reply>;
 }

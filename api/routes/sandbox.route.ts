@@ -37,7 +37,7 @@ export const routes: RouteDef[] = [
     scope: 'sandbox:write',
     sandboxOnly: true,
     pathParams: { id: uuidParam },
-    body: { schema: ref('SandboxFundWalletRequest') },
+    body: { schema: ref('SandboxFundWalletRequest'), examples: { fund: { summary: 'Credit 250 simulated USDC on Base', value: { chain: 'base', amount: '250.00' } } }  },
     responses: { '200': { description: 'The funding entry and the new balance.', schema: ref('SandboxFunding') } },
     handler: async ({ deps, auth, params, body }) => ({
       status: 200,

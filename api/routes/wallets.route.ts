@@ -35,6 +35,7 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       address: {
         type: 'string',
+        format: 'evm-address',
         pattern: '^0x[0-9a-fA-F]{40}$',
         description: 'EVM address. All lower- or upper-case is accepted; mixed case must pass the EIP-55 checksum. Stored and returned checksummed.',
       },
@@ -59,7 +60,9 @@ export const routes: RouteDef[] = [
       'Answers 201 with `type: external_wallet`, `ownership_status: unverified`. The same address and chain already registered (or a managed wallet\'s address) answers 409 `wallet_already_registered` with `details.wallet_id`.',
     tag: 'Wallets',
     scope: 'wallets:write',
-    body: { schema: ref('RegisterWalletRequest') },
+    body: { schema: ref('RegisterWalletRequest'), examples: {
+      external: { summary: 'A customer\'s own wallet on Base', value: { address: '0x52908400098527886E0F7030069857D2E4169EE7', chain: 'base', label: 'Treasury Safe' } },
+    } },
     responses: { '201': { description: 'The registered wallet.', schema: ref('Wallet') } },
     handler: async ({ deps, auth, body }) => ({ status: 201, body: walletView(await registerExternalWallet(deps.ds, auth, body as RegisterWalletInput)) }),
   },

@@ -5,6 +5,7 @@ import { buildApp, type BuiltApp } from '../../api/app.js';
 import type { AppDeps } from '../../api/context.js';
 import type { RouteDef } from '../../api/routes/route.js';
 import { closeAppDeps, createAppDeps } from '../../api/deps.js';
+import { httpServer } from '../../api/http-server.js';
 import { getConfig, loadConfig, type Config } from '../../shared/config.js';
 import { getDs } from './shared.js';
 
@@ -23,7 +24,8 @@ export async function startApi(options: { env?: Record<string, string>; log?: Lo
   return {
     ...built,
     deps,
-    http: supertest(built.app as Express),
+    // The real HTTP server (what Node answers before Express, such as Expect, goes through it too).
+    http: supertest(httpServer(built.app as Express, deps.log)),
     close: () => closeAppDeps(deps, { keepDataSource: true }),
   };
 }

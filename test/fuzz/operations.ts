@@ -1,0 +1,104 @@
+// What the fuzzer knows about the service comes from the OpenAPI document it serves, never from a hand-kept list.
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+
+const addFormats = formats as unknown as typeof formats.default;
+export type Schema = Record<string, any>;
+export type OpenApi = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, Schema> } } & Record<string, any>;
+
+export interface Param {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  required: boolean;
+  schema: Schema;
+  example?: unknown;
+}
+
+export interface Operation {
+  id: string;
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** OpenAPI path, e.g. /api/v1/business/customers/{id}. */
+  path: string;
+  params: Param[];
+  body?: { schema: Schema; required: boolean; examples: unknown[] };
+  /** Every status the document says this operation can answer. */
+  statuses: Set<number>;
+  /** Validators of the 2xx bodies, by status. */
+  responses: Map<number, ValidateFunction>;
+  /** The resource collection an id in this path names (`/wallets/{id}/balance` -> `wallets`). */
+  collection: string;
+  /** The pool the ids in its answers go to (`/wallets/{id}/verification-challenges` -> `challenges`). */
+  produces: string;
+}
+
+/** JSON pointer segment escaping. */
+function seg(s: string): string {
+  return s.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/** The schema a `$ref` (within the document) stands for. */
+export function resolveRef(doc: OpenApi, schema: Schema): Schema {
+  let s = schema;
+  for (let i = 0; i < 10 && typeof s?.$ref === 'string'; i++) {
+    s = s.$ref.replace(/^[^#]*#\//, '').split('/').reduce((n: any, p: string) => n?.[p.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+  }
+  return s ?? {};
+}
+
+/** The collection a path's id names: the segment before the first `{param}`, or the first segment. */
+function collectionOf(path: string, base: string): string {
+  const parts = path.slice(base.length).split('/').filter(Boolean);
+  const firstParam = parts.findIndex((p) => p.startsWith('{'));
+  return (firstParam > 0 ? parts[firstParam - 1] : parts.filter((p) => p !== 'sandbox')[0]) ?? '';
+}
+
+/** The collection an answer's id belongs to: the last literal segment, its last word (`verification-challenges` -> `challenges`). */
+function producesOf(path: string, base: string): string {
+  const literal = path.slice(base.length).split('/').filter((p) => p && !p.startsWith('{'));
+  return literal[literal.length - 1]?.split('-').pop() ?? '';
+}
+
+export function responseAjv(doc: OpenApi): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats(ajv);
+  ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+  ajv.addFormat('evm-address', /^0x[0-9a-fA-F]{40}$/);
+  ajv.addSchema({ ...doc, $id: 'openapi.json' });
+  return ajv;
+}
+
+/** Every operation of the document, with validators for its success bodies. */
+export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operation[] {
+  const ops: Operation[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    if (!path.startsWith(base)) continue;
+    for (const [method, op] of Object.entries(item)) {
+      const params: Param[] = (op.parameters ?? []).map((p: Schema) => resolveRef(doc, p) as Param).map((p: Param) => ({ ...p, required: Boolean(p.required) }));
+      const media = op.requestBody?.content?.['application/json'];
+      const responses = new Map<number, ValidateFunction>();
+      for (const [status, r] of Object.entries(op.responses as Record<string, Schema>)) {
+        const code = Number(status);
+        if (code >= 200 && code < 300 && r.content?.['application/json']) {
+          responses.set(code, ajv.compile({ $ref: `openapi.json#/paths/${seg(path)}/${method}/responses/${status}/content/application~1json/schema` }));
+        }
+      }
+      ops.push({
+        id: op.operationId,
+        method: method.toUpperCase() as Operation['method'],
+        path,
+        params,
+        body: media
+          ? { schema: media.schema, required: op.requestBody.required !== false, examples: Object.values((media.examples ?? {}) as Record<string, { value: unknown }>).map((e) => e.value) }
+          : undefined,
+        statuses: new Set(Object.keys(op.responses).map(Number)),
+        responses,
+        collection: collectionOf(path, base),
+        produces: producesOf(path, base),
+      });
+    }
+  }
+  // Creators first (a POST on a collection), so the ids they answer with are there for everything after them;
+  // archiving (DELETE) last, so it does not take every resource away from the operations that need a live one.
+  const order = (o: Operation) => (o.method === 'POST' && !o.path.includes('{') ? 0 : o.method === 'DELETE' ? 2 : 1);
+  return ops.sort((a, b) => order(a) - order(b) || a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+}
