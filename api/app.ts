@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { AppDeps } from './context.js';
-import { ApiError } from '../shared/errors.js';
+import { AppError } from '../shared/errors.js';
 import { buildDocument } from './openapi/document.js';
 import { compileValidators } from './openapi/validator.js';
 import { routes, schemas } from './routes/index.js';
@@ -36,7 +36,7 @@ function probe(check: Promise<unknown>): Promise<'ok' | 'unreachable'> {
 function refuseExpectation(req: express.Request, _res: express.Response, next: express.NextFunction): void {
   const expect = req.headers.expect;
   if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') {
-    return next(ApiError.invalid('The Expect header may only be 100-continue.', [{ path: 'Expect', in: 'header', message: 'must be 100-continue' }]));
+    return next(AppError.invalid('The Expect header may only be 100-continue.', [{ path: 'Expect', in: 'header', message: 'must be 100-continue' }]));
   }
   next();
 }

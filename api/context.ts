@@ -6,7 +6,7 @@ import type { Queues } from '../shared/queues/producer.js';
 import type { Environment } from '../shared/domain/chains.js';
 import type { Scope } from '../shared/domain/api-keys.js';
 import type { Scripts } from './middleware/redis-scripts.js';
-import type { ApiError } from '../shared/errors.js';
+import type { AppError } from '../shared/errors.js';
 import type { UnsettledRecords } from './middleware/idempotency-store.js';
 
 /** What the web process is built from; tests build their own. */
@@ -56,7 +56,7 @@ export interface RequestState {
   idempotency?: IdempotencyClaim;
   bodyError?: unknown;
   /** Decided by the route's access checks (scope, sandbox-only); the gate counts the request but claims nothing. */
-  refusal?: ApiError;
+  refusal?: AppError;
   /** The matched operation, set by its access check; unset for unknown routes (which never touch idempotency). */
   route?: { operationId: string };
 }

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { ApiError } from '../shared/errors.js';
+import { AppError } from '../shared/errors.js';
 
 export interface PageQuery {
   limit?: number;
@@ -42,7 +42,7 @@ export function decodeCursor(raw: string): Cursor {
   } catch {
     // fall through
   }
-  throw ApiError.invalid('starting_after is not a cursor this API issued.', [{ path: 'starting_after', in: 'query', message: 'is not a valid cursor' }]);
+  throw AppError.invalid('starting_after is not a cursor this API issued.', [{ path: 'starting_after', in: 'query', message: 'is not a valid cursor' }]);
 }
 
 export interface ListSpec {

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppDeps } from './context.js';
-import { ApiError } from '../shared/errors.js';
+import { AppError } from '../shared/errors.js';
 import { check, checkParams, type OperationValidator } from './openapi/validator.js';
 import type { RouteDef } from './routes/route.js';
 import { sendJson } from './respond.js';
@@ -15,14 +15,14 @@ function access(route: RouteDef) {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const auth = req.state.auth!;
     if (route.sandboxOnly && auth.environment !== 'sandbox') {
-      req.state.refusal = new ApiError(404, 'not_found', 'No such route.');
+      req.state.refusal = new AppError('not_found', 'No such route.');
       return next();
     }
     req.state.route = route;
     if (route.scope && !auth.scopes.has(route.scope)) {
-      req.state.refusal = new ApiError(403, 'insufficient_scope', `This API key lacks the ${route.scope} scope.`, { required_scope: route.scope });
+      req.state.refusal = new AppError('insufficient_scope', `This API key lacks the ${route.scope} scope.`, { required_scope: route.scope });
     } else if (route.requiresLiveEnabled && auth.environment === 'live' && !auth.liveEnabled) {
-      req.state.refusal = new ApiError(403, 'live_not_enabled', 'This business is not enabled for live money movement yet.');
+      req.state.refusal = new AppError('live_not_enabled', 'This business is not enabled for live money movement yet.');
     }
     next();
   };
@@ -39,12 +39,12 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       let body: unknown = req.body;
       if (route.body) {
         if (body === undefined && req.headers['content-length'] && !req.is('application/json')) {
-          throw ApiError.invalid('Content-Type must be application/json.');
+          throw AppError.invalid('Content-Type must be application/json.');
         }
-        if (body === undefined && route.body.required !== false) throw ApiError.invalid('A JSON request body is required.', [{ path: '(body)', in: 'body', message: 'is required' }]);
+        if (body === undefined && route.body.required !== false) throw AppError.invalid('A JSON request body is required.', [{ path: '(body)', in: 'body', message: 'is required' }]);
         if (body !== undefined) body = check(validator.body, body, 'body');
       } else if (body !== undefined && !(typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
-        throw ApiError.invalid('This operation takes no request body.');
+        throw AppError.invalid('This operation takes no request body.');
       }
       const reply = await route.handler({ deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log: req.state.log });
       await sendJson(req, res, deps, reply.status, reply.body, reply.headers);
@@ -65,6 +65,6 @@ export function businessRouter(routes: RouteDef[], validators: Map<RouteDef, Ope
     );
   }
   // Anything unmatched, OPTIONS included (Express would answer it itself), is counted and answered 404.
-  router.use(gateMiddleware, (_req: Request, _res: Response, next: NextFunction) => next(new ApiError(404, 'not_found', 'No such route.')));
+  router.use(gateMiddleware, (_req: Request, _res: Response, next: NextFunction) => next(new AppError('not_found', 'No such route.')));
   return router;
 }

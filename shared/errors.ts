@@ -16,33 +16,37 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** The one error type an HTTP answer is built from. Its message is shown to the caller: never put secrets in it. */
-export class ApiError extends Error {
+/**
+ * The one error type, raised by domain code, middleware and routes alike. It names a contract code and knows no
+ * HTTP: the web process maps the code to a status (api/http-errors.ts), the worker runtime to retry or give up.
+ * Its message is shown to the caller: never put secrets in it.
+ */
+export class AppError extends Error {
   constructor(
-    readonly status: number,
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
-    readonly headers: Record<string, string> = {},
+    /** When retrying can help (a dependency down, a key in use): seconds to wait. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
-    this.name = 'ApiError';
+    this.name = 'AppError';
   }
 
-  static invalid(message: string, details?: unknown): ApiError {
-    return new ApiError(400, 'invalid_request', message, details);
+  static invalid(message: string, details?: unknown): AppError {
+    return new AppError('invalid_request', message, details);
   }
 
-  static notFound(resource: string): ApiError {
-    return new ApiError(404, 'not_found', `No such ${resource}.`);
+  static notFound(resource: string): AppError {
+    return new AppError('not_found', `No such ${resource}.`);
   }
 
-  static invalidState(message: string, details?: unknown): ApiError {
-    return new ApiError(409, 'invalid_state', message, details);
+  static invalidState(message: string, details?: unknown): AppError {
+    return new AppError('invalid_state', message, details);
   }
 
-  static unavailable(message: string, retryAfterSeconds = 5): ApiError {
-    return new ApiError(503, 'service_unavailable', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
+  static unavailable(message: string, retryAfterSeconds = 5): AppError {
+    return new AppError('service_unavailable', message, undefined, retryAfterSeconds);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { hashApiKey, keyEnvironment, normalizeIp } from '../../shared/domain/api-keys.js';
 import type { ApiKeyCache } from './api-key-cache.js';
 
@@ -10,20 +10,19 @@ const BEARER = /^Bearer ([^\s]+)$/i;
 /** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
 export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
   // Every refusal counts against the client's address: a guessed key (401) and a leaked key used from elsewhere (403).
-  const refused = async (req: Request, error: ApiError): Promise<ApiError> => {
+  const refused = async (req: Request, error: AppError): Promise<AppError> => {
     const ip = normalizeIp(req.ip ?? '') ?? 'unknown';
     try {
       const [count, ttl] = await deps.scripts.authFail(`${deps.config.redisPrefix}:authfail:${ip}`, deps.config.authFailWindowSeconds);
       if (count > deps.config.authFailLimit) {
-        const retry = String(Math.max(1, ttl));
-        return new ApiError(429, 'rate_limited', 'Too many failed authentication attempts from this address.', undefined, { 'Retry-After': retry });
+        return new AppError('rate_limited', 'Too many failed authentication attempts from this address.', undefined, Math.max(1, ttl));
       }
     } catch {
       // Redis down: failed-auth limiting is best effort; the refusal stands.
     }
     return error;
   };
-  const unauthorized = (req: Request, message: string) => refused(req, new ApiError(401, 'unauthorized', message));
+  const unauthorized = (req: Request, message: string) => refused(req, new AppError('unauthorized', message));
 
   return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
     try {
@@ -35,13 +34,13 @@ export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
       try {
         auth = await cache.lookup(hashApiKey(key));
       } catch {
-        return next(ApiError.unavailable('Authentication is temporarily unavailable.'));
+        return next(AppError.unavailable('Authentication is temporarily unavailable.'));
       }
       if (!auth) return next(await unauthorized(req, 'Invalid or revoked API key.'));
       if (auth.allowedIps.length > 0) {
         const ip = normalizeIp(req.ip ?? '');
         if (!ip || !auth.allowedIps.includes(ip)) {
-          return next(await refused(req, new ApiError(403, 'ip_not_allowed', 'This API key may not be used from this IP address.')));
+          return next(await refused(req, new AppError('ip_not_allowed', 'This API key may not be used from this IP address.')));
         }
       }
       req.state.auth = auth;

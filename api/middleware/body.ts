@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 
 export const BODY_LIMIT = '1mb';
 const parser = express.json({
@@ -44,16 +44,16 @@ function unstorable(text: string): boolean {
  * What JSON parsing accepts but nothing downstream should see: nesting deep enough to exhaust the stack, and text
  * PostgreSQL cannot store as sent (NUL, lone surrogates). Iterative, so the check itself cannot overflow.
  */
-function shapeProblem(root: unknown, where: 'body' | 'query'): ApiError | null {
+function shapeProblem(root: unknown, where: 'body' | 'query'): AppError | null {
   const stack: { value: unknown; depth: number }[] = [{ value: root, depth: 0 }];
   while (stack.length) {
     const { value, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (unstorable(value)) return ApiError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
+      if (unstorable(value)) return AppError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
     } else if (value && typeof value === 'object') {
-      if (depth >= MAX_JSON_DEPTH) return ApiError.invalid(`The ${where} nests deeper than ${MAX_JSON_DEPTH} levels.`);
+      if (depth >= MAX_JSON_DEPTH) return AppError.invalid(`The ${where} nests deeper than ${MAX_JSON_DEPTH} levels.`);
       for (const [k, v] of Object.entries(value)) {
-        if (unstorable(k)) return ApiError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
+        if (unstorable(k)) return AppError.invalid(`The ${where} contains a NUL character or an unpaired UTF-16 surrogate, which no field accepts.`);
         stack.push({ value: v, depth: depth + 1 });
       }
     }
@@ -68,12 +68,12 @@ export function rejectUnstorableText(query: unknown, where: 'query'): void {
 }
 
 /** Turns a deferred body error into the envelope's error. */
-export function bodyError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
+export function bodyError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
   const e = err as { type?: string; status?: number };
-  if (e.type === 'entity.too.large' || e.status === 413) return new ApiError(413, 'payload_too_large', 'Request body is larger than 1 MB.');
-  if (e.type === 'entity.parse.failed') return ApiError.invalid('Request body is not valid JSON.');
-  if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported' || e.type === 'encoding.invalid') return ApiError.invalid('Request body must be UTF-8 JSON.');
-  if (err instanceof URIError) return ApiError.invalid('The request path is not valid percent-encoding.');
-  return ApiError.invalid('The request could not be read.');
+  if (e.type === 'entity.too.large' || e.status === 413) return new AppError('payload_too_large', 'Request body is larger than 1 MB.');
+  if (e.type === 'entity.parse.failed') return AppError.invalid('Request body is not valid JSON.');
+  if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported' || e.type === 'encoding.invalid') return AppError.invalid('Request body must be UTF-8 JSON.');
+  if (err instanceof URIError) return AppError.invalid('The request path is not valid percent-encoding.');
+  return AppError.invalid('The request could not be read.');
 }

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'DELETE']);
@@ -22,12 +22,12 @@ export function gate(deps: AppDeps) {
     // Idempotency belongs to operations: an unknown route is counted and answered 404, whatever its method.
     const mutating = MUTATING.has(req.method) && route !== undefined;
     const rawKey = req.headers['idempotency-key'];
-    let keyProblem: ApiError | null = null;
+    let keyProblem: AppError | null = null;
     if (mutating) {
-      if (rawKey === undefined || rawKey === '') keyProblem = new ApiError(400, 'idempotency_key_required', 'This request needs an Idempotency-Key header.');
+      if (rawKey === undefined || rawKey === '') keyProblem = new AppError('idempotency_key_required', 'This request needs an Idempotency-Key header.');
       // Node joins repeated headers with ", ": two keys must not pass as a third.
-      else if ((req.headersDistinct['idempotency-key']?.length ?? 0) > 1) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Send exactly one Idempotency-Key header.');
-      else if (typeof rawKey !== 'string' || !KEY_SHAPE.test(rawKey)) keyProblem = new ApiError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 printable ASCII characters.');
+      else if ((req.headersDistinct['idempotency-key']?.length ?? 0) > 1) keyProblem = new AppError('invalid_idempotency_key', 'Send exactly one Idempotency-Key header.');
+      else if (typeof rawKey !== 'string' || !KEY_SHAPE.test(rawKey)) keyProblem = new AppError('invalid_idempotency_key', 'Idempotency-Key must be 8 to 255 printable ASCII characters.');
     }
     const refusal = req.state.refusal ?? keyProblem;
     const claim = mutating && !refusal
@@ -60,7 +60,7 @@ export function gate(deps: AppDeps) {
       // A refusal needs no Redis and still stands (a missing scope must never read through an outage). Only an
       // operation's write needs the idempotency Redis cannot give now; an unknown route is still a 404.
       if (refusal) return next(refusal);
-      if (mutating) return next(ApiError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
+      if (mutating) return next(AppError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
       return next();
     }
     const [count, pttl, verdict, existing] = result;
@@ -69,16 +69,16 @@ export function gate(deps: AppDeps) {
     res.setHeader('X-RateLimit-Remaining', String(Math.max(0, auth.rateLimit - count)));
     res.setHeader('X-RateLimit-Reset', String(resetSeconds));
     if (verdict === 'limited') {
-      return next(new ApiError(429, 'rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, { 'Retry-After': String(resetSeconds) }));
+      return next(new AppError('rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, resetSeconds));
     }
     if (refusal) return next(refusal);
     if (verdict === 'existing' && claim) {
       const record = JSON.parse(existing!) as IdempotencyRecord;
       if (record.fp !== claim.fingerprint) {
-        return next(new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request.'));
+        return next(new AppError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.'));
       }
       if (record.s === 'f') {
-        return next(new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', undefined, { 'Retry-After': '1' }));
+        return next(new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress.', undefined, 1));
       }
       // The replay is the first answer, byte for byte: it keeps that request's id, which its body may quote.
       req.state.log.info({ replayOf: record.rid }, 'idempotent replay');

@@ -1,6 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import type { RouteDef } from '../routes/route.js';
 import { fullPath, type OpenApiDocument } from './document.js';
 
@@ -142,5 +142,5 @@ export function check<T>(fn: ValidateFunction | undefined, value: unknown, where
     return true;
   });
   const first = issues[0];
-  throw ApiError.invalid(first ? `${first.path} ${first.message}` : `Invalid ${where}.`, issues);
+  throw AppError.invalid(first ? `${first.path} ${first.message}` : `Invalid ${where}.`, issues);
 }

@@ -1,4 +1,4 @@
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { paginationQuery, listOf } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
@@ -167,7 +167,7 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, body }) => {
       // Live details are never sealed under the built-in development key.
       if (auth.environment === 'live' && !deps.config.encryptionKeysConfigured) {
-        throw ApiError.unavailable('Live beneficiaries need ENCRYPTION_KEYS to be configured on this deployment.', 60);
+        throw AppError.unavailable('Live beneficiaries need ENCRYPTION_KEYS to be configured on this deployment.', 60);
       }
       const created = await createBeneficiary(deps.ds, deps.config.encryptionKeys, auth, body);
       return { status: 201, body: beneficiaryView(created.beneficiary, created.details) };

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { assertActiveCustomer } from './customers.js';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import { openJson, sealJson, type MasterKey } from '../crypto/envelope.js';
 import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto/sealed-columns.js';
 import type { Environment } from './chains.js';
@@ -112,7 +112,7 @@ export async function createBeneficiary(
 /** One beneficiary with its details redacted; 404 outside this business and environment. */
 export async function getBeneficiary(ds: Queryable, keys: readonly MasterKey[], tenant: Tenant, id: string): Promise<{ beneficiary: BeneficiaryRow; details: Details }> {
   const row = await findRow(ds, tenant, id, { sealed: true });
-  if (!row) throw ApiError.notFound('beneficiary');
+  if (!row) throw AppError.notFound('beneficiary');
   return { beneficiary: withoutSealed(row), details: redactedFor(row, decryptDetails(row, keys)) };
 }
 
@@ -125,8 +125,8 @@ export async function updateBeneficiaryLabel(ds: Queryable, tenant: Tenant, id: 
   );
   if (rows[0]) return rows[0];
   const existing = await findRow(ds, tenant, id);
-  if (!existing) throw ApiError.notFound('beneficiary');
-  throw new ApiError(409, 'resource_archived', 'This beneficiary is archived and can no longer be changed.', { archived_at: existing.archived_at?.toISOString() });
+  if (!existing) throw AppError.notFound('beneficiary');
+  throw new AppError('resource_archived', 'This beneficiary is archived and can no longer be changed.', { archived_at: existing.archived_at?.toISOString() });
 }
 
 /** Archives (status archived, archived_at set). Archiving an archived beneficiary returns it unchanged. */
@@ -137,7 +137,7 @@ export async function archiveBeneficiary(ds: Queryable, tenant: Tenant, id: stri
   );
   if (rows[0]) return rows[0];
   const existing = await findRow(ds, tenant, id);
-  if (!existing) throw ApiError.notFound('beneficiary');
+  if (!existing) throw AppError.notFound('beneficiary');
   return existing;
 }
 
@@ -154,8 +154,8 @@ export async function loadActiveBeneficiary(
   opts: { forUpdate?: boolean } = {},
 ): Promise<ActiveBeneficiary> {
   const row = await findRow(q, tenant, id, { sealed: true, forUpdate: opts.forUpdate });
-  if (!row) throw ApiError.notFound('beneficiary');
-  if (row.status === 'archived') throw new ApiError(409, 'resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
+  if (!row) throw AppError.notFound('beneficiary');
+  if (row.status === 'archived') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
   const corridor = requireCorridor(row.currency, row.payment_method);
   return { beneficiary: withoutSealed(row), corridor, details: decryptDetails(row, keys) };
 }

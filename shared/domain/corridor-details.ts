@@ -1,6 +1,6 @@
 // Checking and redacting a beneficiary's `details` against its corridor. Messages never repeat a value.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import type { Corridor, CorridorField } from './corridors.js';
 
 export type Details = Record<string, string>;
@@ -98,7 +98,7 @@ export function checkDetails(corridor: Corridor, details: unknown): Details {
   const issues = detailIssues(corridor, details);
   if (issues.length === 0) return details as Details;
   const first = `${issues[0].path} ${issues[0].message}`.replace(/\.$/, '');
-  throw new ApiError(422, 'requirements_not_met', `details do not meet the ${corridor.currency} ${corridor.payment_method} requirements: ${first}.`, issues);
+  throw new AppError('requirements_not_met', `details do not meet the ${corridor.currency} ${corridor.payment_method} requirements: ${first}.`, issues);
 }
 
 /** Keeps the last 4 characters; a value of 4 or fewer characters is masked whole. */

@@ -1,7 +1,7 @@
 // The one corridor registry: which (currency, payment method) pairs we pay out to, what a beneficiary's
 // `details` must hold for each, the amount limits per transaction and the provider that serves it.
 // Beneficiaries, quotes and payouts read it; nothing else hard-codes a corridor.
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 
 export const PAYMENT_METHODS = ['mobile_money', 'bank_transfer', 'paybill', 'buy_goods', 'email_transfer', 'swift_transfer'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
@@ -183,7 +183,7 @@ export function paymentMethodsFor(currency: string): PaymentMethod[] {
 export function requireCorridor(currency: string, paymentMethod: string): Corridor {
   const corridor = getCorridor(currency, paymentMethod);
   if (corridor) return corridor;
-  throw new ApiError(422, 'unsupported_corridor', `We do not pay out ${currency} by ${paymentMethod}.`, {
+  throw new AppError('unsupported_corridor', `We do not pay out ${currency} by ${paymentMethod}.`, {
     currency,
     payment_method: paymentMethod,
     supported_payment_methods: paymentMethodsFor(currency),

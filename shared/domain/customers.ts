@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import { allocateHdIndex, managedWalletAddress } from '../chain/hd-wallet.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
@@ -30,8 +30,8 @@ export async function assertActiveCustomer(q: Pick<DataSource | EntityManager, '
     `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
     [customerId, scope.businessId, scope.environment],
   );
-  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such customer.', { param: 'customer_id' });
-  if (rows[0].status !== 'active') throw new ApiError(409, 'resource_archived', 'This customer is archived.', { customer_id: customerId });
+  if (!rows[0]) throw new AppError('not_found', 'No such customer.', { param: 'customer_id' });
+  if (rows[0].status !== 'active') throw new AppError('resource_archived', 'This customer is archived.', { customer_id: customerId });
 }
 
 /** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
@@ -66,7 +66,7 @@ export async function findCustomer(db: DataSource | EntityManager, scope: EventS
     `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.id = $1 AND c.business_id = $2 AND c.environment = $3`,
     [id, scope.businessId, scope.environment],
   );
-  if (!rows[0]) throw ApiError.notFound('customer');
+  if (!rows[0]) throw AppError.notFound('customer');
   return rows[0];
 }
 
@@ -112,7 +112,7 @@ export async function createCustomer(
   input: CreateCustomerInput,
 ): Promise<{ created: boolean; customer: CustomerRow }> {
   const seed = seeds[scope.environment];
-  if (!seed) throw ApiError.unavailable('Live managed wallets are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  if (!seed) throw AppError.unavailable('Live managed wallets are not configured on this deployment (WALLET_SEED_LIVE).', 60);
   return ds.transaction(async (em) => {
     const inserted: { id: string }[] = await em.query(
       `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)

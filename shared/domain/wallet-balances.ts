@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Address } from 'viem';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { ChainUnavailableError } from '../chain/clients.js';
 import { usdcBalanceOf } from '../chain/usdc.js';
@@ -47,7 +47,7 @@ export async function walletBalance(
     const onChain = await usdcBalanceOf(config, chain, wallet.address as Address);
     return balanceView(config, wallet, chain, onChain.amount, false, onChain.checkedAt);
   } catch (err) {
-    if (err instanceof ChainUnavailableError) throw ApiError.unavailable(`The ${chain} network cannot be read right now; retry shortly.`);
+    if (err instanceof ChainUnavailableError) throw AppError.unavailable(`The ${chain} network cannot be read right now; retry shortly.`);
     throw err;
   }
 }
@@ -57,11 +57,11 @@ function parseFundingAmount(amount: string): bigint {
   try {
     minor = toMinor(amount, USDC_SCALE);
   } catch (err) {
-    if (err instanceof AmountError) throw ApiError.invalid(`amount must be a USDC amount with at most ${USDC_SCALE} decimals.`, [{ path: 'amount', in: 'body', message: err.message }]);
+    if (err instanceof AmountError) throw AppError.invalid(`amount must be a USDC amount with at most ${USDC_SCALE} decimals.`, [{ path: 'amount', in: 'body', message: err.message }]);
     throw err;
   }
   if (minor <= 0n || minor > MAX_SANDBOX_FUNDING_MINOR) {
-    throw ApiError.invalid('amount must be more than 0 and at most 1000000000 USDC.', [{ path: 'amount', in: 'body', message: 'is out of range' }]);
+    throw AppError.invalid('amount must be more than 0 and at most 1000000000 USDC.', [{ path: 'amount', in: 'body', message: 'is out of range' }]);
   }
   return minor;
 }

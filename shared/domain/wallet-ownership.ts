@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Address, Hex } from 'viem';
 import { createSiweMessage } from 'viem/siwe';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { ChainUnavailableError } from '../chain/clients.js';
 import { isSignedBy } from '../chain/signatures.js';
@@ -27,10 +27,10 @@ export function challengeView(row: Pick<ChallengeRow, 'id' | 'wallet_id' | 'mess
 
 /** External, active and not yet verified: a proof is made once, so verified_at and the wallet.verified event stay the first proof's. */
 function assertChallengeable(wallet: WalletRow): void {
-  if (wallet.type === 'managed_wallet') throw ApiError.invalidState('A managed wallet is held by the platform; it needs no ownership proof.', { wallet_id: wallet.id });
+  if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet is held by the platform; it needs no ownership proof.', { wallet_id: wallet.id });
   assertActive(wallet);
   if (wallet.ownership_status === 'verified') {
-    throw ApiError.invalidState('This wallet is already verified.', { wallet_id: wallet.id, verified_at: wallet.verified_at?.toISOString() });
+    throw AppError.invalidState('This wallet is already verified.', { wallet_id: wallet.id, verified_at: wallet.verified_at?.toISOString() });
   }
 }
 
@@ -69,13 +69,13 @@ async function findChallenge(ds: DataSource, scope: EventScope, walletId: string
     `SELECT id, wallet_id, message, expires_at, used_at FROM wallet_challenges WHERE id = $1 AND wallet_id = $2 AND business_id = $3 AND environment = $4`,
     [challengeId, walletId, scope.businessId, scope.environment],
   );
-  if (!rows[0]) throw new ApiError(404, 'not_found', 'No such verification challenge for this wallet.', { param: 'challenge_id' });
+  if (!rows[0]) throw new AppError('not_found', 'No such verification challenge for this wallet.', { param: 'challenge_id' });
   return rows[0];
 }
 
 function assertUsable(challenge: ChallengeRow, now: Date): void {
-  if (challenge.used_at) throw ApiError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
-  if (challenge.expires_at <= now) throw new ApiError(422, 'challenge_expired', 'This challenge has expired; create a new one.', { challenge_id: challenge.id });
+  if (challenge.used_at) throw AppError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
+  if (challenge.expires_at <= now) throw new AppError('challenge_expired', 'This challenge has expired; create a new one.', { challenge_id: challenge.id });
 }
 
 /**
@@ -98,10 +98,10 @@ export async function verifyChallenge(
   try {
     signed = await isSignedBy(config, wallet.chain, wallet.address as Address, challenge.message, input.signature as Hex);
   } catch (err) {
-    if (err instanceof ChainUnavailableError) throw ApiError.unavailable(`The ${wallet.chain} network cannot be reached to check a contract wallet signature; retry shortly.`);
+    if (err instanceof ChainUnavailableError) throw AppError.unavailable(`The ${wallet.chain} network cannot be reached to check a contract wallet signature; retry shortly.`);
     throw err;
   }
-  if (!signed) throw new ApiError(422, 'invalid_signature', 'The signature was not made by this wallet over the challenge message.', { challenge_id: challenge.id });
+  if (!signed) throw new AppError('invalid_signature', 'The signature was not made by this wallet over the challenge message.', { challenge_id: challenge.id });
 
   return ds.transaction(async (em) => {
     // The conditional update decides a race between two verifications of one challenge.
@@ -109,7 +109,7 @@ export async function verifyChallenge(
       `WITH used AS (UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3 AND used_at IS NULL RETURNING id) SELECT id FROM used`,
       [challenge.id, scope.businessId, scope.environment],
     );
-    if (!consumed[0]) throw ApiError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
+    if (!consumed[0]) throw AppError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
     const current = await findWallet(em, scope, wallet.id, 'update');
     assertChallengeable(current); // archived or verified meanwhile (through another challenge)
     await em.query(

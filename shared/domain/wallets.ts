@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { assertActiveCustomer } from './customers.js';
-import { ApiError } from '../errors.js';
+import { AppError } from '../errors.js';
 import { checksumAddress } from '../chain/address.js';
 import { CHAINS, type Chain } from './chains.js';
 import type { EventScope } from './events.js';
@@ -62,22 +62,22 @@ export async function findWallet(db: DataSource | EntityManager, scope: EventSco
     `SELECT ${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`,
     [id, scope.businessId, scope.environment],
   );
-  if (!rows[0]) throw ApiError.notFound('wallet');
+  if (!rows[0]) throw AppError.notFound('wallet');
   return rows[0];
 }
 
 export function assertActive(wallet: WalletRow): void {
-  if (wallet.status !== 'active') throw new ApiError(409, 'resource_archived', 'This wallet is archived.', { wallet_id: wallet.id });
+  if (wallet.status !== 'active') throw new AppError('resource_archived', 'This wallet is archived.', { wallet_id: wallet.id });
 }
 
 /** The chain a balance or funding refers to: required for managed wallets, the wallet's own chain for external ones. */
 export function resolveChain(wallet: WalletRow, requested: Chain | undefined, where: 'query' | 'body' = 'query'): Chain {
   if (wallet.type === 'managed_wallet') {
-    if (!requested) throw ApiError.invalid('chain is required for a managed wallet.', [{ path: 'chain', in: where, message: 'is required for a managed wallet' }]);
+    if (!requested) throw AppError.invalid('chain is required for a managed wallet.', [{ path: 'chain', in: where, message: 'is required for a managed wallet' }]);
     return requested;
   }
   if (requested && requested !== wallet.chain) {
-    throw ApiError.invalid(`This external wallet is registered on ${wallet.chain}.`, [{ path: 'chain', in: where, message: `must be ${wallet.chain} for this wallet` }]);
+    throw AppError.invalid(`This external wallet is registered on ${wallet.chain}.`, [{ path: 'chain', in: where, message: `must be ${wallet.chain} for this wallet` }]);
   }
   return wallet.chain;
 }
@@ -95,15 +95,15 @@ const ADDRESS_PROBLEMS = {
   zero_address: 'is the zero address',
 };
 
-function alreadyRegistered(walletId: string): ApiError {
-  return new ApiError(409, 'wallet_already_registered', 'This address is already registered on this chain.', { wallet_id: walletId });
+function alreadyRegistered(walletId: string): AppError {
+  return new AppError('wallet_already_registered', 'This address is already registered on this chain.', { wallet_id: walletId });
 }
 
 /** Registers an external wallet; an active wallet with the same address on that chain (or a managed one) is a 409. */
 export async function registerExternalWallet(ds: DataSource, scope: EventScope, input: RegisterWalletInput): Promise<WalletRow> {
   const checked = checksumAddress(input.address);
   if ('problem' in checked) {
-    throw ApiError.invalid(`address ${ADDRESS_PROBLEMS[checked.problem]}.`, [{ path: 'address', in: 'body', message: ADDRESS_PROBLEMS[checked.problem] }]);
+    throw AppError.invalid(`address ${ADDRESS_PROBLEMS[checked.problem]}.`, [{ path: 'address', in: 'body', message: ADDRESS_PROBLEMS[checked.problem] }]);
   }
   const params = [scope.businessId, scope.environment];
   return ds.transaction(async (em) => {
@@ -138,7 +138,7 @@ export async function archiveWallet(ds: DataSource, scope: EventScope, id: strin
   return ds.transaction(async (em) => {
     const wallet = await findWallet(em, scope, id, 'update');
     // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
-    if (wallet.type === 'managed_wallet') throw ApiError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
+    if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
     if (wallet.status === 'archived') return wallet;
     await em.query(
       `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,

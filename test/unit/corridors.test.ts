@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { getCorridor, listCorridors, PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
 import { detailIssues, ibanChecksumValid, redactDetails, redactValue } from '../../shared/domain/corridor-details.js';
 import { formatAmount, scaleOf, toMinor } from '../../shared/domain/money.js';
-import { ApiError } from '../../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 import { CORRIDOR_EXAMPLES } from '../helpers/corridor-examples.js';
 
 const keyOf = (c: { currency: string; payment_method: string }) => `${c.currency}:${c.payment_method}`;
@@ -26,10 +26,9 @@ describe('corridor registry', () => {
       requireCorridor('NGN', 'mobile_money');
       expect.fail('should throw');
     } catch (err) {
-      expect(err).to.be.instanceOf(ApiError);
-      expect((err as ApiError).status).to.equal(422);
-      expect((err as ApiError).code).to.equal('unsupported_corridor');
-      expect((err as ApiError).details).to.deep.include({ supported_payment_methods: ['bank_transfer'] });
+      expect(err).to.be.instanceOf(AppError);
+      expect((err as AppError).code).to.equal('unsupported_corridor');
+      expect((err as AppError).details).to.deep.include({ supported_payment_methods: ['bank_transfer'] });
     }
   });
 
