@@ -1,6 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { PermanentJobError } from '../shared/errors.js';
+import { AppError, PermanentJobError } from '../shared/errors.js';
+import { AmountError } from '../shared/domain/money.js';
+import { InsufficientFundsError } from '../shared/domain/ledger.js';
 import { POOLS, isPool, type JobName, type Pool } from '../shared/queues/registry.js';
 import { REGISTRY, type PoolSpec, type WorkerDeps } from './registry.js';
 import { startOutboxRelay } from './outbox/relay.js';
@@ -30,7 +32,11 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
         const processor = spec.processors[job.name as JobName] as ((j: Job, d: WorkerDeps) => Promise<unknown>) | undefined;
         if (!processor) throw new PermanentJobError(`no processor for job ${job.name} on pool ${pool}`);
         const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
-        return processor(job, { ...deps, log });
+        try {
+          return await processor(job, { ...deps, log });
+        } catch (err) {
+          throw asJobFailure(err);
+        }
       },
       { connection: options.connection, prefix: deps.config.redisPrefix, concurrency: spec.concurrency },
     );
@@ -50,6 +56,17 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
       await Promise.all([stopRelay(), ...workers.map((w) => w.close())]);
     },
   };
+}
+
+/**
+ * How the worker runtime reads an error: a coded business refusal, bad money or missing funds will not change by
+ * retrying (give up: the processor has recorded what it could); an outage or anything unknown is retried with backoff.
+ */
+export function asJobFailure(err: unknown): unknown {
+  if (err instanceof PermanentJobError) return err;
+  const permanent =
+    (err instanceof AppError && err.code !== 'service_unavailable' && err.code !== 'internal_error') || err instanceof AmountError || err instanceof InsufficientFundsError;
+  return permanent ? new PermanentJobError(`${(err as Error).name}: ${(err as Error).message}`) : err;
 }
 
 /** `tsx workers/main.ts pricing settlement` starts those pools; `all` (or nothing) starts every pool. */

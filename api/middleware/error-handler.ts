@@ -3,6 +3,8 @@ import type { AppDeps } from '../context.js';
 import { AppError, errorEnvelope, isDependencyDown } from '../../shared/errors.js';
 import { SealedRecordUnreadable } from '../../shared/crypto/envelope.js';
 import { sendJson } from '../respond.js';
+import { AmountError } from '../../shared/domain/money.js';
+import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import { httpAnswerOf } from '../http-errors.js';
 import { bodyError } from './body.js';
 
@@ -14,6 +16,9 @@ export function errorHandler(deps: AppDeps) {
     if (err instanceof AppError) appError = err;
     // Errors Express or body-parser raise about the request itself (malformed JSON, bad percent-encoding).
     else if (typeof raised === 'number' && raised >= 400 && raised < 500) appError = bodyError(err);
+    // Domain errors that are not AppErrors still answer as the contract says, never 500.
+    else if (err instanceof AmountError) appError = AppError.invalid(`Amount refused: ${err.message}.`);
+    else if (err instanceof InsufficientFundsError) appError = AppError.invalidState('Not enough funds for this operation.');
     else if (err instanceof SealedRecordUnreadable) {
       // A row this deployment's ENCRYPTION_KEYS cannot open: configuration (or storage), not a bug in the request.
       req.state.log.error({ keyId: err.keyId, reason: err.reason }, 'a stored record does not open with ENCRYPTION_KEYS');

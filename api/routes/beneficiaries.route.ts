@@ -1,4 +1,5 @@
 import { AppError } from '../../shared/errors.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { paginationQuery, listOf } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
@@ -169,7 +170,7 @@ export const routes: RouteDef[] = [
       if (auth.environment === 'live' && !deps.config.encryptionKeysConfigured) {
         throw AppError.unavailable('Live beneficiaries need ENCRYPTION_KEYS to be configured on this deployment.', 60);
       }
-      const created = await createBeneficiary(deps.ds, deps.config.encryptionKeys, auth, body);
+      const created = await inUnit(deps, (unit) => createBeneficiary(unit.em, deps.config.encryptionKeys, auth, body));
       return { status: 201, body: beneficiaryView(created.beneficiary, created.details) };
     },
   },
@@ -200,7 +201,7 @@ export const routes: RouteDef[] = [
     responses: { '200': one('The updated beneficiary (without details).') },
     handler: async ({ deps, auth, params, body }) => ({
       status: 200,
-      body: beneficiaryView(await updateBeneficiaryLabel(deps.ds, auth, params.id, body.label)),
+      body: beneficiaryView(await inUnit(deps, (unit) => updateBeneficiaryLabel(unit.em, auth, params.id, body.label))),
     }),
   },
   {
@@ -213,6 +214,6 @@ export const routes: RouteDef[] = [
     scope: 'beneficiaries:write',
     pathParams: { id: uuidParam },
     responses: { '200': one('The archived beneficiary (without details).') },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: beneficiaryView(await archiveBeneficiary(deps.ds, auth, params.id)) }),
+    handler: async ({ deps, auth, params }) => ({ status: 200, body: beneficiaryView(await inUnit(deps, (unit) => archiveBeneficiary(unit.em, auth, params.id))) }),
   },
 ];

@@ -1,4 +1,5 @@
 import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../pagination.js';
 import { listPage } from '../pagination.js';
@@ -71,7 +72,7 @@ export const routes: RouteDef[] = [
       '200': { description: 'A customer with this external_reference already exists: it is returned unchanged.', schema: ref('Customer') },
     },
     handler: async ({ deps, auth, body }) => {
-      const { created, customer } = await createCustomer(deps.ds, deps.config.walletSeeds, auth, body as CreateCustomerInput);
+      const { created, customer } = await inUnit(deps, (unit) => createCustomer(unit.em, deps.config.walletSeeds, auth, body as CreateCustomerInput));
       return { status: created ? 201 : 200, body: customerView(customer) };
     },
   },

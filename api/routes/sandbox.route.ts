@@ -1,4 +1,5 @@
 import type { Chain } from '../../shared/domain/chains.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
@@ -41,7 +42,7 @@ export const routes: RouteDef[] = [
     responses: { '200': { description: 'The funding entry and the new balance.', schema: ref('SandboxFunding') } },
     handler: async ({ deps, auth, params, body }) => ({
       status: 200,
-      body: await fundSandboxWallet(deps.ds, deps.config, auth, (params as { id: string }).id, body as { chain: Chain; amount: string }),
+      body: await inUnit(deps, (unit) => fundSandboxWallet(unit.em, deps.config, auth, (params as { id: string }).id, body as { chain: Chain; amount: string })),
     }),
   },
 ];

@@ -1,4 +1,5 @@
-import { createChallenge, verifyChallenge } from '../../shared/domain/wallet-ownership.js';
+import { checkChallengeSignature, createChallenge, verifyWallet } from '../../shared/domain/wallet-ownership.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { walletView } from '../../shared/domain/wallets.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
@@ -41,7 +42,7 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '201': { description: 'The challenge to sign.', schema: ref('WalletVerificationChallenge') } },
-    handler: async ({ deps, auth, params }) => ({ status: 201, body: await createChallenge(deps.ds, deps.config, auth, walletId(params)) }),
+    handler: async ({ deps, auth, params }) => ({ status: 201, body: await inUnit(deps, (unit) => createChallenge(unit.em, deps.config, auth, walletId(params))) }),
   },
   {
     method: 'post',
@@ -56,9 +57,10 @@ export const routes: RouteDef[] = [
     pathParams: walletPath,
     body: { schema: ref('VerifyWalletRequest') },
     responses: { '200': { description: 'The verified wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, params, body }) => ({
-      status: 200,
-      body: walletView(await verifyChallenge(deps.ds, deps.config, auth, walletId(params), body as { challenge_id: string; signature: string })),
-    }),
+    handler: async ({ deps, auth, params, body }) => {
+      const input = body as { challenge_id: string; signature: string };
+      await checkChallengeSignature(deps.ds, deps.config, auth, walletId(params), input);
+      return { status: 200, body: walletView(await inUnit(deps, (unit) => verifyWallet(unit, auth, walletId(params), input.challenge_id))) };
+    },
   },
 ];

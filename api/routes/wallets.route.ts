@@ -1,4 +1,5 @@
 import { archiveWallet, findWallet, registerExternalWallet, WALLET_COLUMNS, WALLET_FROM, walletView, type RegisterWalletInput, type WalletRow } from '../../shared/domain/wallets.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../pagination.js';
 import { listPage } from '../pagination.js';
@@ -64,7 +65,7 @@ export const routes: RouteDef[] = [
       external: { summary: 'A customer\'s own wallet on Base', value: { address: '0x52908400098527886E0F7030069857D2E4169EE7', chain: 'base', label: 'Treasury Safe' } },
     } },
     responses: { '201': { description: 'The registered wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, body }) => ({ status: 201, body: walletView(await registerExternalWallet(deps.ds, auth, body as RegisterWalletInput)) }),
+    handler: async ({ deps, auth, body }) => ({ status: 201, body: walletView(await await inUnit(deps, (unit) => registerExternalWallet(unit.em, auth, body as RegisterWalletInput))) }),
   },
   {
     method: 'get',
@@ -115,6 +116,6 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '200': { description: 'The archived wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: walletView(await archiveWallet(deps.ds, auth, walletId(params))) }),
+    handler: async ({ deps, auth, params }) => ({ status: 200, body: walletView(await await inUnit(deps, (unit) => archiveWallet(unit.em, auth, walletId(params)))) }),
   },
 ];

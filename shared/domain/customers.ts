@@ -101,32 +101,30 @@ export interface CreateCustomerInput {
 }
 
 /**
- * Creates the customer and its managed wallet in one transaction, or returns the customer that already holds
- * this external_reference. The unique index decides concurrent creates: the loser's insert waits for the
+ * Creates the customer and its managed wallet in the caller's transaction, or returns the customer that already
+ * holds this external_reference. The unique index decides concurrent creates: the loser's insert waits for the
  * winner's commit, does nothing, and reads the winner's row, so there is never a second wallet.
  */
 export async function createCustomer(
-  ds: DataSource,
+  em: EntityManager,
   seeds: Config['walletSeeds'],
   scope: EventScope,
   input: CreateCustomerInput,
 ): Promise<{ created: boolean; customer: CustomerRow }> {
   const seed = seeds[scope.environment];
   if (!seed) throw AppError.unavailable('Live managed wallets are not configured on this deployment (WALLET_SEED_LIVE).', 60);
-  return ds.transaction(async (em) => {
-    const inserted: { id: string }[] = await em.query(
-      `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (business_id, environment, external_reference) DO NOTHING RETURNING id`,
-      [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
-    );
-    if (inserted[0]) {
-      await insertManagedWallet(em, seed, scope, inserted[0].id);
-      return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
-    }
-    const existing: CustomerRow[] = await em.query(
-      `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,
-      [scope.businessId, scope.environment, input.external_reference],
-    );
-    return { created: false, customer: existing[0] };
-  });
+  const inserted: { id: string }[] = await em.query(
+    `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (business_id, environment, external_reference) DO NOTHING RETURNING id`,
+    [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
+  );
+  if (inserted[0]) {
+    await insertManagedWallet(em, seed, scope, inserted[0].id);
+    return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
+  }
+  const existing: CustomerRow[] = await em.query(
+    `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,
+    [scope.businessId, scope.environment, input.external_reference],
+  );
+  return { created: false, customer: existing[0] };
 }

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Address } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
@@ -68,36 +68,34 @@ function parseFundingAmount(amount: string): bigint {
 
 /** Sandbox control: credits simulated USDC to a wallet from the sandbox faucet, as one ledger entry. */
 export async function fundSandboxWallet(
-  ds: DataSource,
+  em: EntityManager,
   config: Config,
   scope: EventScope,
   walletId: string,
   input: { chain: Chain; amount: string },
 ): Promise<Record<string, unknown>> {
   const minor = parseFundingAmount(input.amount);
-  return ds.transaction(async (em) => {
-    // A share lock: funding runs concurrently, archiving waits for it (and it for archiving).
-    const wallet = await findWallet(em, scope, walletId, 'share');
-    assertActive(wallet);
-    const chain = resolveChain(wallet, input.chain, 'body');
-    const credited = walletUsdcAccount(wallet.id, chain);
-    const entry = await postEntry(em, scope, {
-      kind: 'sandbox_funding',
-      description: `Sandbox funding of ${fromMinor(minor, USDC_SCALE)} USDC`,
-      metadata: { wallet_id: wallet.id, chain },
-      postings: [
-        { account: { kind: 'sandbox_faucet', asset: 'USDC' }, amount: -minor },
-        { account: credited, amount: minor },
-      ],
-    });
-    const balance = await accountBalance(em, scope, credited);
-    return {
-      id: entry.id,
-      wallet_id: wallet.id,
-      chain,
-      asset: 'USDC',
-      amount: fromMinor(minor, USDC_SCALE),
-      balance: balanceView(config, wallet, chain, balance, true, new Date()),
-    };
+  // A share lock: funding runs concurrently, archiving waits for it (and it for archiving).
+  const wallet = await findWallet(em, scope, walletId, 'share');
+  assertActive(wallet);
+  const chain = resolveChain(wallet, input.chain, 'body');
+  const credited = walletUsdcAccount(wallet.id, chain);
+  const entry = await postEntry(em, scope, {
+    kind: 'sandbox_funding',
+    description: `Sandbox funding of ${fromMinor(minor, USDC_SCALE)} USDC`,
+    metadata: { wallet_id: wallet.id, chain },
+    postings: [
+      { account: { kind: 'sandbox_faucet', asset: 'USDC' }, amount: -minor },
+      { account: credited, amount: minor },
+    ],
   });
+  const balance = await accountBalance(em, scope, credited);
+  return {
+    id: entry.id,
+    wallet_id: wallet.id,
+    chain,
+    asset: 'USDC',
+    amount: fromMinor(minor, USDC_SCALE),
+    balance: balanceView(config, wallet, chain, balance, true, new Date()),
+  };
 }

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Address, Hex } from 'viem';
 import { createSiweMessage } from 'viem/siwe';
 import { AppError } from '../errors.js';
@@ -7,7 +7,10 @@ import type { Config } from '../config.js';
 import { ChainUnavailableError } from '../chain/clients.js';
 import { isSignedBy } from '../chain/signatures.js';
 import { CHAIN_IDS } from './chains.js';
-import { recordEvent, type EventScope } from './events.js';
+import type { EventScope } from './events.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { NOW, transition } from './transition.js';
+import { WALLET_OWNERSHIP_MACHINE } from './machines.js';
 import { assertActive, findWallet, walletView, type WalletRow } from './wallets.js';
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000;
@@ -38,8 +41,8 @@ function assertChallengeable(wallet: WalletRow): void {
  * An EIP-4361 (Sign-In with Ethereum) message for the wallet's address and chain, valid 10 minutes.
  * Its domain and URI are the service's public address (PUBLIC_BASE_URL): wallets show them to the signer.
  */
-export async function createChallenge(ds: DataSource, config: Config, scope: EventScope, walletId: string): Promise<Record<string, unknown>> {
-  const wallet = await findWallet(ds, scope, walletId);
+export async function createChallenge(em: EntityManager, config: Config, scope: EventScope, walletId: string): Promise<Record<string, unknown>> {
+  const wallet = await findWallet(em, scope, walletId);
   assertChallengeable(wallet);
   const id = randomUUID();
   const nonce = randomBytes(16).toString('hex');
@@ -57,7 +60,7 @@ export async function createChallenge(ds: DataSource, config: Config, scope: Eve
     expirationTime: expiresAt,
     requestId: id,
   });
-  await ds.query(
+  await em.query(
     `INSERT INTO wallet_challenges (id, business_id, environment, wallet_id, nonce, message, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     [id, scope.businessId, scope.environment, wallet.id, nonce, message, expiresAt],
   );
@@ -79,16 +82,16 @@ function assertUsable(challenge: ChallengeRow, now: Date): void {
 }
 
 /**
- * Checks the signature of a challenge (EIP-191, or EIP-1271 through the chain's RPC) and, in one transaction,
- * consumes the challenge, marks the wallet verified and records a `wallet.verified` event.
+ * Before any write: the challenge is this wallet's, unused and unexpired, and the signature over it is the
+ * wallet's (EIP-191, or EIP-1271 through the chain's RPC). A network call, so it runs outside the transaction.
  */
-export async function verifyChallenge(
+export async function checkChallengeSignature(
   ds: DataSource,
   config: Config,
   scope: EventScope,
   walletId: string,
   input: { challenge_id: string; signature: string },
-): Promise<WalletRow> {
+): Promise<void> {
   const wallet = await findWallet(ds, scope, walletId);
   assertChallengeable(wallet);
   const challenge = await findChallenge(ds, scope, wallet.id, input.challenge_id);
@@ -102,22 +105,30 @@ export async function verifyChallenge(
     throw err;
   }
   if (!signed) throw new AppError('invalid_signature', 'The signature was not made by this wallet over the challenge message.', { challenge_id: challenge.id });
+}
 
-  return ds.transaction(async (em) => {
-    // The conditional update decides a race between two verifications of one challenge.
-    const consumed: { id: string }[] = await em.query(
-      `WITH used AS (UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3 AND used_at IS NULL RETURNING id) SELECT id FROM used`,
-      [challenge.id, scope.businessId, scope.environment],
-    );
-    if (!consumed[0]) throw AppError.invalidState('This challenge was already used; create a new one.', { challenge_id: challenge.id });
-    const current = await findWallet(em, scope, wallet.id, 'update');
-    assertChallengeable(current); // archived or verified meanwhile (through another challenge)
-    await em.query(
-      `UPDATE wallets SET ownership_status = 'verified', verified_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
-      [wallet.id, scope.businessId, scope.environment],
-    );
-    const verified = await findWallet(em, scope, wallet.id);
-    await recordEvent(em, scope, 'wallet.verified', walletView(verified));
-    return verified;
+/**
+ * After checkChallengeSignature, in the caller's transaction: consumes the challenge and moves the wallet to
+ * `verified` through the transition function (history row and `wallet.verified` event with it).
+ */
+export async function verifyWallet(unit: Unit, scope: EventScope, walletId: string, challengeId: string): Promise<WalletRow> {
+  const { em } = unit;
+  // The conditional update decides a race between two verifications of one challenge.
+  const consumed: { id: string }[] = await em.query(
+    `WITH used AS (UPDATE wallet_challenges SET used_at = now() WHERE id = $1 AND wallet_id = $2 AND business_id = $3 AND environment = $4 AND used_at IS NULL RETURNING id) SELECT id FROM used`,
+    [challengeId, walletId, scope.businessId, scope.environment],
+  );
+  if (!consumed[0]) throw AppError.invalidState('This challenge was already used; create a new one.', { challenge_id: challengeId });
+  const current = await findWallet(em, scope, walletId, 'update');
+  assertChallengeable(current); // archived or verified meanwhile (through another challenge)
+  const moved = await transition(unit, WALLET_OWNERSHIP_MACHINE, {
+    scope,
+    id: walletId,
+    to: 'verified',
+    set: { verified_at: NOW },
+    reason: `challenge ${challengeId}`,
+    view: async () => walletView(await findWallet(em, scope, walletId)),
   });
+  if (!moved) throw AppError.invalidState('This wallet is already verified.', { wallet_id: walletId });
+  return findWallet(em, scope, walletId);
 }

@@ -100,50 +100,46 @@ function alreadyRegistered(walletId: string): AppError {
 }
 
 /** Registers an external wallet; an active wallet with the same address on that chain (or a managed one) is a 409. */
-export async function registerExternalWallet(ds: DataSource, scope: EventScope, input: RegisterWalletInput): Promise<WalletRow> {
+export async function registerExternalWallet(em: EntityManager, scope: EventScope, input: RegisterWalletInput): Promise<WalletRow> {
   const checked = checksumAddress(input.address);
   if ('problem' in checked) {
     throw AppError.invalid(`address ${ADDRESS_PROBLEMS[checked.problem]}.`, [{ path: 'address', in: 'body', message: ADDRESS_PROBLEMS[checked.problem] }]);
   }
   const params = [scope.businessId, scope.environment];
-  return ds.transaction(async (em) => {
-    if (input.customer_id) await assertActiveCustomer(em, scope, input.customer_id);
-    // A managed wallet's one address serves every chain, so it conflicts whatever chain is asked for.
-    const clash: { id: string }[] = await em.query(
-      `SELECT id FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND lower(address) = lower($3)
-          AND (chain = $4 OR type = 'managed_wallet') LIMIT 1`,
-      [...params, checked.address, input.chain],
+  if (input.customer_id) await assertActiveCustomer(em, scope, input.customer_id);
+  // A managed wallet's one address serves every chain, so it conflicts whatever chain is asked for.
+  const clash: { id: string }[] = await em.query(
+    `SELECT id FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND lower(address) = lower($3)
+        AND (chain = $4 OR type = 'managed_wallet') LIMIT 1`,
+    [...params, checked.address, input.chain],
+  );
+  if (clash[0]) throw alreadyRegistered(clash[0].id);
+  const inserted: { id: string }[] = await em.query(
+    `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, label, ownership_status)
+     VALUES ($1, $2, $3, 'external_wallet', $4, $5, $6, 'unverified')
+     ON CONFLICT (business_id, environment, chain, lower(address)) WHERE status = 'active' DO NOTHING RETURNING id`,
+    [...params, input.customer_id ?? null, input.chain, checked.address, input.label ?? null],
+  );
+  if (!inserted[0]) {
+    // A concurrent registration won the race: answer as if it had come first.
+    const winner: { id: string }[] = await em.query(
+      `SELECT id FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND chain = $3 AND lower(address) = lower($4)`,
+      [...params, input.chain, checked.address],
     );
-    if (clash[0]) throw alreadyRegistered(clash[0].id);
-    const inserted: { id: string }[] = await em.query(
-      `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, label, ownership_status)
-       VALUES ($1, $2, $3, 'external_wallet', $4, $5, $6, 'unverified')
-       ON CONFLICT (business_id, environment, chain, lower(address)) WHERE status = 'active' DO NOTHING RETURNING id`,
-      [...params, input.customer_id ?? null, input.chain, checked.address, input.label ?? null],
-    );
-    if (!inserted[0]) {
-      // A concurrent registration won the race: answer as if it had come first.
-      const winner: { id: string }[] = await em.query(
-        `SELECT id FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND chain = $3 AND lower(address) = lower($4)`,
-        [...params, input.chain, checked.address],
-      );
-      throw alreadyRegistered(winner[0]?.id ?? '');
-    }
-    return findWallet(em, scope, inserted[0].id);
-  });
+    throw alreadyRegistered(winner[0]?.id ?? '');
+  }
+  return findWallet(em, scope, inserted[0].id);
 }
 
 /** Archives a wallet (idempotent: an archived wallet is returned as it is). */
-export async function archiveWallet(ds: DataSource, scope: EventScope, id: string): Promise<WalletRow> {
-  return ds.transaction(async (em) => {
-    const wallet = await findWallet(em, scope, id, 'update');
-    // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
-    if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
-    if (wallet.status === 'archived') return wallet;
-    await em.query(
-      `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
-      [id, scope.businessId, scope.environment],
-    );
-    return findWallet(em, scope, id);
-  });
+export async function archiveWallet(em: EntityManager, scope: EventScope, id: string): Promise<WalletRow> {
+  const wallet = await findWallet(em, scope, id, 'update');
+  // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
+  if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
+  if (wallet.status === 'archived') return wallet;
+  await em.query(
+    `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
+    [id, scope.businessId, scope.environment],
+  );
+  return findWallet(em, scope, id);
 }

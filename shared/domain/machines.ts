@@ -1,0 +1,91 @@
+// State machines as data: per resource, its statuses and which status each may move to. The one transition
+// function (transition.ts) reads these; nothing else writes a status.
+
+export const TRANSACTION_STATUSES = ['created', 'awaiting_funds', 'funded', 'signing', 'submitting', 'processing', 'action_required', 'completed', 'failed'] as const;
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+
+export const SETTLEMENT_STATUSES = ['awaiting_transfer', 'confirming', 'confirmed', 'expired', 'underpaid'] as const;
+export type SettlementStatus = (typeof SETTLEMENT_STATUSES)[number];
+
+export const QUOTE_STATUSES = ['pending', 'available', 'consumed', 'expired', 'failed'] as const;
+export type QuoteStatus = (typeof QUOTE_STATUSES)[number];
+
+export const OWNERSHIP_STATUSES = ['managed', 'unverified', 'verified'] as const;
+export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
+
+export interface Machine<S extends string = string> {
+  /** Names the resource in history rows and event types (`transaction.completed`). */
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet';
+  table: string;
+  column: string;
+  /** from -> the statuses it may move to. A status with no entry is terminal. */
+  moves: Readonly<Partial<Record<S, readonly S[]>>>;
+  /** Statuses whose arrival is announced as an event; the others are recorded in history only. */
+  announced: readonly S[];
+}
+
+// CONTRACT section 7. Backwards only: action_required -> the step it stalled in (retry), awaiting_funds -> created (a reorg).
+export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
+  resource: 'transaction',
+  table: 'transactions',
+  column: 'status',
+  moves: {
+    created: ['signing', 'awaiting_funds', 'action_required', 'failed'],
+    signing: ['submitting', 'action_required', 'failed'],
+    submitting: ['awaiting_funds', 'action_required', 'failed'],
+    awaiting_funds: ['funded', 'created', 'action_required', 'failed'],
+    funded: ['processing', 'action_required', 'failed'],
+    processing: ['completed', 'action_required', 'failed'],
+    action_required: ['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'failed'],
+  },
+  announced: TRANSACTION_STATUSES,
+};
+
+export const SETTLEMENT_MACHINE: Machine<SettlementStatus> = {
+  resource: 'settlement',
+  table: 'settlements',
+  column: 'status',
+  moves: {
+    awaiting_transfer: ['confirming', 'confirmed', 'expired', 'underpaid'],
+    confirming: ['confirmed', 'awaiting_transfer'],
+    // More can still arrive: a top-up of an underpaid settlement, a transfer to an expired address.
+    underpaid: ['confirming', 'confirmed'],
+    expired: ['confirming', 'confirmed'],
+  },
+  announced: SETTLEMENT_STATUSES,
+};
+
+export const QUOTE_MACHINE: Machine<QuoteStatus> = {
+  resource: 'quote',
+  table: 'quotes',
+  column: 'status',
+  moves: {
+    pending: ['available', 'failed', 'expired'],
+    available: ['consumed', 'expired'],
+  },
+  announced: ['available'],
+};
+
+export const WALLET_OWNERSHIP_MACHINE: Machine<OwnershipStatus> = {
+  resource: 'wallet',
+  table: 'wallets',
+  column: 'ownership_status',
+  moves: { unverified: ['verified'] },
+  announced: ['verified'],
+};
+
+/** The statuses from which `to` may be reached. */
+export function sourcesOf<S extends string>(machine: Machine<S>, to: S): S[] {
+  return (Object.entries(machine.moves) as [S, readonly S[]][]).filter(([, tos]) => tos.includes(to)).map(([from]) => from);
+}
+
+/** Every event type the service writes: one registry, typed, beside the job registry. */
+export type EventType =
+  | `transaction.${TransactionStatus}`
+  | `settlement.${SettlementStatus}`
+  | 'quote.available'
+  | 'wallet.verified';
+
+const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE] as Machine[];
+
+export const EVENT_TYPES: readonly EventType[] = MACHINES.flatMap((m) => m.announced.map((s) => `${m.resource}.${s}` as EventType));

@@ -1,0 +1,79 @@
+import type { Unit } from '../db/unit-of-work.js';
+import type { JobRequest } from '../queues/producer.js';
+import { recordEvent, type EventScope } from './events.js';
+import { postEntry, type EntryInput } from './ledger.js';
+import { sourcesOf, type EventType, type Machine } from './machines.js';
+
+/** Sets a column to the database's clock in a transition's UPDATE. */
+export const NOW = Symbol('now');
+
+export interface TransitionInput<S extends string, R> {
+  scope: EventScope;
+  id: string;
+  to: S;
+  /** Other columns changed in the same UPDATE (objects are stored as JSON). */
+  set?: Record<string, unknown>;
+  /** Why, for the history row (a failure code, `retry`, `reorg`). */
+  reason?: string;
+  /** The resource as the API shows it, from the updated row: the event's data. */
+  view: (row: R) => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /** The ledger entry this change makes, if any (its reference makes a repeat a no-op). */
+  ledger?: (row: R) => EntryInput | null;
+  /** Jobs this change starts, staged in the outbox and enqueued after the commit. */
+  jobs?: (row: R) => JobRequest[];
+}
+
+export interface Moved<S extends string, R> {
+  row: R;
+  from: S;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * The one way a status changes: a conditional UPDATE from an allowed previous status, a history row, the event,
+ * the ledger entry and the staged jobs, all in the caller's transaction. Answers null when the row is not in a
+ * status that may move to `to` (or does not exist): a duplicate job or a lost race, for the caller to judge.
+ */
+export async function transition<S extends string, R extends Record<string, any>>(
+  unit: Unit,
+  machine: Machine<S>,
+  input: TransitionInput<S, R>,
+): Promise<Moved<S, R> | null> {
+  const from = sourcesOf(machine, input.to);
+  if (!from.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
+  const params: unknown[] = [input.id, input.scope.businessId, input.scope.environment, from, input.to];
+  const sets = [`${machine.column} = $5`, 'updated_at = now()'];
+  for (const [column, value] of Object.entries(input.set ?? {})) {
+    if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
+    if (value === NOW) sets.push(`${column} = now()`);
+    else {
+      params.push(value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
+      sets.push(`${column} = $${params.length}`);
+    }
+  }
+  const t = machine.table;
+  const rows: (R & { previous_status: S })[] = await unit.em.query(
+    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE)
+     UPDATE ${t} SET ${sets.join(', ')} FROM prev
+      WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])
+     RETURNING ${t}.*, prev.status AS previous_status`,
+    params,
+  ).then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as (R & { previous_status: S })[]);
+  const updated = rows[0];
+  if (!updated) return null;
+  const { previous_status: previous, ...rest } = updated;
+  const row = rest as unknown as R;
+
+  await unit.em.query(
+    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [input.scope.businessId, input.scope.environment, machine.resource, input.id, previous, input.to, input.reason ?? null],
+  );
+  if (machine.announced.includes(input.to)) {
+    await recordEvent(unit.em, input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
+  }
+  const entry = input.ledger?.(row);
+  if (entry) await postEntry(unit.em, input.scope, entry);
+  for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
+  return { row, from: previous };
+}

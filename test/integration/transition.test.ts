@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { makeBusiness } from '../helpers/factories.js';
+import { externalWallet } from '../helpers/wallets.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { NOW, transition } from '../../shared/domain/transition.js';
+import { EVENT_TYPES, sourcesOf, TRANSACTION_MACHINE, WALLET_OWNERSHIP_MACHINE } from '../../shared/domain/machines.js';
+import { jobId } from '../../shared/queues/registry.js';
+import { asJobFailure } from '../../workers/runtime.js';
+import { AppError, PermanentJobError } from '../../shared/errors.js';
+import { InsufficientFundsError } from '../../shared/domain/ledger.js';
+import type { Environment } from '../../shared/domain/chains.js';
+
+describe('the engine: units of work and the one transition function', () => {
+  let api: ApiHarness;
+  let key: string;
+  let scope: { businessId: string; environment: Environment };
+  before(async () => {
+    api = await startApi();
+    const biz = await makeBusiness();
+    key = biz.sandboxKey;
+    scope = { businessId: biz.businessId, environment: 'sandbox' };
+  });
+  after(() => api.close());
+
+  const verify = (walletId: string, jobs: { name: 'outbox.cleanup'; id: string; data: { olderThanHours: number } }[] = []) =>
+    inUnit(api.deps, (unit) =>
+      transition(unit, WALLET_OWNERSHIP_MACHINE, {
+        scope,
+        id: walletId,
+        to: 'verified',
+        set: { verified_at: NOW },
+        reason: 'test',
+        view: (row: Record<string, any>) => ({ id: row.id }),
+        jobs: () => jobs,
+      }),
+    );
+
+  it('moves from an allowed status once, with one history row and one event; the repeat is a no-op', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const moved = await verify(wallet.id);
+    expect(moved?.from).to.equal('unverified');
+    expect(moved?.row.ownership_status).to.equal('verified');
+    expect(await verify(wallet.id)).to.equal(null);
+    const history = await api.deps.ds.query(`SELECT from_status, to_status, reason FROM status_history WHERE resource_id = $1`, [wallet.id]);
+    expect(history).to.deep.equal([{ from_status: 'unverified', to_status: 'verified', reason: 'test' }]);
+    const events = await api.deps.ds.query(`SELECT type, data FROM events WHERE business_id = $1 AND data->>'id' = $2`, [scope.businessId, wallet.id]);
+    expect(events).to.deep.equal([{ type: 'wallet.verified', data: { id: wallet.id } }]);
+  });
+
+  it('of 12 concurrent attempts at the same move, exactly one wins', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const results = await Promise.all(Array.from({ length: 12 }, () => verify(wallet.id)));
+    expect(results.filter(Boolean)).to.have.length(1);
+    const [{ n }] = await api.deps.ds.query(`SELECT count(*)::int AS n FROM status_history WHERE resource_id = $1`, [wallet.id]);
+    expect(n).to.equal(1);
+  });
+
+  it('never touches a row of another business or environment', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const other = await inUnit(api.deps, (unit) =>
+      transition(unit, WALLET_OWNERSHIP_MACHINE, { scope: { ...scope, environment: 'live' }, id: wallet.id, to: 'verified', view: () => ({}) }),
+    );
+    expect(other).to.equal(null);
+    expect((await api.deps.ds.query(`SELECT ownership_status FROM wallets WHERE id = $1`, [wallet.id]))[0].ownership_status).to.equal('unverified');
+  });
+
+  it('stages its jobs in the outbox and enqueues them after the commit', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const id = jobId('outbox.cleanup', randomUUID());
+    await verify(wallet.id, [{ name: 'outbox.cleanup', id, data: { olderThanHours: 9999 } }]);
+    expect(await api.deps.queues.webhooks.getJob(id)).to.not.equal(undefined);
+    const [row] = await api.deps.ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE job_id = $1`, [id]);
+    expect(row).to.not.equal(undefined);
+    await api.deps.queues.webhooks.remove(id);
+  });
+
+  it('a unit that fails leaves nothing: no status, no history, no event, no job', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const id = jobId('outbox.cleanup', randomUUID());
+    const failing = inUnit(api.deps, async (unit) => {
+      await transition(unit, WALLET_OWNERSHIP_MACHINE, {
+        scope, id: wallet.id, to: 'verified', set: { verified_at: NOW }, view: () => ({}), jobs: () => [{ name: 'outbox.cleanup', id, data: { olderThanHours: 1 } }],
+      });
+      throw new Error('boom');
+    });
+    await failing.then(() => expect.fail('should throw'), (err: Error) => expect(err.message).to.equal('boom'));
+    expect((await api.deps.ds.query(`SELECT ownership_status FROM wallets WHERE id = $1`, [wallet.id]))[0].ownership_status).to.equal('unverified');
+    expect(await api.deps.ds.query(`SELECT 1 FROM status_history WHERE resource_id = $1`, [wallet.id])).to.have.length(0);
+    expect(await api.deps.ds.query(`SELECT 1 FROM outbox_jobs WHERE job_id = $1`, [id])).to.have.length(0);
+    expect(await api.deps.queues.webhooks.getJob(id)).to.equal(undefined);
+  });
+
+  it('machines are data: sources of a status, terminal statuses, one event type per announced status', () => {
+    expect(sourcesOf(TRANSACTION_MACHINE, 'completed')).to.deep.equal(['processing']);
+    expect(sourcesOf(TRANSACTION_MACHINE, 'created')).to.have.members(['awaiting_funds', 'action_required']);
+    expect(TRANSACTION_MACHINE.moves.completed).to.equal(undefined);
+    expect(TRANSACTION_MACHINE.moves.failed).to.equal(undefined);
+    expect(EVENT_TYPES).to.include.members(['transaction.completed', 'settlement.confirmed', 'quote.available', 'wallet.verified']);
+    expect(EVENT_TYPES).to.not.include('quote.pending');
+  });
+
+  it('workers give up on business refusals and retry outages and the unknown', () => {
+    expect(asJobFailure(new AppError('quote_expired', 'x'))).to.be.instanceOf(PermanentJobError);
+    expect(asJobFailure(new InsufficientFundsError({ kind: 'treasury', asset: 'USDC' }, 0n, 1n))).to.be.instanceOf(PermanentJobError);
+    const outage = AppError.unavailable('down');
+    expect(asJobFailure(outage)).to.equal(outage);
+    const unknown = new Error('ECONNRESET');
+    expect(asJobFailure(unknown)).to.equal(unknown);
+  });
+});
