@@ -5,6 +5,8 @@ import type { EventScope } from './events.js';
 // The double-entry ledger every balance is derived from. An entry's postings sum to zero per asset (checked here,
 // and by a deferred constraint trigger at commit); entries and postings are append-only. Amounts are bigint minor
 // units; a posting's sign is the direction of value: positive adds to the account's balance, negative takes from it.
+// Each account stores its balance and version (its count of postings); a database trigger applies every posting to
+// them, and nothing else may change them (migrations/1763800005000-ledger-stored-balances.ts).
 
 export type LedgerAccountKind = 'wallet' | 'treasury' | 'platform_fees' | 'provider_clearing' | 'settlement_clearing' | 'sandbox_faucet';
 
@@ -73,14 +75,18 @@ export async function ensureAccount(em: EntityManager, scope: EventScope, accoun
   return rows[0].id;
 }
 
-async function sumPostings(db: DataSource | EntityManager, accountId: string): Promise<bigint> {
-  const rows: { balance: string }[] = await db.query(`SELECT coalesce(sum(amount), 0)::text AS balance FROM ledger_postings WHERE account_id = $1`, [accountId]);
-  return BigInt(rows[0].balance);
+/** Locks the accounts in id order (every caller takes them in the same order, so posts never deadlock) and reads their stored balances. */
+async function lockAccounts(em: EntityManager, accountIds: string[]): Promise<Map<string, bigint>> {
+  const rows: { id: string; balance: string }[] = await em.query(
+    `SELECT id, balance::text AS balance FROM ledger_accounts WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
+    [accountIds],
+  );
+  return new Map(rows.map((r) => [r.id, BigInt(r.balance)]));
 }
 
 /**
  * Posts a balanced entry in the caller's transaction (the one that writes the state change it records).
- * Accounts marked noOverdraft are locked first, so concurrent debits of one account serialize on its balance.
+ * Every touched account is locked first, so concurrent debits of one account serialize on its stored balance.
  */
 export async function postEntry(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: boolean }> {
   assertBalanced(input.postings);
@@ -89,10 +95,8 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
   const ids = new Map<PostingInput, string>();
   for (const p of ordered) ids.set(p, await ensureAccount(em, scope, p.account));
 
-  const guarded = ordered.filter((p) => p.noOverdraft);
-  if (guarded.length) {
-    await em.query(`SELECT id FROM ledger_accounts WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [guarded.map((p) => ids.get(p))]);
-  }
+  // The posting trigger updates each touched account's row; locking them all here, in order, keeps that from deadlocking.
+  const balances = await lockAccounts(em, [...new Set(ids.values())]);
   if (input.reference) {
     const existing: { id: string }[] = await em.query(
       `SELECT id FROM journal_entries WHERE business_id = $1 AND environment = $2 AND reference = $3`,
@@ -100,9 +104,12 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
     );
     if (existing[0]) return { id: existing[0].id, created: false };
   }
-  for (const p of guarded) {
-    const available = await sumPostings(em, ids.get(p)!);
-    if (available + p.amount < 0n) throw new InsufficientFundsError(p.account, available, -p.amount);
+  // Checked against the locked stored balance, net of the whole entry: two debits of 60 from 100 overdraw it.
+  const net = new Map<string, bigint>();
+  for (const p of ordered) net.set(ids.get(p)!, (net.get(ids.get(p)!) ?? 0n) + p.amount);
+  for (const p of ordered) {
+    const id = ids.get(p)!;
+    if (p.noOverdraft && balances.get(id)! + net.get(id)! < 0n) throw new InsufficientFundsError(p.account, balances.get(id)!, -net.get(id)!);
   }
 
   const entry: { id: string }[] = await em.query(
@@ -126,12 +133,35 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
   return { id: entry[0].id, created: true };
 }
 
-/** The balance of an account in minor units: the sum of its postings (zero for an account never used). */
+/** The balance of an account in minor units: its stored balance, the sum of its postings (zero for an account never used). */
 export async function accountBalance(db: DataSource | EntityManager, scope: EventScope, account: LedgerAccount): Promise<bigint> {
   const rows: { balance: string }[] = await db.query(
-    `SELECT coalesce(sum(p.amount), 0)::text AS balance FROM ledger_accounts a JOIN ledger_postings p ON p.account_id = a.id
-      WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = $3`,
+    `SELECT balance::text AS balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3`,
     [scope.businessId, scope.environment, accountKey(account)],
   );
-  return BigInt(rows[0].balance);
+  return rows[0] ? BigInt(rows[0].balance) : 0n;
+}
+
+export interface LedgerInconsistencies {
+  /** Entries with fewer than two postings, or whose postings in an asset do not sum to zero. */
+  unbalancedEntries: { entry_id: string; asset: string | null; postings: number; total: string }[];
+  /** Accounts whose stored balance or version differs from the sum or count of their postings. */
+  driftedAccounts: { account_id: string; account_key: string; balance: string; posted: string; version: string; postings: string }[];
+}
+
+/** Scans the whole ledger (each query in one snapshot) for what the database should make impossible; empty lists when sound. */
+export async function findLedgerInconsistencies(db: DataSource | EntityManager): Promise<LedgerInconsistencies> {
+  const unbalancedEntries: LedgerInconsistencies['unbalancedEntries'] = await db.query(`
+    WITH per_asset AS (
+      SELECT e.id AS entry_id, p.asset, count(p.id) AS postings, coalesce(sum(p.amount), 0) AS total
+        FROM journal_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id GROUP BY e.id, p.asset)
+    SELECT entry_id, asset, postings::int AS postings, total::text AS total FROM per_asset
+     WHERE total <> 0 OR entry_id IN (SELECT entry_id FROM per_asset GROUP BY entry_id HAVING sum(postings) < 2)`);
+  const driftedAccounts: LedgerInconsistencies['driftedAccounts'] = await db.query(`
+    SELECT a.id AS account_id, a.account_key, a.balance::text AS balance, coalesce(s.total, 0)::text AS posted,
+           a.version::text AS version, coalesce(s.postings, 0)::text AS postings
+      FROM ledger_accounts a
+      LEFT JOIN (SELECT account_id, sum(amount) AS total, count(*) AS postings FROM ledger_postings GROUP BY account_id) s ON s.account_id = a.id
+     WHERE a.balance <> coalesce(s.total, 0) OR a.version <> coalesce(s.postings, 0)`);
+  return { unbalancedEntries, driftedAccounts };
 }

@@ -5,11 +5,25 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
-import { accountBalance, InsufficientFundsError, LedgerError, postEntry, type LedgerAccount } from '../../shared/domain/ledger.js';
+import { accountBalance, accountKey, findLedgerInconsistencies, InsufficientFundsError, LedgerError, postEntry, type LedgerAccount } from '../../shared/domain/ledger.js';
 import type { EventScope } from '../../shared/domain/events.js';
 
 const TREASURY: LedgerAccount = { kind: 'treasury', asset: 'USDC' };
 const FAUCET: LedgerAccount = { kind: 'sandbox_faucet', asset: 'USDC' };
+const FEES: LedgerAccount = { kind: 'platform_fees', asset: 'USDC' };
+const PROVIDER: LedgerAccount = { kind: 'provider_clearing', asset: 'USDC' };
+const SETTLEMENT: LedgerAccount = { kind: 'settlement_clearing', asset: 'USDC' };
+
+/** The stored balance and version of each of the scope's accounts, beside the sum and count of its postings. */
+async function storedVsPosted(ds: DataSource, scope: EventScope): Promise<{ account_key: string; balance: string; version: string; posted: string; postings: string }[]> {
+  return ds.query(
+    `SELECT a.account_key, a.balance::text AS balance, a.version::text AS version,
+            (SELECT coalesce(sum(amount), 0)::text FROM ledger_postings p WHERE p.account_id = a.id) AS posted,
+            (SELECT count(*)::text FROM ledger_postings p WHERE p.account_id = a.id) AS postings
+       FROM ledger_accounts a WHERE a.business_id = $1 AND a.environment = $2 ORDER BY a.account_key`,
+    [scope.businessId, scope.environment],
+  );
+}
 
 async function expectRejected(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
   let error: unknown;
@@ -114,6 +128,34 @@ describe('ledger', () => {
       await expectRejected(ds.query(`DELETE FROM ledger_accounts WHERE id = $1`, [accounts.treasury]), /append-only/);
     });
 
+    it('refuses a balance or version changed without a posting, and an account created with one', async () => {
+      const before: { balance: string; version: string }[] = await ds.query(`SELECT balance::text, version::text FROM ledger_accounts WHERE id = $1`, [accounts.treasury]);
+      await expectRejected(ds.query(`UPDATE ledger_accounts SET balance = balance + 1000 WHERE id = $1`, [accounts.treasury]), /changes only through postings/);
+      await expectRejected(ds.query(`UPDATE ledger_accounts SET version = version + 1 WHERE id = $1`, [accounts.treasury]), /changes only through postings/);
+      // Even a change dressed up as one posting's worth is refused outside the posting trigger.
+      await expectRejected(ds.query(`UPDATE ledger_accounts SET balance = balance + 1, version = version + 1 WHERE id = $1`, [accounts.treasury]), /changes only through postings/);
+      await expectRejected(
+        ds.transaction(async (em) => {
+          await em.query(`UPDATE ledger_accounts SET balance = balance - 5 WHERE id = $1`, [accounts.treasury]);
+          await em.query(`UPDATE ledger_accounts SET balance = balance + 5 WHERE id = $1`, [accounts.faucet]);
+        }),
+        /changes only through postings/,
+      );
+      await expectRejected(
+        ds.query(`INSERT INTO ledger_accounts (business_id, environment, account_key, kind, asset, balance) VALUES ($1, 'sandbox', 'treasury:EUR', 'treasury', 'EUR', 500)`, [scope.businessId]),
+        /must start at balance 0/,
+      );
+      await expectRejected(ds.query(`TRUNCATE ledger_accounts CASCADE`), /append-only/);
+      expect(await ds.query(`SELECT balance::text, version::text FROM ledger_accounts WHERE id = $1`, [accounts.treasury])).to.deep.equal(before);
+    });
+
+    it('moves the stored balance for postings written by raw SQL too', async () => {
+      const before = await accountBalance(ds, scope, TREASURY);
+      await insertEntry([[accounts.treasury, 'USDC', 9n], [accounts.faucet, 'USDC', -9n]]);
+      expect(await accountBalance(ds, scope, TREASURY)).to.equal(before + 9n);
+      for (const row of await storedVsPosted(ds, scope)) expect(row.balance, row.account_key).to.equal(row.posted);
+    });
+
     it('keeps a posting in its account\'s asset and its entry\'s business', async () => {
       await expectRejected(insertEntry([[accounts.treasury, 'KES', 5n], [accounts.faucet, 'KES', -5n]]), /foreign key/);
       const other = await makeBusiness();
@@ -168,6 +210,120 @@ describe('ledger', () => {
     expect(InsufficientFundsError.prototype).to.be.instanceOf(LedgerError);
   });
 
+  describe('stored, versioned balances', () => {
+    const version = async (local: EventScope, account: LedgerAccount): Promise<bigint> => {
+      const rows: { version: string }[] = await ds.query(
+        `SELECT version::text FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3`,
+        [local.businessId, local.environment, accountKey(account)],
+      );
+      return rows[0] ? BigInt(rows[0].version) : 0n;
+    };
+    const newScope = async (): Promise<EventScope> => ({ businessId: (await makeBusiness()).businessId, environment: 'sandbox' });
+    const debit = (local: EventScope, from: LedgerAccount, to: LedgerAccount, amount: bigint) =>
+      ds.transaction((em) => postEntry(em, local, { kind: 'spend', postings: [{ account: from, amount: -amount, noOverdraft: true }, { account: to, amount }] })).then(
+        () => 'posted' as const,
+        (err: unknown) => err,
+      );
+
+    it('keeps the stored balance equal to the sum of postings after many postings', async () => {
+      const local = await newScope();
+      const accounts = [FAUCET, TREASURY, FEES, PROVIDER, SETTLEMENT];
+      const expected = new Map<string, bigint>();
+      let seed = 7;
+      const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648);
+      for (let tx = 0; tx < 40; tx++) {
+        await ds.transaction(async (em) => {
+          for (let e = 0; e < 5; e++) {
+            const from = accounts[next() % accounts.length];
+            const to = accounts.filter((a) => a !== from)[next() % (accounts.length - 1)];
+            const amount = BigInt(1 + (next() % 1_000_000)) * 10n ** BigInt(next() % 20);
+            await postEntry(em, local, { kind: 'shuffle', postings: [{ account: from, amount: -amount }, { account: to, amount }] });
+            expected.set(from.kind, (expected.get(from.kind) ?? 0n) - amount);
+            expected.set(to.kind, (expected.get(to.kind) ?? 0n) + amount);
+          }
+        });
+      }
+      for (const account of accounts) expect(await accountBalance(ds, local, account), account.kind).to.equal(expected.get(account.kind) ?? 0n);
+      const rows = await storedVsPosted(ds, local);
+      expect(rows).to.have.length(accounts.length);
+      for (const row of rows) {
+        expect(row.balance, row.account_key).to.equal(row.posted);
+        expect(row.version, row.account_key).to.equal(row.postings);
+      }
+      expect(rows.reduce((sum, r) => sum + BigInt(r.balance), 0n)).to.equal(0n);
+    });
+
+    it('increments the version once per posting, and not for a refused or replayed entry', async () => {
+      const local = await newScope();
+      const post = (postings: { account: LedgerAccount; amount: bigint; noOverdraft?: boolean }[], reference?: string) =>
+        ds.transaction((em) => postEntry(em, local, { kind: 'versioned', reference, postings }));
+      await post([{ account: FAUCET, amount: -10n }, { account: TREASURY, amount: 10n }], `v-${local.businessId}`);
+      expect(await version(local, TREASURY)).to.equal(1n);
+      await post([{ account: FAUCET, amount: -7n }, { account: TREASURY, amount: 3n }, { account: TREASURY, amount: 4n }]);
+      expect(await version(local, TREASURY)).to.equal(3n);
+      expect(await version(local, FAUCET)).to.equal(2n);
+      await post([{ account: FAUCET, amount: -10n }, { account: TREASURY, amount: 10n }], `v-${local.businessId}`);
+      await expectRejected(post([{ account: TREASURY, amount: -18n, noOverdraft: true }, { account: FEES, amount: 18n }]), /insufficient funds/);
+      // Two debits of one account in one entry are checked together against its balance.
+      await expectRejected(post([{ account: TREASURY, amount: -10n, noOverdraft: true }, { account: TREASURY, amount: -10n, noOverdraft: true }, { account: FEES, amount: 20n }]), /insufficient funds/);
+      expect(await version(local, TREASURY)).to.equal(3n);
+      expect(await version(local, FEES)).to.equal(0n);
+      expect(await accountBalance(ds, local, TREASURY)).to.equal(17n);
+    });
+
+    it('lets exactly the affordable share of 60 concurrent debits through, without deadlocks', async () => {
+      const local = await newScope();
+      await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -250n }, { account: TREASURY, amount: 250n }] }));
+      // Destinations whose ids sort on either side of the debited account's.
+      const destinations = [FEES, PROVIDER, SETTLEMENT, FAUCET];
+      const outcomes = await Promise.all(Array.from({ length: 60 }, (_, i) => debit(local, TREASURY, destinations[i % destinations.length], 7n)));
+      const refused = outcomes.filter((o) => o !== 'posted');
+      for (const err of refused) expect(err).to.be.instanceOf(InsufficientFundsError);
+      expect(outcomes.filter((o) => o === 'posted')).to.have.length(35);
+      expect(await accountBalance(ds, local, TREASURY)).to.equal(5n);
+      expect(await version(local, TREASURY)).to.equal(36n);
+      for (const row of await storedVsPosted(ds, local)) expect(row.balance, row.account_key).to.equal(row.posted);
+    });
+
+    it('never deadlocks or overdraws when guarded accounts pay each other concurrently', async () => {
+      const local = await newScope();
+      await ds.transaction((em) =>
+        postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -200n }, { account: TREASURY, amount: 100n }, { account: FEES, amount: 100n }] }),
+      );
+      const outcomes = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? debit(local, TREASURY, FEES, 30n) : debit(local, FEES, TREASURY, 30n))));
+      for (const o of outcomes.filter((x) => x !== 'posted')) expect(o).to.be.instanceOf(InsufficientFundsError);
+      const treasury = await accountBalance(ds, local, TREASURY);
+      const fees = await accountBalance(ds, local, FEES);
+      expect(treasury + fees).to.equal(200n);
+      expect(treasury >= 0n && fees >= 0n, `${treasury} / ${fees}`).to.equal(true);
+      for (const row of await storedVsPosted(ds, local)) expect(row.version, row.account_key).to.equal(row.postings);
+    });
+
+    it('the consistency check reports drift the database would otherwise refuse (rolled back)', async function () {
+      const local = await newScope();
+      await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -5n }, { account: TREASURY, amount: 5n }] }));
+      const [treasury]: { id: string }[] = await ds.query(`SELECT id FROM ledger_accounts WHERE business_id = $1 AND account_key = 'treasury:USDC'`, [local.businessId]);
+      const rollback = new Error('rollback');
+      let found: Awaited<ReturnType<typeof findLedgerInconsistencies>> | undefined;
+      const outcome = await ds
+        .transaction(async (em) => {
+          // Replica mode skips the ledger's triggers for this transaction only (it needs a superuser).
+          await em.query(`SET LOCAL session_replication_role = replica`);
+          await em.query(`UPDATE ledger_accounts SET balance = balance + 1 WHERE id = $1`, [treasury.id]);
+          const entry: { id: string }[] = await em.query(`INSERT INTO journal_entries (business_id, environment, kind) VALUES ($1, 'sandbox', 'raw') RETURNING id`, [local.businessId]);
+          await em.query(`INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount) VALUES ($1, $2, $3, 'sandbox', 'USDC', 2)`, [entry[0].id, treasury.id, local.businessId]);
+          found = await findLedgerInconsistencies(em);
+          throw rollback;
+        })
+        .catch((err: { code?: string }) => err);
+      if ((outcome as { code?: string }).code === '42501') this.skip();
+      expect(outcome).to.equal(rollback);
+      expect(found!.driftedAccounts).to.deep.include({ account_id: treasury.id, account_key: 'treasury:USDC', balance: '6', posted: '7', version: '1', postings: '2' });
+      expect(found!.unbalancedEntries.map((e) => e.total)).to.include('2');
+      expect(await accountBalance(ds, local, TREASURY)).to.equal(5n);
+    });
+  });
+
   describe('under concurrent sandbox funding over HTTP', () => {
     let api: ApiHarness;
     before(async () => {
@@ -188,6 +344,12 @@ describe('ledger', () => {
         [biz.businessId],
       );
       expect(books).to.deep.equal([{ asset: 'USDC', total: '0', entries: 50 }]);
+    });
+  });
+
+  describe('after the suite\'s work', () => {
+    it('finds every entry balanced and every stored balance equal to its postings', async () => {
+      expect(await findLedgerInconsistencies(ds)).to.deep.equal({ unbalancedEntries: [], driftedAccounts: [] });
     });
   });
 });
