@@ -10,6 +10,13 @@ export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 export type ProviderId = 'mpesa_daraja' | 'mobile_money_partner' | 'local_bank_partner' | 'interac_partner' | 'swift_partner';
 export type Direction = 'offramp' | 'onramp';
 
+/** A percentage fee with a floor: `bps` basis points of the amount, at least `min`. */
+export interface FeeSchedule {
+  bps: number;
+  /** Decimal string; for a corridor's provider fee, in the corridor's currency at its scale. */
+  min: string;
+}
+
 export interface CorridorField {
   name: string;
   type: 'string';
@@ -32,6 +39,8 @@ export interface Corridor {
   /** Per transaction, decimal strings at the currency's scale, in the currency. */
   min_amount: string;
   max_amount: string;
+  /** What the payout partner charges us per transaction, passed on in the quote's `fees.provider`. */
+  provider_fee: FeeSchedule;
   fields: readonly CorridorField[];
   /** Groups of fields of which at least one must be given (e.g. iban or account_number). */
   one_of?: readonly (readonly string[])[];
@@ -80,21 +89,26 @@ const SWIFT_FIELDS: CorridorField[] = [
   field('address_country', 'ISO 3166-1 alpha-2 country of the beneficiary\'s address.', { pattern: iso3166 }),
 ];
 
+const fee = (bps: number, min: string): FeeSchedule => Object.freeze({ bps, min });
+
 function swift(currency: string): CorridorDef {
   return {
     currency, payment_method: 'swift_transfer', provider: 'swift_partner', directions: ['offramp'],
-    min_amount: '100.00', max_amount: '1000000.00', fields: SWIFT_FIELDS, one_of: [['iban', 'account_number']],
+    // Correspondent banks charge a flat amount that dominates small wires: 0.1%, at least 25 units.
+    min_amount: '100.00', max_amount: '1000000.00', provider_fee: fee(10, '25.00'), fields: SWIFT_FIELDS, one_of: [['iban', 'account_number']],
   };
 }
 
-function mobileMoney(currency: string, provider: ProviderId, limits: [string, string], fields: CorridorField[], directions: Direction[] = ['offramp']): CorridorDef {
-  return { currency, payment_method: 'mobile_money', provider, directions, min_amount: limits[0], max_amount: limits[1], fields };
+function mobileMoney(currency: string, provider: ProviderId, limits: [string, string], providerFee: FeeSchedule, fields: CorridorField[], directions: Direction[] = ['offramp']): CorridorDef {
+  return { currency, payment_method: 'mobile_money', provider, directions, min_amount: limits[0], max_amount: limits[1], provider_fee: providerFee, fields };
 }
 
 const CORRIDOR_DEFS: CorridorDef[] = [
-  mobileMoney('KES', 'mpesa_daraja', ['10.00', '250000.00'], [phone('254', '(7|1)[0-9]{8}', '+254712345678'), network('safaricom', 'airtel')], ['offramp', 'onramp']),
+  // Provider fees are our partners' rate cards (placeholders until contracts are signed), not consumer tariffs.
+  mobileMoney('KES', 'mpesa_daraja', ['10.00', '250000.00'], fee(100, '10.00'), [phone('254', '(7|1)[0-9]{8}', '+254712345678'), network('safaricom', 'airtel')], ['offramp', 'onramp']),
   {
     currency: 'KES', payment_method: 'paybill', provider: 'mpesa_daraja', directions: ['offramp'], min_amount: '10.00', max_amount: '250000.00',
+    provider_fee: fee(100, '15.00'),
     fields: [
       field('paybill_number', 'M-Pesa PayBill business number, 5 to 7 digits.', { pattern: '^[0-9]{5,7}$' }),
       field('account_number', 'Account reference at the PayBill, 1 to 13 letters, digits or dashes.', { pattern: '^[A-Za-z0-9-]{1,13}$', sensitive: true }),
@@ -102,30 +116,35 @@ const CORRIDOR_DEFS: CorridorDef[] = [
   },
   {
     currency: 'KES', payment_method: 'buy_goods', provider: 'mpesa_daraja', directions: ['offramp'], min_amount: '10.00', max_amount: '250000.00',
+    provider_fee: fee(50, '10.00'),
     fields: [field('till_number', 'M-Pesa Buy Goods till number, 5 to 7 digits.', { pattern: '^[0-9]{5,7}$' })],
   },
   {
     currency: 'KES', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '100.00', max_amount: '10000000.00',
+    provider_fee: fee(25, '100.00'),
     fields: [
       bankCode('Two-digit Central Bank of Kenya bank code.', '^[0-9]{2}$'),
       optional(field('branch_code', 'Three-digit branch code.', { pattern: '^[0-9]{3}$' })),
       accountNumber('Bank account number, 6 to 20 digits.', '^[0-9]{6,20}$'),
     ],
   },
-  mobileMoney('UGX', 'mobile_money_partner', ['500', '5000000'], [phone('256', '7[0-9]{8}', '+256772123456'), network('mtn', 'airtel')]),
-  mobileMoney('TZS', 'mobile_money_partner', ['1000.00', '5000000.00'], [phone('255', '[67][0-9]{8}', '+255712345678'), network('mtn', 'airtel', 'vodacom')]),
-  mobileMoney('RWF', 'mobile_money_partner', ['100', '2000000'], [phone('250', '7[0-9]{8}', '+250781234567'), network('mtn', 'airtel')]),
-  mobileMoney('GHS', 'mobile_money_partner', ['1.00', '10000.00'], [phone('233', '[235][0-9]{8}', '+233241234567'), network('mtn', 'vodafone', 'airteltigo')]),
+  mobileMoney('UGX', 'mobile_money_partner', ['500', '5000000'], fee(150, '500'), [phone('256', '7[0-9]{8}', '+256772123456'), network('mtn', 'airtel')]),
+  mobileMoney('TZS', 'mobile_money_partner', ['1000.00', '5000000.00'], fee(150, '1000.00'), [phone('255', '[67][0-9]{8}', '+255712345678'), network('mtn', 'airtel', 'vodacom')]),
+  mobileMoney('RWF', 'mobile_money_partner', ['100', '2000000'], fee(150, '100'), [phone('250', '7[0-9]{8}', '+250781234567'), network('mtn', 'airtel')]),
+  mobileMoney('GHS', 'mobile_money_partner', ['1.00', '10000.00'], fee(100, '0.50'), [phone('233', '[235][0-9]{8}', '+233241234567'), network('mtn', 'vodafone', 'airteltigo')]),
   {
     currency: 'GHS', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '10.00', max_amount: '1000000.00',
+    provider_fee: fee(50, '5.00'),
     fields: [bankCode('Six-digit Ghana bank sort code.', '^[0-9]{6}$'), accountNumber('Bank account number, 8 to 16 digits.', '^[0-9]{8,16}$')],
   },
   {
     currency: 'NGN', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '100.00', max_amount: '10000000.00',
+    provider_fee: fee(50, '100.00'),
     fields: [bankCode('CBN bank code, 3 to 6 digits.', '^[0-9]{3,6}$'), accountNumber('10-digit NUBAN account number.', '^[0-9]{10}$')],
   },
   {
     currency: 'ZAR', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '10.00', max_amount: '1000000.00',
+    provider_fee: fee(50, '10.00'),
     fields: [
       bankCode('Six-digit universal branch code of the bank.', '^[0-9]{6}$'),
       accountNumber('Bank account number, 6 to 16 digits.', '^[0-9]{6,16}$'),
@@ -134,6 +153,7 @@ const CORRIDOR_DEFS: CorridorDef[] = [
   },
   {
     currency: 'CAD', payment_method: 'email_transfer', provider: 'interac_partner', directions: ['offramp'], min_amount: '1.00', max_amount: '3000.00',
+    provider_fee: fee(100, '1.00'),
     fields: [field('email', 'Interac e-Transfer recipient email address.', { pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', max_length: 254, sensitive: true })],
   },
   swift('USD'),

@@ -1,0 +1,44 @@
+// Exchange rates: fiat units per 1 USDC (CONTRACT §1). Sandbox quotes price from a fixed, documented table so
+// integrators can check our arithmetic by hand; live quotes read RATE_SOURCE_URL through the same interface.
+import { AppError } from '../errors.js';
+
+export interface RateQuote {
+  /** Fiat units per 1 USDC, a decimal string with at most 8 fractional digits, trailing zeros trimmed. */
+  rate: string;
+  /** ISO 8601 UTC: when the source observed the rate (the pricing worker refuses stale ones). */
+  as_of: string;
+}
+
+export interface RateSource {
+  rate(currency: string): Promise<RateQuote>;
+}
+
+/** Fiat units per 1 USDC in the sandbox. Plausible, fixed, and already in formatRate's canonical form. */
+export const SANDBOX_RATES: Readonly<Record<string, string>> = Object.freeze({
+  KES: '129.35',
+  UGX: '3705.5',
+  TZS: '2655.25',
+  RWF: '1415.75',
+  GHS: '15.45',
+  NGN: '1545.8',
+  ZAR: '18.1234',
+  CAD: '1.3825',
+  USD: '1',
+  EUR: '0.92145678',
+  GBP: '0.78912345',
+});
+
+export const sandboxRateSource: RateSource = {
+  async rate(currency: string): Promise<RateQuote> {
+    const rate = SANDBOX_RATES[currency];
+    if (rate === undefined) throw new AppError('unsupported_corridor', `There is no sandbox rate for ${currency}.`, { currency });
+    // The table never ages: stamp it now so the freshness check that guards live rates passes.
+    return { rate, as_of: new Date().toISOString() };
+  },
+};
+
+/** The sandbox table as Markdown, for the README and anything else that documents it. */
+export function sandboxRatesMarkdown(): string {
+  const rows = Object.entries(SANDBOX_RATES).map(([currency, rate]) => `| ${currency} | ${rate} |`);
+  return ['| currency | units per 1 USDC |', '|---|---:|', ...rows].join('\n');
+}
