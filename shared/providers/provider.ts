@@ -1,0 +1,119 @@
+// The one fiat provider interface (CONTRACT §12): collect, pay out, query status, parse callback. Shaped after
+// M-Pesa Daraja: a request is accepted (`pending`) and its result arrives later by callback or status query.
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.js';
+import type { Config } from '../config.js';
+import type { Environment } from '../domain/chains.js';
+import type { PaymentMethod, ProviderId } from '../domain/corridors.js';
+import type { EventScope } from '../domain/events.js';
+import { SandboxProvider } from './sandbox-provider.js';
+
+export type ProviderKind = 'collection' | 'payout';
+
+/**
+ * succeeded: money moved. pending: accepted, the result comes by callback or queryStatus. declined: the payer
+ * refused or failed a collection. rejected: the provider refused a payout for good. temporary_failure: retry later.
+ */
+export type ProviderStatus = 'succeeded' | 'pending' | 'declined' | 'rejected' | 'temporary_failure';
+
+export interface ProviderFailure {
+  /** snake_case; becomes the transaction's `failure.code`. */
+  code: string;
+  /** Safe to show the business: never repeats a phone number, account number or credential. */
+  message: string;
+}
+
+export interface ProviderOutcome {
+  status: ProviderStatus;
+  /** The provider's id for the request (Daraja CheckoutRequestID / ConversationID); null when it never accepted one. */
+  provider_reference: string | null;
+  failure?: ProviderFailure;
+}
+
+export interface CollectRequest {
+  /** Our transaction or payment-intent id: the idempotency key the provider sees. */
+  reference: string;
+  scope: EventScope;
+  currency: string;
+  /** Decimal string at the currency's scale. */
+  amount: string;
+  phone_number: string;
+  mobile_network: string;
+}
+
+export interface PayoutRequest {
+  /** Our transaction id: the idempotency key the provider sees (Daraja OriginatorConversationID). */
+  reference: string;
+  scope: EventScope;
+  currency: string;
+  /** Decimal string at the currency's scale. */
+  amount: string;
+  payment_method: PaymentMethod;
+  account_holder_name: string;
+  /** The beneficiary's plaintext details (loadActiveBeneficiary): never log, store or enqueue them. */
+  details: Record<string, string>;
+}
+
+/** A provider's asynchronous result, read from a callback body. */
+export interface ProviderCallback {
+  kind: ProviderKind;
+  /** Our reference when the provider echoes it (B2C/B2B OriginatorConversationID); STK callbacks carry only theirs. */
+  reference: string | null;
+  outcome: ProviderOutcome;
+}
+
+/**
+ * Every method is idempotent on (kind, reference): repeating a call never pays or charges twice, it answers what the
+ * first accepted call did. Transport problems that retrying can fix throw ProviderError; refusals are outcomes.
+ */
+export interface PaymentProvider {
+  readonly id: ProviderId | 'sandbox';
+  collect(req: CollectRequest): Promise<ProviderOutcome>;
+  payout(req: PayoutRequest): Promise<ProviderOutcome>;
+  /** The provider's current answer for a request we sent; null when it has no record of the reference (safe to send). */
+  queryStatus(kind: ProviderKind, reference: string): Promise<ProviderOutcome | null>;
+  /** Reads a result callback; null when the body is not one of ours. Adapters without callbacks omit it. */
+  parseCallback?(kind: ProviderKind, body: unknown): ProviderCallback | null;
+}
+
+/** A transport problem worth retrying (timeout, 5xx, no answer): service_unavailable, which workers retry with backoff. */
+export class ProviderError extends AppError {
+  constructor(
+    message: string,
+    /** The provider's own code when it gave one (Daraja `500.001.1001`, `1037`), for logs and the retry decision. */
+    readonly providerCode?: string,
+    retryAfterSeconds = 5,
+  ) {
+    super('service_unavailable', message, undefined, retryAfterSeconds);
+    this.name = 'ProviderError';
+  }
+}
+
+export type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export interface ProviderDeps {
+  /** Where adapters record their requests (provider_requests). */
+  db: Queryable;
+  /** Live adapters read their credentials and base URL from here. */
+  config?: Config;
+  log?: Logger;
+}
+
+/** Succeeded, declined and rejected are final: a provider answers the same for that reference from then on. */
+export function isFinalOutcome(outcome: ProviderOutcome): boolean {
+  return outcome.status === 'succeeded' || outcome.status === 'declined' || outcome.status === 'rejected';
+}
+
+/** The adapter that serves an environment: sandbox simulates; live has no adapter until Daraja plugs in here. */
+export function providerFor(environment: Environment, deps: ProviderDeps): PaymentProvider {
+  switch (environment) {
+    case 'sandbox':
+      return new SandboxProvider(deps);
+    case 'live':
+      throw AppError.unavailable('No live provider is configured yet.');
+    default:
+      // A value from outside the type (a bad job payload) must not fall through to a simulation.
+      throw AppError.unavailable('No provider is configured for this environment.');
+  }
+}
