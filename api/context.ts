@@ -5,9 +5,11 @@ import type { Config } from '../shared/config.js';
 import type { Queues } from '../shared/queues/producer.js';
 import type { Environment } from '../shared/domain/chains.js';
 import type { Scope } from '../shared/domain/api-keys.js';
+import type { PlatformFee } from '../shared/domain/pricing.js';
 import type { Scripts } from './middleware/redis-scripts.js';
 import type { AppError } from '../shared/errors.js';
 import type { UnsettledRecords } from './middleware/idempotency-store.js';
+import type { JobWaiters } from './job-waiters.js';
 
 /** What the web process is built from; tests build their own. */
 export interface AppDeps {
@@ -22,6 +24,8 @@ export interface AppDeps {
   log: Logger;
   /** Idempotent answers whose record Redis could not take when they were sent; retried until it does. */
   unsettled: UnsettledRecords;
+  /** Requests that wait briefly for a pricing job they started. */
+  pricingWaiters: JobWaiters;
 }
 
 export interface AuthContext {
@@ -33,6 +37,8 @@ export interface AuthContext {
   liveEnabled: boolean;
   businessCreatedAt: Date;
   businessUpdatedAt: Date;
+  /** The business's platform fee (admin set-fees), cached with the key. */
+  platformFee: PlatformFee;
   environment: Environment;
   scopes: ReadonlySet<Scope>;
   allowedIps: readonly string[];

@@ -2,7 +2,8 @@ import type { DataSource } from 'typeorm';
 import { getConfig, type Config } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
-import { createApiRedis, whenReady } from '../shared/queues/connections.js';
+import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
+import { JobWaiters } from './job-waiters.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import type { AppDeps } from './context.js';
 import { installScripts } from './middleware/redis-scripts.js';
@@ -22,11 +23,14 @@ export async function createAppDeps(options: { config?: Config; ds?: DataSource 
   return {
     config, ds, redis, scripts, producerRedis: queueRedis, queues: createQueues(queueRedis, config.redisPrefix), log: logger(),
     unsettled: new UnsettledRecords({ scripts, redis, config }),
+    // QueueEvents blocks its connection reading the events stream: it gets its own, with the patient profile.
+    pricingWaiters: new JobWaiters('pricing', createWorkerRedis(config.redisUrl), config.redisPrefix),
   };
 }
 
 export async function closeAppDeps(deps: AppDeps, options: { keepDataSource?: boolean } = {}): Promise<void> {
   await deps.unsettled.close();
+  await deps.pricingWaiters.close();
   await closeQueues(deps.queues);
   deps.redis.disconnect();
   deps.producerRedis.disconnect();

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { getConfig } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { createApiRedis } from '../shared/queues/connections.js';
-import { AdminError, createBusiness, createKey, enableLive, revokeKey } from '../shared/admin/commands.js';
+import { AdminError, createBusiness, createKey, enableLive, revokeKey, setFees } from '../shared/admin/commands.js';
 import { rotateEncryptionKey } from '../shared/admin/rotate-encryption-key.js';
 
 const USAGE = `usage: npm run admin -- <command>
@@ -11,6 +11,7 @@ const USAGE = `usage: npm run admin -- <command>
   create-key --business ID --environment sandbox|live [--scopes a,b] [--allowed-ips ip,ip] [--rate-limit N] [--rate-window SECONDS] [--json]
   revoke-key --key ID [--json]
   enable-live --business ID [--json]
+  set-fees --business ID --platform-bps N [--platform-min AMOUNT] [--json]   N in 0..10000 (default 50); AMOUNT in USDC, unchanged when omitted
   rotate-encryption-key [--json]   re-encrypts every row not under the first key of ENCRYPTION_KEYS`;
 
 const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean));
@@ -27,6 +28,7 @@ async function main(): Promise<number> {
     options: {
       name: { type: 'string' }, business: { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' },
       'allowed-ips': { type: 'string' }, 'rate-limit': { type: 'string' }, 'rate-window': { type: 'string' }, key: { type: 'string' },
+      'platform-bps': { type: 'string' }, 'platform-min': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -67,6 +69,12 @@ async function main(): Promise<number> {
         const r = await enableLive(deps, { businessId: values.business ?? '' });
         out = r;
         human = `live enabled for business ${r.business_id}`;
+        break;
+      }
+      case 'set-fees': {
+        const r = await setFees(deps, { businessId: values.business ?? '', platformBps: values['platform-bps'], platformMin: values['platform-min'] });
+        out = r;
+        human = `platform fee of business ${r.business_id}: ${r.platform_bps} bps, at least ${r.platform_min} USDC`;
         break;
       }
       case 'rotate-encryption-key': {

@@ -22,6 +22,15 @@ export interface Config {
   trustProxy: boolean | number | string;
   sandboxStepMs: number;
   quoteTtlSeconds: number;
+  /** How long POST /quotes waits for the pricing pool before answering 202 pending. */
+  quoteWaitMs: number;
+  /** A live rate older than this is not used. */
+  rateMaxAgeSeconds: number;
+  /** How long an off-ramp settlement waits for its transfer. */
+  settlementTtlSeconds: number;
+  /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
+  providerMaxAttempts: number;
+  providerRetryBaseMs: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
   encryptionKeys: { id: string; key: Buffer }[];
   /** live is null until WALLET_SEED_LIVE is set: live managed wallets then answer 503 rather than use a public seed. */
@@ -46,6 +55,22 @@ export interface Config {
   outboxGraceMs: number;
   outboxPollMs: number;
   shutdownTimeoutMs: number;
+  /** PUBLIC_BASE_URL was set: the localhost fallback is no address a provider can call back. */
+  publicBaseUrlConfigured: boolean;
+  /**
+   * M-Pesa Daraja (KES mobile money). Every field is optional: a rail that is not configured is simply not ready,
+   * and GET /onramps/readiness says which part is missing.
+   */
+  daraja: {
+    consumerKey: string | null;
+    consumerSecret: string | null;
+    shortcode: string | null;
+    passkey: string | null;
+    /** Secret path segment of every callback URL handed to Daraja. */
+    callbackToken: string | null;
+  };
+  /** Live rates (GET <url>/rates?base=USDC&quote=KES); unset: live quotes cannot be priced. */
+  rateSourceUrl: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -192,6 +217,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     sandboxStepMs: int(env, 'SANDBOX_STEP_MS', 1000),
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
+    quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
+    rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
+    settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
+    providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
+    providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     encryptionKeys,
     walletSeeds: { sandbox: walletSeed('WALLET_SEED', env.WALLET_SEED) ?? DEV_SEED_SANDBOX, live: liveSeed },
     encryptionKeysConfigured,
@@ -211,6 +241,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboxGraceMs: int(env, 'OUTBOX_GRACE_MS', 5_000),
     outboxPollMs: int(env, 'OUTBOX_POLL_MS', 1_000, 10),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
+    publicBaseUrlConfigured: Boolean(env.PUBLIC_BASE_URL),
+    daraja: {
+      consumerKey: env.DARAJA_CONSUMER_KEY || null,
+      consumerSecret: env.DARAJA_CONSUMER_SECRET || null,
+      shortcode: env.DARAJA_SHORTCODE || null,
+      passkey: env.DARAJA_PASSKEY || null,
+      callbackToken: env.DARAJA_CALLBACK_TOKEN || null,
+    },
+    rateSourceUrl: env.RATE_SOURCE_URL || null,
   };
 }
 

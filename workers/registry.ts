@@ -1,33 +1,43 @@
-import type { Job } from 'bullmq';
-import type { DataSource } from 'typeorm';
-import type { Logger } from 'pino';
-import type { Config } from '../shared/config.js';
-import type { Queues } from '../shared/queues/producer.js';
-import type { JobName, JobPayloads, Pool } from '../shared/queues/registry.js';
-import { cleanupOutbox } from './outbox/cleanup-outbox.job.js';
+import { JOBS, POOLS, type JobName, type Pool } from '../shared/queues/registry.js';
+import type { JobDefinition, ProcessorTable, ScheduleDefinition } from './job-definition.js';
+import { cleanupOutboxJob } from './outbox/cleanup-outbox.job.js';
+import { sweepJob } from './sweeper/sweep.job.js';
+import { priceQuoteJob } from './pricing/price-quote.job.js';
+import { expireQuoteJob } from './pricing/expire-quote.job.js';
 
-/** What every processor is handed besides its job. */
-export interface WorkerDeps {
-  config: Config;
-  ds: DataSource;
-  queues: Queues;
-  log: Logger;
-}
+export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
-export type Processor<N extends JobName> = (job: Job<JobPayloads[N]>, deps: WorkerDeps & { log: Logger }) => Promise<unknown>;
+export const DEFINITIONS: JobDefinition<any>[] = [cleanupOutboxJob, sweepJob, priceQuoteJob, expireQuoteJob];
 
-export type ProcessorTable = { [N in JobName]?: Processor<N> };
+export const SCHEDULES: ScheduleDefinition[] = [
+  { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
+  { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
+];
 
 export interface PoolSpec {
   concurrency: number;
   processors: ProcessorTable;
 }
 
+const CONCURRENCY: Record<Pool, number> = { pricing: 20, settlement: 10, providers: 20, sandbox: 50, webhooks: 20 };
+
 /** Pool -> its processors (one queue per pool, jobs told apart by name). A job without a processor fails loudly. */
-export const REGISTRY: Record<Pool, PoolSpec> = {
-  pricing: { concurrency: 20, processors: {} },
-  settlement: { concurrency: 10, processors: {} },
-  providers: { concurrency: 20, processors: {} },
-  sandbox: { concurrency: 50, processors: {} },
-  webhooks: { concurrency: 20, processors: { 'outbox.cleanup': cleanupOutbox } },
-};
+export const REGISTRY: Record<Pool, PoolSpec> = Object.fromEntries(
+  POOLS.map((pool) => [
+    pool,
+    {
+      concurrency: CONCURRENCY[pool],
+      processors: Object.fromEntries(DEFINITIONS.filter((d) => JOBS[d.name as JobName].queue === pool).map((d) => [d.name, d.process])),
+    },
+  ]),
+) as Record<Pool, PoolSpec>;
+
+export const FINAL_FAILURES: Map<JobName, NonNullable<JobDefinition<any>['onFinalFailure']>> = new Map(
+  DEFINITIONS.filter((d) => d.onFinalFailure).map((d) => [d.name as JobName, d.onFinalFailure!]),
+);
+
+// Every job has exactly one definition: a job name without a processor would sit in its queue for ever.
+for (const name of Object.keys(JOBS) as JobName[]) {
+  const count = DEFINITIONS.filter((d) => d.name === name).length;
+  if (count !== 1) throw new Error(`job ${name} has ${count} definitions; it needs exactly one`);
+}

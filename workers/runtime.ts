@@ -4,7 +4,8 @@ import { AppError, PermanentJobError } from '../shared/errors.js';
 import { AmountError } from '../shared/domain/money.js';
 import { InsufficientFundsError } from '../shared/domain/ledger.js';
 import { POOLS, isPool, type JobName, type Pool } from '../shared/queues/registry.js';
-import { REGISTRY, type PoolSpec, type WorkerDeps } from './registry.js';
+import { FINAL_FAILURES, REGISTRY, SCHEDULES, type PoolSpec, type ScheduleDefinition, type WorkerDeps } from './registry.js';
+import { JOBS } from '../shared/queues/registry.js';
 import { startOutboxRelay } from './outbox/relay.js';
 
 export interface WorkerRuntime {
@@ -19,6 +20,28 @@ export interface StartOptions {
   connection: Redis;
   registry?: Record<Pool, PoolSpec>;
   relay?: boolean;
+  /** Declare the started pools' repeatable jobs (default true). */
+  schedules?: boolean;
+}
+
+const RESCHEDULE_MS = 3_600_000;
+
+/**
+ * Declares the repeatable jobs of the started pools now and every hour (Redis may lose its data; an upsert is
+ * idempotent). Not awaited: with Redis down the workers still start and the declaration waits for it.
+ */
+function keepScheduled(deps: WorkerDeps, pools: Pool[], schedules: ScheduleDefinition[]): () => void {
+  const mine = schedules.filter((s) => pools.includes(JOBS[s.name].queue));
+  const declare = () => {
+    for (const s of mine) {
+      deps.queues[JOBS[s.name].queue]
+        .upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: JOBS[s.name].attempts } })
+        .catch((err: unknown) => deps.log.warn({ err: (err as Error).message, schedule: s.id }, 'could not declare a schedule; will retry'));
+    }
+  };
+  declare();
+  const timer = setInterval(declare, RESCHEDULE_MS);
+  return () => clearInterval(timer);
 }
 
 export function startWorkers(options: StartOptions): WorkerRuntime {
@@ -35,7 +58,12 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
         try {
           return await processor(job, { ...deps, log });
         } catch (err) {
-          throw asJobFailure(err);
+          const failure = asJobFailure(err);
+          const final = failure instanceof PermanentJobError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+          const onFinal = FINAL_FAILURES.get(job.name as JobName);
+          // The last word on a job that will not run again: record the outcome, so nothing waits silently for ever.
+          if (final && onFinal) await onFinal(job, err, { ...deps, log }).catch((e: unknown) => log.error({ err: (e as Error).message }, 'final-failure handler failed'));
+          throw failure;
         }
       },
       { connection: options.connection, prefix: deps.config.redisPrefix, concurrency: spec.concurrency },
@@ -44,6 +72,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
+  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.pools, SCHEDULES);
   const stopRelay = options.relay === false
     ? async () => undefined
     : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });
@@ -53,6 +82,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     workers,
     async shutdown() {
       // Worker.close() waits for the jobs in progress to finish.
+      stopSchedules();
       await Promise.all([stopRelay(), ...workers.map((w) => w.close())]);
     },
   };

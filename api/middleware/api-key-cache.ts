@@ -2,13 +2,14 @@ import type { DataSource } from 'typeorm';
 import type { AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
 import type { Environment } from '../../shared/domain/chains.js';
+import { feeColumns, feeFromRow, type FeeRow } from '../../shared/domain/fees.js';
 
 interface Entry {
   value: AuthContext | null; // null: no such active key (negative cache, so garbage keys cannot hammer Postgres)
   expires: number;
 }
 
-interface KeyRow {
+interface KeyRow extends FeeRow {
   id: string;
   prefix: string;
   business_id: string;
@@ -42,7 +43,7 @@ export class ApiKeyCache {
     const generation = this.generation;
     const rows: KeyRow[] = await this.ds.query(
       `SELECT k.id, k.prefix, k.business_id, k.environment, k.scopes, k.allowed_ips, k.rate_limit, k.rate_window_seconds, k.revoked_at,
-              b.name, b.status, b.live_enabled, b.created_at AS b_created_at, b.updated_at AS b_updated_at
+              b.name, b.status, b.live_enabled, b.created_at AS b_created_at, b.updated_at AS b_updated_at, ${feeColumns('b')}
          FROM api_keys k JOIN businesses b ON b.id = k.business_id
         WHERE k.key_hash = $1`,
       [hash],
@@ -71,6 +72,7 @@ function toContext(row: KeyRow): AuthContext {
     liveEnabled: row.live_enabled,
     businessCreatedAt: row.b_created_at,
     businessUpdatedAt: row.b_updated_at,
+    platformFee: feeFromRow(row),
     environment: row.environment,
     scopes: new Set(row.scopes as Scope[]),
     allowedIps: row.allowed_ips,

@@ -4,7 +4,7 @@ import { ref, type JsonSchema, type RouteDef } from './route.js';
 export const schemas: Record<string, JsonSchema> = {
   BusinessAccount: {
     type: 'object',
-    required: ['id', 'name', 'environment', 'status', 'live_enabled', 'api_key', 'created_at', 'updated_at'],
+    required: ['id', 'name', 'environment', 'status', 'live_enabled', 'api_key', 'fees', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       name: { type: 'string' },
@@ -24,6 +24,15 @@ export const schemas: Record<string, JsonSchema> = {
             required: ['limit', 'window_seconds'],
             properties: { limit: { type: 'integer' }, window_seconds: { type: 'integer' } },
           },
+        },
+      },
+      fees: {
+        type: 'object',
+        required: ['platform_bps', 'platform_min'],
+        description: 'The platform fee on each quote: `platform_bps` basis points of the source amount, at least `platform_min` USDC (converted for on-ramps).',
+        properties: {
+          platform_bps: { type: 'integer', minimum: 0, maximum: 10000 },
+          platform_min: { ...ref('DecimalAmount'), description: 'USDC at exactly 6 decimals.' },
         },
       },
       created_at: ref('Timestamp'),
@@ -46,6 +55,7 @@ export function accountView(auth: AuthContext): Record<string, unknown> {
       allowed_ips: [...auth.allowedIps],
       rate_limit: { limit: auth.rateLimit, window_seconds: auth.rateWindowSeconds },
     },
+    fees: { platform_bps: auth.platformFee.bps, platform_min: auth.platformFee.min },
     created_at: auth.businessCreatedAt.toISOString(),
     updated_at: auth.businessUpdatedAt.toISOString(),
   };

@@ -6,9 +6,12 @@ import * as wallets from './wallets.route.js';
 import * as walletBalance from './wallet-balance.route.js';
 import * as sandbox from './sandbox.route.js';
 import * as walletVerification from './wallet-verification.route.js';
+import * as corridors from './corridors.route.js';
+import * as onrampsReadiness from './onramps-readiness.route.js';
+import * as quotes from './quotes.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

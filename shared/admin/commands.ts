@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { ENVIRONMENTS, type Environment } from '../domain/chains.js';
 import { MAX_ALLOWED_IPS, SCOPES, generateApiKey, isScope, normalizeIp, type Scope } from '../domain/api-keys.js';
 import type { Config } from '../config.js';
+import { platformBpsProblem, platformMinProblem, updatePlatformFee } from '../domain/fees.js';
 
 export class AdminError extends Error {}
 
@@ -91,4 +92,25 @@ export async function enableLive(deps: AdminDeps, opts: { businessId: string }):
   if (rows.length === 0) throw new AdminError(`no business ${opts.businessId}`);
   await announceKeyChange(deps);
   return { business_id: opts.businessId, live_enabled: true };
+}
+
+export interface BusinessFees {
+  business_id: string;
+  platform_bps: number;
+  /** USDC at exactly 6 decimals. */
+  platform_min: string;
+}
+
+/** The platform fee of one business: `bps` of each quote's source amount, at least `min` USDC (unchanged when omitted). */
+export async function setFees(deps: AdminDeps, opts: { businessId: string; platformBps: string | number | undefined; platformMin?: string }): Promise<BusinessFees> {
+  if (!UUID.test(opts.businessId)) throw new AdminError('--business must be a business id (UUID)');
+  if (opts.platformBps === undefined) throw new AdminError('--platform-bps is required (basis points, 50 = 0.5 %)');
+  const bpsProblem = platformBpsProblem(opts.platformBps);
+  if (bpsProblem) throw new AdminError(`--platform-bps ${bpsProblem}`);
+  const minProblem = opts.platformMin === undefined ? null : platformMinProblem(opts.platformMin);
+  if (minProblem) throw new AdminError(`--platform-min ${minProblem}`);
+  const fee = await updatePlatformFee(deps.ds, opts.businessId, Number(opts.platformBps), opts.platformMin);
+  if (!fee) throw new AdminError(`no business ${opts.businessId}`);
+  await announceKeyChange(deps);
+  return { business_id: opts.businessId, platform_bps: fee.bps, platform_min: fee.min };
 }

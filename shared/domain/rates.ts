@@ -42,3 +42,31 @@ export function sandboxRatesMarkdown(): string {
   const rows = Object.entries(SANDBOX_RATES).map(([currency, rate]) => `| ${currency} | ${rate} |`);
   return ['| currency | units per 1 USDC |', '|---|---:|', ...rows].join('\n');
 }
+
+/**
+ * The live rate source: `GET <base>/rates?base=USDC&quote=<currency>` answering `{ base, quote, rate, as_of }`.
+ * A network failure or a malformed answer is an outage (the pricing job retries), never a price.
+ */
+export function httpRateSource(baseUrl: string, timeoutMs = 3000): RateSource {
+  return {
+    async rate(currency: string): Promise<RateQuote> {
+      const url = new URL('rates', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+      url.searchParams.set('base', 'USDC');
+      url.searchParams.set('quote', currency);
+      const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'error' }).catch(() => null);
+      const body = (res?.ok ? await res.json().catch(() => null) : null) as Partial<RateQuote & { base: string; quote: string }> | null;
+      if (!body || body.base !== 'USDC' || body.quote !== currency || typeof body.rate !== 'string' || !/^(0|[1-9][0-9]*)(\.[0-9]{1,8})?$/.test(body.rate)
+        || typeof body.as_of !== 'string' || Number.isNaN(Date.parse(body.as_of))) {
+        throw AppError.unavailable(`The rate source gave no usable ${currency} rate.`);
+      }
+      return { rate: body.rate, as_of: new Date(body.as_of).toISOString() };
+    },
+  };
+}
+
+/** Sandbox prices from the table; live from RATE_SOURCE_URL (unset: live quotes cannot be priced). */
+export function rateSourceFor(environment: 'sandbox' | 'live', rateSourceUrl: string | null): RateSource {
+  if (environment === 'sandbox') return sandboxRateSource;
+  if (!rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment (RATE_SOURCE_URL).', 60);
+  return httpRateSource(rateSourceUrl);
+}

@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { getConfig } from '../config.js';
-import { JOB_QUEUES, POOLS, type JobName, type JobPayloads, type QueueName } from './registry.js';
+import { JOBS, POOLS, type JobName, type JobPayloads, type QueueName } from './registry.js';
 
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   attempts: 8,
@@ -34,11 +34,38 @@ export interface JobRequest<N extends JobName = JobName> {
   delayMs?: number;
 }
 
-/** The one enqueue helper. */
+/** The one enqueue helper: the job's queue, attempts and backoff come from its registry entry. */
 export async function enqueue<N extends JobName>(queues: Queues, job: JobRequest<N>): Promise<void> {
-  const queueName = JOB_QUEUES[job.name];
+  const spec = JOBS[job.name];
   // A row written by a newer release, read by an older one during a deploy: refused here, retried by the relay later.
-  if (!queueName) throw new Error(`unknown job name ${job.name}`);
-  const queue = queues[queueName];
-  await queue.add(job.name, job.data, { jobId: job.id, delay: job.delayMs || undefined });
+  if (!spec) throw new Error(`unknown job name ${job.name}`);
+  await queues[spec.queue].add(job.name, job.data, {
+    jobId: job.id,
+    delay: job.delayMs || undefined,
+    attempts: spec.attempts,
+    backoff: { type: 'exponential', delay: spec.backoffMs },
+  });
+}
+
+/**
+ * For the sweeper: makes sure the job will run again. A job BullMQ has never seen (or has forgotten) is added, a
+ * failed one retried, a completed one replaced; one waiting, delayed or running is left alone.
+ */
+export async function requeue<N extends JobName>(queues: Queues, job: JobRequest<N>): Promise<'added' | 'retried' | 'replaced' | 'pending'> {
+  const queue = queues[JOBS[job.name].queue];
+  const state = await queue.getJobState(job.id);
+  if (state === 'unknown') {
+    await enqueue(queues, job);
+    return 'added';
+  }
+  if (state === 'failed') {
+    await (await queue.getJob(job.id))?.retry('failed');
+    return 'retried';
+  }
+  if (state === 'completed') {
+    await queue.remove(job.id);
+    await enqueue(queues, job);
+    return 'replaced';
+  }
+  return 'pending';
 }

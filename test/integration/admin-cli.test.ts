@@ -3,6 +3,8 @@ import { spawn } from 'node:child_process';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
+import { getConfig } from '../../shared/config.js';
+import { AdminError, setFees } from '../../shared/admin/commands.js';
 
 function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -65,6 +67,64 @@ describe('admin CLI (npm run admin)', function () {
     expect(JSON.parse(revoked.stdout).id).to.equal(key.id);
     api.keyCache.clear(); // this harness does not subscribe to the change channel
     expect((await api.http.get('/api/v1/business/account').set(bearer(key.key))).status).to.equal(401);
+  });
+
+  it('set-fees sets a business\'s platform fee (50 bps and no minimum until then), shown by GET /account', async () => {
+    const biz = JSON.parse((await admin('create-business', '--name', 'Fees Co', '--json')).stdout);
+    const sandbox = biz.keys.find((k: { environment: string }) => k.environment === 'sandbox');
+    const account = () => api.http.get('/api/v1/business/account').set(bearer(sandbox.key));
+    expect((await account()).body.fees).to.deep.equal({ platform_bps: 50, platform_min: '0.000000' });
+
+    const set = await admin('set-fees', '--business', biz.business_id, '--platform-bps', '125', '--platform-min', '1.5', '--json');
+    expect(set.code, set.stderr).to.equal(0);
+    expect(JSON.parse(set.stdout)).to.deep.equal({ business_id: biz.business_id, platform_bps: 125, platform_min: '1.500000' });
+    const [row] = await (await getDs()).query(`SELECT platform_fee_bps, platform_fee_min::text AS min FROM businesses WHERE id = $1`, [biz.business_id]);
+    expect(row).to.deep.equal({ platform_fee_bps: 125, min: '1.5' });
+    api.keyCache.clear(); // this harness does not subscribe to the change channel
+    expect((await account()).body.fees).to.deep.equal({ platform_bps: 125, platform_min: '1.500000' });
+
+    // Without --platform-min the minimum stays; the bounds 0 and 10000 bps are allowed; the human answer says what is set.
+    const human = await admin('set-fees', '--business', biz.business_id, '--platform-bps', '0');
+    expect(human.code, human.stderr).to.equal(0);
+    expect(human.stdout).to.equal(`platform fee of business ${biz.business_id}: 0 bps, at least 1.500000 USDC\n`);
+    const max = JSON.parse((await admin('set-fees', '--business', biz.business_id, '--platform-bps', '10000', '--platform-min', '0.000001', '--json')).stdout);
+    expect(max).to.include({ platform_bps: 10000, platform_min: '0.000001' });
+  });
+
+  it('set-fees refuses what is not a fee, and an unknown business, changing nothing', async () => {
+    const biz = JSON.parse((await admin('create-business', '--name', 'Bad Fees Co', '--json')).stdout);
+    // The CLI: a clear message and exit 1.
+    for (const [args, message] of [
+      [['--business', biz.business_id, '--platform-bps', '10001'], /--platform-bps must be an integer from 0 to 10000/],
+      [['--business', biz.business_id, '--platform-bps', '50', '--platform-min', '0.0000001'], /--platform-min must have at most 6 decimals/],
+      [['--business', '00000000-0000-4000-8000-000000000000', '--platform-bps', '75'], /no business 00000000-0000-4000-8000-000000000000/],
+    ] as [string[], RegExp][]) {
+      const out = await admin('set-fees', ...args);
+      expect(out.code, `${args.join(' ')}: ${out.stderr}`).to.equal(1);
+      expect(out.stderr).to.match(message);
+      expect(out.stderr).not.to.match(/unexpected|usage/);
+    }
+    // The same command in-process, for the rest of the rules.
+    const deps = { ds: await getDs(), config: getConfig() };
+    const cases: [Parameters<typeof setFees>[1], RegExp][] = [
+      [{ businessId: biz.business_id, platformBps: '12.5' }, /--platform-bps must be an integer from 0 to 10000/],
+      [{ businessId: biz.business_id, platformBps: 'fifty' }, /--platform-bps must be an integer from 0 to 10000/],
+      [{ businessId: biz.business_id, platformBps: '-1' }, /--platform-bps must be an integer from 0 to 10000/],
+      [{ businessId: biz.business_id, platformBps: -1 }, /--platform-bps must be an integer from 0 to 10000/],
+      [{ businessId: biz.business_id, platformBps: undefined }, /--platform-bps is required/],
+      [{ businessId: biz.business_id, platformBps: '50', platformMin: '1e3' }, /--platform-min must be a decimal amount in USDC/],
+      [{ businessId: biz.business_id, platformBps: '50', platformMin: '-1' }, /--platform-min must be a decimal amount in USDC/],
+      [{ businessId: biz.business_id, platformBps: '50', platformMin: '01.5' }, /--platform-min must be a decimal amount in USDC/],
+      [{ businessId: biz.business_id, platformBps: '50', platformMin: '1000000000' }, /--platform-min must be below/],
+      [{ businessId: 'acme', platformBps: '50' }, /--business must be a business id/],
+    ];
+    for (const [opts, message] of cases) {
+      const err = await setFees(deps, opts).then(() => null, (e: unknown) => e);
+      expect(err, JSON.stringify(opts)).to.be.instanceOf(AdminError);
+      expect((err as Error).message).to.match(message);
+    }
+    const [row] = await (await getDs()).query(`SELECT platform_fee_bps, platform_fee_min::text AS min FROM businesses WHERE id = $1`, [biz.business_id]);
+    expect(row).to.deep.equal({ platform_fee_bps: 50, min: '0' });
   });
 
   it('refuses bad input with a clear message and a non-zero exit', async () => {

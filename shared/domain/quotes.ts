@@ -1,0 +1,228 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { AppError } from '../errors.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { jobId } from '../queues/registry.js';
+import type { JobRequest } from '../queues/producer.js';
+import type { Chain } from './chains.js';
+import type { EventScope } from './events.js';
+import { requireCorridor, type Direction, type PaymentMethod } from './corridors.js';
+import { AmountError, formatAmount, scaleOf, toMinor } from './money.js';
+import { QUOTE_MACHINE, type QuoteStatus } from './machines.js';
+import { transition } from './transition.js';
+import type { PricedQuote } from './pricing.js';
+import type { RateQuote } from './rates.js';
+import { assertActive, findWallet } from './wallets.js';
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export interface QuoteRow {
+  id: string;
+  business_id: string;
+  environment: 'sandbox' | 'live';
+  direction: Direction;
+  status: QuoteStatus;
+  chain: Chain;
+  currency: string;
+  payment_method: PaymentMethod;
+  requested_side: 'source' | 'destination';
+  requested_amount: string;
+  beneficiary_id: string | null;
+  wallet_id: string | null;
+  exchange_rate: string | null;
+  source_amount: string | null;
+  total_required: string | null;
+  destination_amount: string | null;
+  provider_fee: string | null;
+  platform_fee: string | null;
+  expires_at: Date | null;
+  failure: { code: string; message: string; details?: unknown } | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface CreateQuoteInput {
+  direction: Direction;
+  chain: Chain;
+  currency: string;
+  payment_method: PaymentMethod;
+  source_amount?: string;
+  destination_amount?: string;
+  beneficiary_id?: string;
+  wallet_id?: string;
+}
+
+const COLUMNS = `id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount::text,
+  beneficiary_id, wallet_id, exchange_rate::text, source_amount::text, total_required::text, destination_amount::text, provider_fee::text,
+  platform_fee::text, expires_at, failure, created_at, updated_at`;
+
+export const quoteJobs = {
+  price: (quoteId: string): JobRequest<'quote.price'> => ({ name: 'quote.price', id: jobId('quote.price', quoteId), data: { quoteId } }),
+  expire: (quoteId: string, delayMs: number): JobRequest<'quote.expire'> => ({ name: 'quote.expire', id: jobId('quote.expire', quoteId), data: { quoteId }, delayMs }),
+};
+
+/** Units of each side: off-ramps go USDC -> fiat, on-ramps fiat -> USDC. */
+export function sidesOf(direction: Direction, currency: string): { source: string; destination: string } {
+  return direction === 'offramp' ? { source: 'USDC', destination: currency } : { source: currency, destination: 'USDC' };
+}
+
+function invalid(path: string, message: string): AppError {
+  return AppError.invalid(`${path} ${message}.`, [{ path, in: 'body', message }]);
+}
+
+/** The requested amount, refused (400) unless it is a decimal at its side's scale and more than zero. */
+function requestedAmount(input: CreateQuoteInput, units: { source: string; destination: string }): { side: 'source' | 'destination'; amount: string } {
+  if ((input.source_amount === undefined) === (input.destination_amount === undefined)) {
+    throw invalid('source_amount', 'or destination_amount is required, and only one of them');
+  }
+  const side = input.source_amount !== undefined ? 'source' : 'destination';
+  const amount = (input.source_amount ?? input.destination_amount)!;
+  const unit = units[side];
+  try {
+    if (toMinor(amount, scaleOf(unit)) <= 0n) throw invalid(`${side}_amount`, 'must be more than zero');
+  } catch (err) {
+    if (err instanceof AmountError) throw invalid(`${side}_amount`, `must be a ${unit} amount with at most ${scaleOf(unit)} decimals`);
+    throw err;
+  }
+  return { side, amount: formatAmount(amount, scaleOf(unit)) };
+}
+
+/** Off-ramp: the beneficiary exists here, is active, and is paid in the quote's currency by the quote's method. */
+async function checkBeneficiary(q: Queryable, scope: EventScope, id: string, currency: string, method: string): Promise<void> {
+  const rows: { status: string; currency: string; payment_method: string }[] = await q.query(
+    `SELECT status, currency, payment_method FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3`,
+    [id, scope.businessId, scope.environment],
+  );
+  const b = rows[0];
+  if (!b) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
+  if (b.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
+  if (b.currency !== currency || b.payment_method !== method) {
+    throw new AppError('unsupported_corridor', `This beneficiary is paid in ${b.currency} by ${b.payment_method}, not ${currency} by ${method}.`, {
+      reason: 'beneficiary_mismatch', beneficiary_currency: b.currency, beneficiary_payment_method: b.payment_method,
+    });
+  }
+}
+
+/** On-ramp: USDC goes to a managed wallet or a verified external wallet on the quote's chain. */
+async function checkDestinationWallet(em: EntityManager, scope: EventScope, id: string, chain: Chain): Promise<void> {
+  const wallet = await findWallet(em, scope, id).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'not_found' ? new AppError('not_found', 'No such wallet.', { param: 'wallet_id' }) : err;
+  });
+  assertActive(wallet);
+  if (wallet.type === 'external_wallet') {
+    if (wallet.ownership_status !== 'verified') throw new AppError('wallet_not_verified', 'An external wallet must prove its ownership before it receives USDC.', { wallet_id: id });
+    if (wallet.chain !== chain) throw invalid('wallet_id', `is registered on ${wallet.chain}, not ${chain}`);
+  }
+}
+
+/** Checks what needs no price, writes the quote `pending` and stages its pricing job, in the caller's transaction. */
+export async function createQuote(unit: Unit, scope: EventScope, id: string, input: CreateQuoteInput): Promise<QuoteRow> {
+  const currency = input.currency.toUpperCase();
+  const corridor = requireCorridor(currency, input.payment_method);
+  if (!corridor.directions.includes(input.direction)) {
+    throw new AppError('unsupported_corridor', `We do not run ${input.direction}s in ${currency} by ${input.payment_method}.`, { reason: 'direction_not_supported' });
+  }
+  if (scope.environment === 'live' && corridor.provider !== 'mpesa_daraja') {
+    throw new AppError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
+  }
+  const units = sidesOf(input.direction, currency);
+  const requested = requestedAmount(input, units);
+  if (input.direction === 'offramp') {
+    if (!input.beneficiary_id) throw invalid('beneficiary_id', 'is required for an off-ramp quote');
+    if (input.wallet_id) throw invalid('wallet_id', 'belongs to on-ramp quotes (the off-ramp names its funding wallet when it starts)');
+    await checkBeneficiary(unit.em, scope, input.beneficiary_id, currency, corridor.payment_method);
+  } else {
+    if (!input.wallet_id) throw invalid('wallet_id', 'is required for an on-ramp quote');
+    if (input.beneficiary_id) throw invalid('beneficiary_id', 'belongs to off-ramp quotes');
+    await checkDestinationWallet(unit.em, scope, input.wallet_id, input.chain);
+  }
+  const rows: QuoteRow[] = await unit.em.query(
+    `INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, wallet_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
+    [id, scope.businessId, scope.environment, input.direction, input.chain, currency, corridor.payment_method, requested.side, requested.amount,
+      input.beneficiary_id ?? null, input.wallet_id ?? null],
+  );
+  await unit.stage(quoteJobs.price(id), scope);
+  return rows[0];
+}
+
+export async function findQuote(q: Queryable, scope: EventScope, id: string): Promise<QuoteRow> {
+  const rows: QuoteRow[] = await q.query(`SELECT ${COLUMNS} FROM quotes WHERE id = $1 AND business_id = $2 AND environment = $3`, [id, scope.businessId, scope.environment]);
+  if (!rows[0]) throw AppError.notFound('quote');
+  return rows[0];
+}
+
+/** For jobs, which carry ids only. */
+export async function loadQuote(q: Queryable, id: string): Promise<QuoteRow | undefined> {
+  return ((await q.query(`SELECT ${COLUMNS} FROM quotes WHERE id = $1`, [id])) as QuoteRow[])[0];
+}
+
+/** An available quote whose expiry has passed is expired, even before the expiry job has run. */
+export function effectiveStatus(row: Pick<QuoteRow, 'status' | 'expires_at'>, now = new Date()): QuoteStatus {
+  return row.status === 'available' && row.expires_at && row.expires_at <= now ? 'expired' : row.status;
+}
+
+const amount = (value: string | null, unit: string): string | null => (value === null ? null : formatAmount(value, scaleOf(unit)));
+const side = (unit: string) => (unit === 'USDC' ? { asset: 'USDC' } : { currency: unit });
+
+export function quoteView(row: QuoteRow): Record<string, unknown> {
+  const units = sidesOf(row.direction, row.currency);
+  const requested = (s: 'source' | 'destination') => (row.requested_side === s ? row.requested_amount : null);
+  return {
+    id: row.id,
+    direction: row.direction,
+    status: effectiveStatus(row),
+    chain: row.chain,
+    currency: row.currency,
+    payment_method: row.payment_method,
+    source: { ...side(units.source), amount: amount(row.source_amount ?? requested('source'), units.source), total_required: amount(row.total_required, units.source) },
+    destination: { ...side(units.destination), amount: amount(row.destination_amount ?? requested('destination'), units.destination), ...(units.destination === 'USDC' ? { chain: row.chain } : {}) },
+    exchange_rate: row.exchange_rate === null ? null : row.exchange_rate.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''),
+    fees: row.provider_fee === null ? null : { provider: amount(row.provider_fee, units.source), platform: amount(row.platform_fee, units.source), currency: units.source },
+    beneficiary_id: row.beneficiary_id,
+    wallet_id: row.wallet_id,
+    expires_at: row.expires_at ? row.expires_at.toISOString() : null,
+    failure: row.failure ? { code: row.failure.code, message: row.failure.message } : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+const scopeOf = (row: QuoteRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
+
+/** pending -> available with its price, valid `ttlSeconds`, and its expiry job staged. Null if it was not pending. */
+export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<QuoteRow | null> {
+  const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
+  const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
+    scope: scopeOf(row),
+    id: row.id,
+    to: 'available',
+    set: {
+      exchange_rate: priced.exchange_rate,
+      rate_as_of: rate.as_of,
+      source_amount: priced.source.amount,
+      total_required: priced.source.total_required,
+      destination_amount: priced.destination.amount,
+      provider_fee: priced.fees.provider,
+      platform_fee: priced.fees.platform,
+      expires_at: expiresAt,
+    },
+    view: (updated) => quoteView({ ...updated, requested_amount: String(updated.requested_amount) }),
+    jobs: () => [quoteJobs.expire(row.id, ttlSeconds * 1000)],
+  });
+  return moved ? await loadQuote(unit.em, row.id) ?? null : null;
+}
+
+/** pending -> failed, with the reason the business sees on GET. */
+export async function markFailed(unit: Unit, row: QuoteRow, failure: { code: string; message: string; details?: unknown }): Promise<boolean> {
+  const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
+    scope: scopeOf(row), id: row.id, to: 'failed', set: { failure }, reason: failure.code, view: () => ({}),
+  });
+  return moved !== null;
+}
+
+/** available -> expired once its time has passed (an early or repeated job changes nothing). */
+export async function markExpired(unit: Unit, row: QuoteRow): Promise<boolean> {
+  if (effectiveStatus(row) !== 'expired' || row.status !== 'available') return false;
+  const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, { scope: scopeOf(row), id: row.id, to: 'expired', view: () => ({}) });
+  return moved !== null;
+}

@@ -1,0 +1,187 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
+import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
+import { startPools, type RunningPools } from '../helpers/workers.js';
+import { getDs } from '../helpers/shared.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+
+const KES_PHONE = { phone_number: '+254722480163', mobile_network: 'safaricom' };
+
+describe('quotes priced by the pricing pool', () => {
+  let api: ApiHarness;
+  let pools: RunningPools;
+  let key: string;
+  let beneficiaryId: string;
+  let walletId: string;
+
+  const post = (body: Record<string, unknown>, k = key) => api.http.post(`${BASE}/quotes`).set(writeHeaders(k)).send(body);
+  const offramp = (extra: Record<string, unknown>) => post({ direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', beneficiary_id: beneficiaryId, ...extra });
+  const onramp = (extra: Record<string, unknown>) => post({ direction: 'onramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', wallet_id: walletId, ...extra });
+
+  async function beneficiary(k: string, body: Record<string, unknown> = {}): Promise<string> {
+    const res = await api.http.post(`${BASE}/beneficiaries`).set(writeHeaders(k)).send({
+      currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Amina W', details: KES_PHONE, ...body,
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.id;
+  }
+
+  before(async () => {
+    api = await startApi();
+    pools = await startPools(['pricing']);
+    key = (await makeBusiness()).sandboxKey;
+    beneficiaryId = await beneficiary(key);
+    walletId = (await createCustomer(api, key)).wallet.id;
+  });
+  after(async () => {
+    await pools?.close();
+    await api?.close();
+  });
+
+  it('an off-ramp by source amount is priced in time: 201 available, exact amounts, the event written', async () => {
+    const res = await offramp({ source_amount: '100' });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const q = res.body;
+    expect(q).to.deep.include({ direction: 'offramp', status: 'available', chain: 'base', currency: 'KES', payment_method: 'mobile_money', exchange_rate: '129.35' });
+    expect(q.source).to.deep.equal({ asset: 'USDC', amount: '100.000000', total_required: '101.500000' });
+    expect(q.destination).to.deep.equal({ currency: 'KES', amount: '12935.00' });
+    expect(q.fees).to.deep.equal({ provider: '1.000000', platform: '0.500000', currency: 'USDC' });
+    const ttl = Date.parse(q.expires_at) - Date.parse(q.created_at);
+    expect(ttl).to.be.within(119_000, 125_000);
+    const again = await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key));
+    expect(again.body).to.deep.equal(q);
+    const events = await (await getDs()).query(`SELECT type, data FROM events WHERE data->>'id' = $1`, [q.id]);
+    expect(events.map((e: { type: string }) => e.type)).to.deep.equal(['quote.available']);
+    expect(events[0].data.source).to.deep.equal(q.source);
+  });
+
+  it('an on-ramp by destination amount quotes the smallest payment that delivers it', async () => {
+    const res = await onramp({ destination_amount: '50' });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const q = res.body;
+    expect(q.destination).to.deep.equal({ asset: 'USDC', amount: '50.000000', chain: 'base' });
+    expect(q.source.currency).to.equal('KES');
+    // 50 USDC at 129.35 is exactly 6467.50 KES; one cent less would deliver less than 50.
+    expect(q.source.amount).to.equal('6467.50');
+    expect(Number(q.source.total_required)).to.be.greaterThan(6467.5);
+    expect(q.fees.currency).to.equal('KES');
+  });
+
+  it('refuses what it cannot price with the right code', async () => {
+    const bad = async (res: { status: number; body: any }, status: number, code: string) => {
+      expect(res.status, JSON.stringify(res.body)).to.equal(status);
+      expect(res.body.error.code).to.equal(code);
+      return res.body.error;
+    };
+    await bad(await offramp({ source_amount: '1', destination_amount: '100' }), 400, 'invalid_request');
+    await bad(await offramp({}), 400, 'invalid_request');
+    await bad(await offramp({ source_amount: '1.1234567' }), 400, 'invalid_request');
+    await bad(await offramp({ source_amount: '0' }), 400, 'invalid_request');
+    await bad(await offramp({ source_amount: 100 }), 400, 'invalid_request');
+    await bad(await offramp({ source_amount: '1e3' }), 400, 'invalid_request');
+    await bad(await offramp({ destination_amount: '10.001' }), 400, 'invalid_request'); // KES has 2 decimals
+    await bad(await offramp({ source_amount: '10', beneficiary_id: undefined }), 400, 'invalid_request');
+    await bad(await offramp({ source_amount: '10', beneficiary_id: randomUUID() }), 404, 'not_found');
+    const mismatch = await bad(await post({ direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'paybill', beneficiary_id: beneficiaryId, source_amount: '10' }), 422, 'unsupported_corridor');
+    expect(mismatch.details.reason).to.equal('beneficiary_mismatch');
+    await bad(await post({ direction: 'offramp', chain: 'base', currency: 'NGN', payment_method: 'mobile_money', beneficiary_id: beneficiaryId, source_amount: '10' }), 422, 'unsupported_corridor');
+    const { wallet } = await externalWallet(api, key);
+    await bad(await onramp({ destination_amount: '5', wallet_id: wallet.id }), 422, 'wallet_not_verified');
+    const archived = await beneficiary(key);
+    await api.http.delete(`${BASE}/beneficiaries/${archived}`).set(writeHeaders(key));
+    await bad(await offramp({ source_amount: '10', beneficiary_id: archived }), 409, 'resource_archived');
+  });
+
+  it('a price outside the corridor\'s limits is 422 amount_out_of_range, and the quote reads failed', async () => {
+    const res = await offramp({ source_amount: '0.01' });
+    const err = res.body.error;
+    expect(res.status, JSON.stringify(res.body)).to.equal(422);
+    expect(err.code).to.equal('amount_out_of_range');
+    expect(err.details).to.include({ currency: 'KES' });
+    const [row] = await (await getDs()).query(`SELECT status, failure FROM quotes WHERE business_id = (SELECT business_id FROM beneficiaries WHERE id = $1) ORDER BY created_at DESC LIMIT 1`, [beneficiaryId]);
+    expect(row.status).to.equal('failed');
+    expect(row.failure.code).to.equal('amount_out_of_range');
+  });
+
+  it('with the pricing pool down it answers 202 pending, and the quote is priced once the pool is back', async () => {
+    await pools.close();
+    try {
+      const res = await offramp({ source_amount: '20' });
+      expect(res.status, JSON.stringify(res.body)).to.equal(202);
+      expect(res.body).to.deep.include({ status: 'pending', exchange_rate: null, fees: null, expires_at: null });
+      expect(res.body.source).to.deep.equal({ asset: 'USDC', amount: '20.000000', total_required: null });
+      pools = await startPools(['pricing']);
+      let status = 'pending';
+      for (let i = 0; i < 100 && status === 'pending'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        status = (await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status;
+      }
+      expect(status).to.equal('available');
+    } finally {
+      pools = pools ?? (await startPools(['pricing']));
+    }
+  });
+
+  it('expires at expires_at (read as expired at once, then moved by its job)', async () => {
+    const shortLived = await startApi();
+    await pools.close();
+    pools = await startPools(['pricing'], { env: { QUOTE_TTL_SECONDS: '1' } });
+    try {
+      const res = await offramp({ source_amount: '30' });
+      expect(res.status).to.equal(201);
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status).to.equal('expired');
+      let stored = 'available';
+      for (let i = 0; i < 60 && stored !== 'expired'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        stored = (await (await getDs()).query(`SELECT status FROM quotes WHERE id = $1`, [res.body.id]))[0].status;
+      }
+      expect(stored).to.equal('expired');
+      const history = await (await getDs()).query(`SELECT from_status, to_status FROM status_history WHERE resource_id = $1 ORDER BY id`, [res.body.id]);
+      expect(history).to.deep.equal([{ from_status: 'pending', to_status: 'available' }, { from_status: 'available', to_status: 'expired' }]);
+    } finally {
+      await shortLived.close();
+      await pools.close();
+      pools = await startPools(['pricing']);
+    }
+  });
+
+  it('the sweeper prices a quote whose job never reached Redis', async () => {
+    const ds = await getDs();
+    const [{ business_id: businessId }] = await ds.query(`SELECT business_id FROM beneficiaries WHERE id = $1`, [beneficiaryId]);
+    const id = randomUUID();
+    await ds.query(
+      `INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, created_at)
+       VALUES ($1, $2, 'sandbox', 'offramp', 'base', 'KES', 'mobile_money', 'source', 40, $3, now() - interval '1 minute')`,
+      [id, businessId, beneficiaryId],
+    );
+    const counts = await sweepJob.process({ data: {} } as never, pools.deps);
+    expect(counts).to.have.property('quotes pending without a price').that.is.at.least(1);
+    let status = 'pending';
+    for (let i = 0; i < 100 && status === 'pending'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await ds.query(`SELECT status FROM quotes WHERE id = $1`, [id]))[0].status;
+    }
+    expect(status).to.equal('available');
+  });
+
+  it('a live key: 403 until the business is enabled, then 503 while live pricing is not configured', async () => {
+    const biz = await makeBusiness();
+    const body = { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '10', beneficiary_id: randomUUID() };
+    const refused = await post(body, biz.liveKey);
+    expect(refused.status).to.equal(403);
+    expect(refused.body.error.code).to.equal('live_not_enabled');
+    await (await getDs()).query(`UPDATE businesses SET live_enabled = true WHERE id = $1`, [biz.businessId]);
+    api.keyCache.clear?.();
+    const fresh = await startApi();
+    try {
+      const res = await fresh.http.post(`${BASE}/quotes`).set(writeHeaders(biz.liveKey)).send(body);
+      expect(res.status, JSON.stringify(res.body)).to.equal(503);
+      expect(res.body.error.code).to.equal('service_unavailable');
+    } finally {
+      await fresh.close();
+    }
+  });
+});

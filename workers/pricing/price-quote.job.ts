@@ -1,0 +1,44 @@
+import { AppError } from '../../shared/errors.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { loadQuote, markFailed, markPriced } from '../../shared/domain/quotes.js';
+import { priceQuote } from '../../shared/domain/pricing.js';
+import { platformFeeOf } from '../../shared/domain/fees.js';
+import { rateSourceFor } from '../../shared/domain/rates.js';
+import { defineJob } from '../job-definition.js';
+
+/** pending -> available (priced) or failed (a price outside the corridor's limits); a missing rate is retried. */
+export const priceQuoteJob = defineJob({
+  name: 'quote.price',
+  async process(job, deps) {
+    const row = await loadQuote(deps.ds, job.data.quoteId);
+    if (!row || row.status !== 'pending') return 'not pending';
+    const rate = await rateSourceFor(row.environment, deps.config.rateSourceUrl).rate(row.currency);
+    if (Date.now() - Date.parse(rate.as_of) > deps.config.rateMaxAgeSeconds * 1000) {
+      throw AppError.unavailable(`The ${row.currency} rate is older than ${deps.config.rateMaxAgeSeconds} s.`);
+    }
+    let outcome: string;
+    try {
+      const priced = priceQuote({
+        direction: row.direction,
+        currency: row.currency,
+        payment_method: row.payment_method,
+        [row.requested_side === 'source' ? 'source_amount' : 'destination_amount']: row.requested_amount,
+        rate: rate.rate,
+        platform_fee: await platformFeeOf(deps.ds, row.business_id),
+      });
+      await inUnit(deps, (unit) => markPriced(unit, row, priced, rate, deps.config.quoteTtlSeconds));
+      outcome = 'available';
+    } catch (err) {
+      // A business refusal (the amount is outside the corridor's limits) is the quote's outcome, not a job failure.
+      if (!(err instanceof AppError) || err.code === 'service_unavailable' || err.code === 'internal_error') throw err;
+      await inUnit(deps, (unit) => markFailed(unit, row, { code: err.code, message: err.message, details: err.details }));
+      outcome = 'failed';
+    }
+    return outcome;
+  },
+  async onFinalFailure(job, _err, deps) {
+    const row = await loadQuote(deps.ds, job.data.quoteId);
+    if (!row) return;
+    await inUnit(deps, (unit) => markFailed(unit, row, { code: 'pricing_unavailable', message: 'No usable rate could be obtained; request a new quote.' }));
+  },
+});
