@@ -8,6 +8,9 @@ process.env.REDIS_PREFIX = `rwtest-${process.pid}-${Date.now().toString(36)}`;
 process.env.LOG_LEVEL = process.env.TEST_LOG_LEVEL || 'silent';
 process.env.SANDBOX_STEP_MS ??= '5';
 process.env.OUTBOX_POLL_MS ??= '50';
+// Provider retries are job options set where a job is enqueued (by any process): short and few, for every test.
+process.env.PROVIDER_MAX_ATTEMPTS ??= '2';
+process.env.PROVIDER_RETRY_BASE_MS ??= '10';
 // Live data refuses the built-in development secrets; tests configure their own (public, test-only) ones.
 process.env.WALLET_SEED_LIVE ||= 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 // A test-only key first (live details are never sealed under the public development key); dev1 stays listed so rows

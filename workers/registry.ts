@@ -4,10 +4,22 @@ import { cleanupOutboxJob } from './outbox/cleanup-outbox.job.js';
 import { sweepJob } from './sweeper/sweep.job.js';
 import { priceQuoteJob } from './pricing/price-quote.job.js';
 import { expireQuoteJob } from './pricing/expire-quote.job.js';
+import { submitOfframpJob } from './settlement/submit-offramp.job.js';
+import { confirmSettlementJob } from './settlement/confirm-settlement.job.js';
+import { expireSettlementJob } from './settlement/expire-settlement.job.js';
+import { deliverOnrampJob } from './settlement/deliver-onramp.job.js';
+import { sendPayoutJob } from './providers/send-payout.job.js';
+import { requestCollectionJob } from './providers/request-collection.job.js';
+import { sandboxTransferJob } from './sandbox/sandbox-transfer.job.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
-export const DEFINITIONS: JobDefinition<any>[] = [cleanupOutboxJob, sweepJob, priceQuoteJob, expireQuoteJob];
+export const DEFINITIONS: JobDefinition<any>[] = [
+  cleanupOutboxJob, sweepJob, priceQuoteJob, expireQuoteJob,
+  submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob,
+  sendPayoutJob, requestCollectionJob,
+  sandboxTransferJob,
+];
 
 export const SCHEDULES: ScheduleDefinition[] = [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },

@@ -35,7 +35,7 @@ function keepScheduled(deps: WorkerDeps, pools: Pool[], schedules: ScheduleDefin
   const declare = () => {
     for (const s of mine) {
       deps.queues[JOBS[s.name].queue]
-        .upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: JOBS[s.name].attempts } })
+        .upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: 1 } })
         .catch((err: unknown) => deps.log.warn({ err: (err as Error).message, schedule: s.id }, 'could not declare a schedule; will retry'));
     }
   };

@@ -9,9 +9,11 @@ import * as walletVerification from './wallet-verification.route.js';
 import * as corridors from './corridors.route.js';
 import * as onrampsReadiness from './onramps-readiness.route.js';
 import * as quotes from './quotes.route.js';
+import * as ramps from './ramps.route.js';
+import * as transactions from './transactions.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes, ramps, transactions];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

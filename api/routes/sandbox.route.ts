@@ -2,6 +2,15 @@ import type { Chain } from '../../shared/domain/chains.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../shared/errors.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { txJobs } from '../../shared/domain/lifecycle-jobs.js';
+import { AmountError, fromMinor, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
+import { simulateOutcome, type SimulateInput } from '../../shared/domain/transaction-actions.js';
+import { findTransaction, transactionView } from '../../shared/domain/transactions.js';
+import { MAX_SANDBOX_FUNDING_MINOR } from '../../shared/domain/wallet-balances.js';
 
 export const schemas: Record<string, JsonSchema> = {
   SandboxFundWalletRequest: {
@@ -11,6 +20,20 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       chain: { ...ref('Chain'), description: 'Any chain for a managed wallet; the registered chain for an external one.' },
       amount: { ...ref('DecimalAmount'), description: 'USDC, more than 0, at most 6 decimals and 1000000000.' },
+    },
+  },
+  SandboxTransferRequest: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { amount: { ...ref('DecimalAmount'), description: 'USDC sent; default: what is still missing of total_required. Less is a partial payment, more an overpayment.' } },
+  },
+  SandboxSimulateRequest: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['outcome'],
+    properties: {
+      outcome: { type: 'string', enum: ['completed', 'failed', 'action_required'] },
+      failure_code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$', description: 'Becomes failure.code (snake_case).' },
     },
   },
   SandboxFunding: {
@@ -43,6 +66,58 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, params, body }) => ({
       status: 200,
       body: await inUnit(deps, (unit) => fundSandboxWallet(unit.em, deps.config, auth, (params as { id: string }).id, body as { chain: Chain; amount: string })),
+    }),
+  },
+  {
+    method: 'post',
+    path: '/sandbox/settlements/{transaction_id}/transfer',
+    operationId: 'sandboxTransfer',
+    summary: 'Play your on-chain transfer to an off-ramp\'s deposit address (sandbox only).',
+    description:
+      'Answers 202 with the settlement; the transfer is observed a step later and confirmations rise one per step. Only for an external-wallet off-ramp whose settlement is ' +
+      '`awaiting_transfer` or `underpaid` (else 409 `invalid_state`; a managed wallet\'s transfer is sent by the platform).',
+    tag: 'Sandbox',
+    scope: 'sandbox:write',
+    sandboxOnly: true,
+    pathParams: { transaction_id: uuidParam },
+    body: { schema: ref('SandboxTransferRequest'), required: false, examples: { full: { summary: 'Send exactly what is required', value: {} }, partial: { summary: 'Send 10 USDC', value: { amount: '10' } } } },
+    responses: { '202': { description: 'The settlement as it stands; the transfer lands a step later.', schema: ref('Settlement') } },
+    handler: async ({ deps, auth, params, body }) => {
+      const tx = await findTransaction(deps.ds, auth, (params as { transaction_id: string }).transaction_id);
+      const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
+      if (!settlement) throw AppError.invalidState('An on-ramp has no deposit address.');
+      if (tx.funding_type !== 'external_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
+      if (!['awaiting_transfer', 'underpaid'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
+      let amount: bigint;
+      try {
+        const given = (body as { amount?: string } | undefined)?.amount;
+        amount = given !== undefined ? toMinor(given, USDC_SCALE) : toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
+      } catch (err) {
+        if (err instanceof AmountError) throw AppError.invalid('amount must be USDC with at most 6 decimals.', [{ path: 'amount', in: 'body', message: err.message }]);
+        throw err;
+      }
+      if (amount <= 0n || amount > MAX_SANDBOX_FUNDING_MINOR) throw AppError.invalid('amount must be more than 0 and at most 1000000000 USDC.', [{ path: 'amount', in: 'body', message: 'is out of range' }]);
+      await inUnit(deps, (unit) => unit.stage(txJobs.sandboxTransfer(settlement.id, fromMinor(amount, USDC_SCALE), randomUUID(), deps.config.sandboxStepMs), auth));
+      return { status: 202, body: settlementView(settlement) };
+    },
+  },
+  {
+    method: 'post',
+    path: '/sandbox/transactions/{id}/simulate',
+    operationId: 'sandboxSimulateTransaction',
+    summary: 'Force the next outcome of a transaction (sandbox only).',
+    description:
+      '`failed` and `action_required` happen now (a failure returns what arrived); `completed` makes the next provider decision succeed whatever the magic values say. ' +
+      'A transaction already completed or failed: 409 `invalid_state`.',
+    tag: 'Sandbox',
+    scope: 'sandbox:write',
+    sandboxOnly: true,
+    pathParams: { id: uuidParam },
+    body: { schema: ref('SandboxSimulateRequest'), examples: { fail: { summary: 'Fail it with your own code', value: { outcome: 'failed', failure_code: 'beneficiary_bank_closed' } } } },
+    responses: { '200': { description: 'The transaction as it now stands.', schema: ref('Transaction') } },
+    handler: async ({ deps, auth, params, body }) => ({
+      status: 200,
+      body: transactionView(await inUnit(deps, (unit) => simulateOutcome(unit, chainFor('sandbox', deps.config), auth, (params as { id: string }).id, body as SimulateInput))),
     }),
   },
 ];

@@ -48,3 +48,16 @@ export async function allocateHdIndex(em: EntityManager): Promise<number> {
   const rows: { index: number }[] = await em.query(`SELECT nextval('hd_address_index')::integer AS index`);
   return rows[0].index;
 }
+
+/** The environment's treasury hot wallet: its own account branch, never a customer's path. */
+export const TREASURY_PATH = "m/44'/60'/1'/0/0";
+const treasuries = new Map<string, `0x${string}`>();
+
+export function treasuryAddress(mnemonic: string): `0x${string}` {
+  let address = treasuries.get(mnemonic);
+  if (!address) {
+    address = mnemonicToAccount(mnemonic, { path: TREASURY_PATH }).address;
+    treasuries.set(mnemonic, address);
+  }
+  return address;
+}

@@ -151,11 +151,12 @@ export async function loadActiveBeneficiary(
   keys: readonly MasterKey[],
   tenant: Tenant,
   id: string,
-  opts: { forUpdate?: boolean } = {},
+  opts: { forUpdate?: boolean; allowArchived?: boolean } = {},
 ): Promise<ActiveBeneficiary> {
   const row = await findRow(q, tenant, id, { sealed: true, forUpdate: opts.forUpdate });
   if (!row) throw AppError.notFound('beneficiary');
-  if (row.status === 'archived') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
+  // A payout already under way still reaches the beneficiary it was started for, archived since or not.
+  if (row.status === 'archived' && !opts.allowArchived) throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
   const corridor = requireCorridor(row.currency, row.payment_method);
   return { beneficiary: withoutSealed(row), corridor, details: decryptDetails(row, keys) };
 }

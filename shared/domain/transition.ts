@@ -77,3 +77,16 @@ export async function transition<S extends string, R extends Record<string, any>
   for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
   return { row, from: previous };
 }
+
+/** A resource's first status: the history row (from nothing) and, when announced, its event, in the caller's transaction. */
+export async function recordCreation<S extends string>(
+  unit: Unit,
+  machine: Machine<S>,
+  input: { scope: EventScope; id: string; status: S; view: () => Record<string, unknown> | Promise<Record<string, unknown>> },
+): Promise<void> {
+  await unit.em.query(
+    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status) VALUES ($1, $2, $3, $4, NULL, $5)`,
+    [input.scope.businessId, input.scope.environment, machine.resource, input.id, input.status],
+  );
+  if (machine.announced.includes(input.status)) await recordEvent(unit.em, input.scope, `${machine.resource}.${input.status}` as EventType, await input.view());
+}

@@ -39,11 +39,12 @@ export async function enqueue<N extends JobName>(queues: Queues, job: JobRequest
   const spec = JOBS[job.name];
   // A row written by a newer release, read by an older one during a deploy: refused here, retried by the relay later.
   if (!spec) throw new Error(`unknown job name ${job.name}`);
+  const config = getConfig();
   await queues[spec.queue].add(job.name, job.data, {
     jobId: job.id,
     delay: job.delayMs || undefined,
-    attempts: spec.attempts,
-    backoff: { type: 'exponential', delay: spec.backoffMs },
+    attempts: spec.attempts === 'provider' ? config.providerMaxAttempts : spec.attempts,
+    backoff: { type: 'exponential', delay: spec.backoffMs === 'provider' ? config.providerRetryBaseMs : spec.backoffMs },
   });
 }
 

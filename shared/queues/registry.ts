@@ -16,15 +16,29 @@ export interface JobPayloads {
   'quote.price': { quoteId: string };
   /** Moves an available quote to expired at its expires_at. */
   'quote.expire': { quoteId: string };
+  /** Managed-wallet off-ramp: sign and submit the transfer to the deposit address. */
+  'offramp.submit': { transactionId: string };
+  /** Counts a settlement's confirmations; `round` keeps each check its own job. */
+  'settlement.confirm': { transactionId: string; round: number };
+  /** At a settlement's expires_at: expired (nothing received) or underpaid. */
+  'settlement.expire': { transactionId: string };
+  /** Pays a funded off-ramp out through the fiat provider. */
+  'payout.send': { transactionId: string };
+  /** Asks the fiat provider to collect an on-ramp's payment. */
+  'collection.request': { transactionId: string };
+  /** Sends a funded on-ramp's USDC to its wallet. */
+  'onramp.deliver': { transactionId: string };
+  /** Sandbox: plays the business's on-chain transfer to a deposit address. */
+  'sandbox.transfer': { settlementId: string; amount: string };
 }
 export type JobName = keyof JobPayloads;
 
 export interface JobSpec {
   queue: QueueName;
-  /** Attempts in all, the first included. */
-  attempts: number;
-  /** Exponential backoff from this delay. */
-  backoffMs: number;
+  /** Attempts in all, the first included; `provider`: PROVIDER_MAX_ATTEMPTS. */
+  attempts: number | 'provider';
+  /** Exponential backoff from this delay; `provider`: PROVIDER_RETRY_BASE_MS. */
+  backoffMs: number | 'provider';
 }
 
 export const JOBS: { [N in JobName]: JobSpec } = {
@@ -32,6 +46,13 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'engine.sweep': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'quote.price': { queue: 'pricing', attempts: 5, backoffMs: 200 },
   'quote.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
+  'offramp.submit': { queue: 'settlement', attempts: 8, backoffMs: 500 },
+  'settlement.confirm': { queue: 'settlement', attempts: 8, backoffMs: 500 },
+  'settlement.expire': { queue: 'settlement', attempts: 8, backoffMs: 1000 },
+  'payout.send': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
+  'collection.request': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
+  'onramp.deliver': { queue: 'settlement', attempts: 8, backoffMs: 500 },
+  'sandbox.transfer': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
 };
 
 /** Which queue each job runs on. */

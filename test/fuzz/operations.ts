@@ -97,8 +97,42 @@ export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operatio
       });
     }
   }
-  // Creators first (a POST on a collection), so the ids they answer with are there for everything after them;
-  // archiving (DELETE) last, so it does not take every resource away from the operations that need a live one.
-  const order = (o: Operation) => (o.method === 'POST' && !o.path.includes('{') ? 0 : o.method === 'DELETE' ? 2 : 1);
+  // Creators first (a POST on a collection), each after the creators of the ids its body names (a quote names a
+  // beneficiary, an off-ramp a quote), so valid requests name real, fresh resources; archiving (DELETE) last, so it
+  // does not take every resource away from the operations that need a live one.
+  const depth = creatorDepths(doc, ops);
+  const order = (o: Operation) => (o.method === 'POST' && !o.path.includes('{') ? depth.get(o.id)! : o.method === 'DELETE' ? 1000 : 100);
   return ops.sort((a, b) => order(a) - order(b) || a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+}
+
+/** Names ending in `_id` anywhere in a schema (through $refs): the resources a request body points at. */
+function idNames(doc: OpenApi, schema: Schema, seen = new Set<Schema>()): Set<string> {
+  const out = new Set<string>();
+  const s = resolveRef(doc, schema);
+  if (!s || typeof s !== 'object' || seen.has(s)) return out;
+  seen.add(s);
+  for (const [name, sub] of Object.entries((s.properties ?? {}) as Record<string, Schema>)) {
+    if (name.endsWith('_id')) out.add(name.slice(0, -3));
+    for (const inner of idNames(doc, sub, seen)) out.add(inner);
+  }
+  return out;
+}
+
+function creatorDepths(doc: OpenApi, ops: Operation[]): Map<string, number> {
+  const creators = ops.filter((o) => o.method === 'POST' && !o.path.includes('{'));
+  const byProduct = new Map(creators.map((o) => [o.produces, o]));
+  const depths = new Map<string, number>();
+  const depthOf = (op: Operation, stack: string[] = []): number => {
+    if (depths.has(op.id)) return depths.get(op.id)!;
+    if (stack.includes(op.id)) return 0;
+    let d = 0;
+    for (const name of op.body ? idNames(doc, op.body.schema) : []) {
+      const producer = byProduct.get(name.endsWith('y') ? `${name.slice(0, -1)}ies` : `${name}s`);
+      if (producer && producer !== op) d = Math.max(d, 1 + depthOf(producer, [...stack, op.id]));
+    }
+    depths.set(op.id, d);
+    return d;
+  };
+  for (const op of creators) depthOf(op);
+  return depths;
 }

@@ -37,7 +37,7 @@ export interface FuzzReport {
   sent: number;
   findings: Finding[];
   /** Per operation id: statuses seen, and the kinds sent. */
-  coverage: Map<string, { statuses: Map<number, number>; kinds: Set<string> }>;
+  coverage: Map<string, { statuses: Map<number, number>; kinds: Set<string>; codes: Set<string> }>;
   operations: Operation[];
 }
 
@@ -73,6 +73,10 @@ function send(url: URL, req: FuzzRequest, timeoutMs: number): Promise<Answer> {
     }
   });
 }
+
+// Rounds of valid requests over every operation before the hostile ones: later operations need what earlier ones
+// created (a priced quote for an off-ramp, a transaction to read).
+const VALID_ROUNDS = 16;
 
 const ENVELOPE_KEYS = ['code', 'details', 'message', 'requestId'];
 
@@ -130,7 +134,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const pools = new IdPools();
   let keyCounter = 0;
   const ctx: FuzzContext = { doc: opts.doc, key: opts.key, pools, nextIdempotencyKey: () => `fuzz-${opts.seed}-${++keyCounter}` };
-  const coverage: FuzzReport['coverage'] = new Map(operations.map((o) => [o.id, { statuses: new Map(), kinds: new Set() }]));
+  const coverage: FuzzReport['coverage'] = new Map(operations.map((o) => [o.id, { statuses: new Map(), kinds: new Set(), codes: new Set() }]));
   const findings: Finding[] = [];
   let sent = 0;
   let step = 0;
@@ -148,6 +152,12 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       cov.kinds.add(kindName);
       if (answer.status !== null) cov.statuses.set(answer.status, (cov.statuses.get(answer.status) ?? 0) + 1);
       const problems = check(op, answer, errorSchema);
+      try {
+        const code = answer.status !== null && answer.status >= 400 ? JSON.parse(answer.body)?.error?.code : undefined;
+        if (typeof code === 'string') cov.codes.add(code);
+      } catch {
+        // not JSON: already a finding
+      }
       if (problems.length) findings.push({ request: req, answer, problems });
       else if (answer.status !== null && answer.status >= 200 && answer.status < 300) {
         try {
@@ -161,7 +171,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
 
   if (opts.mode === 'bounded') {
     // Valid requests for every operation first (creators before the rest), so ids exist; then every hostile kind.
-    for (let round = 0; round < 3; round++) for (const op of operations) await exercise(op, 'valid');
+    for (let round = 0; round < VALID_ROUNDS; round++) for (const op of operations) await exercise(op, 'valid');
     for (const op of operations) {
       for (const kind of kindsFor(op)) for (let i = 0; i < opts.perKind; i++) await exercise(op, kind.name);
     }

@@ -1,0 +1,216 @@
+import { AppError } from '../../shared/errors.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { SETTLEMENT_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
+import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
+import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
+import { retryTransaction } from '../../shared/domain/transaction-actions.js';
+import { listOf, paginationQuery } from '../openapi/components.js';
+import { listPage, type PageQuery } from '../pagination.js';
+import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
+
+const NULLABLE_STRING = { type: ['string', 'null'] };
+const NULLABLE_TIME = { type: ['string', 'null'], format: 'date-time' };
+const MONEY_SIDE = {
+  type: 'object',
+  required: ['amount'],
+  properties: {
+    asset: { type: 'string', enum: ['USDC'] },
+    currency: { type: 'string' },
+    amount: { type: 'string' },
+    total_required: { type: 'string' },
+    chain: ref('Chain'),
+    wallet_address: { type: 'string' },
+    transaction_hash: NULLABLE_STRING,
+  },
+};
+
+export const schemas: Record<string, JsonSchema> = {
+  Settlement: {
+    type: 'object',
+    required: ['id', 'transaction_id', 'status', 'chain', 'asset', 'token_address', 'from_address', 'to_address', 'amount', 'fee_address', 'fee_amount', 'total_required',
+      'received_amount', 'overpaid_amount', 'confirmations', 'required_confirmations', 'execution', 'transaction_hash', 'expires_at', 'detected_at', 'confirmed_at', 'created_at', 'updated_at'],
+    properties: {
+      id: ref('Uuid'),
+      transaction_id: ref('Uuid'),
+      status: { type: 'string', enum: [...SETTLEMENT_STATUSES] },
+      chain: ref('Chain'),
+      asset: { type: 'string', enum: ['USDC'] },
+      token_address: { type: 'string' },
+      from_address: { type: 'string', description: 'The funding wallet.' },
+      to_address: { type: 'string', description: 'This settlement\'s own deposit address.' },
+      amount: { type: 'string' },
+      fee_address: { type: 'string', description: 'The platform\'s treasury, where the swept deposit (and so the fee) ends up.' },
+      fee_amount: { type: 'string' },
+      total_required: { type: 'string', description: 'amount + fee_amount: send exactly this, in one transfer or several.' },
+      received_amount: { type: 'string' },
+      overpaid_amount: NULLABLE_STRING,
+      confirmations: { type: 'integer' },
+      required_confirmations: { type: 'integer' },
+      execution: { type: 'object', description: '`{ method: "erc20_transfer", to, data, value }` ready to sign; for managed wallets also `submitted { transaction_hash, nonce }`.' },
+      transaction_hash: NULLABLE_STRING,
+      expires_at: ref('Timestamp'),
+      detected_at: NULLABLE_TIME,
+      confirmed_at: NULLABLE_TIME,
+      created_at: ref('Timestamp'),
+      updated_at: ref('Timestamp'),
+    },
+  },
+  Transaction: {
+    type: 'object',
+    required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
+      'funding_source', 'payment_source', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
+    properties: {
+      id: ref('Uuid'),
+      direction: { type: 'string', enum: ['offramp', 'onramp'] },
+      quote_id: ref('Uuid'),
+      status: { type: 'string', enum: [...TRANSACTION_STATUSES] },
+      source: MONEY_SIDE,
+      destination: MONEY_SIDE,
+      fees: { type: 'object', required: ['provider', 'platform', 'currency'], properties: { provider: { type: 'string' }, platform: { type: 'string' }, currency: { type: 'string' } } },
+      exchange_rate: { type: 'string' },
+      external_reference: NULLABLE_STRING,
+      beneficiary_id: { type: ['string', 'null'], format: 'uuid' },
+      wallet_id: ref('Uuid'),
+      customer_id: { type: ['string', 'null'], format: 'uuid' },
+      funding_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: { type: 'string' }, address: { type: 'string' } } },
+      payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING } },
+      failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
+      refund: { type: ['object', 'null'], properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, transaction_hash: NULLABLE_STRING } },
+      settlement: ref('Settlement'),
+      completed_at: NULLABLE_TIME,
+      created_at: ref('Timestamp'),
+      updated_at: ref('Timestamp'),
+    },
+  },
+  TransactionList: listOf('Transaction'),
+  ConfirmTransactionRequest: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['transaction_hash'],
+    properties: { transaction_hash: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'The hash of your transfer to the deposit address.' } },
+  },
+};
+
+const TAG = 'Transactions';
+const byId = (params: unknown) => (params as { id: string }).id;
+const TIME = { type: 'string', format: 'date-time' };
+
+interface ListQuery extends PageQuery {
+  direction?: string;
+  status?: string;
+  wallet_id?: string;
+  beneficiary_id?: string;
+  customer_id?: string;
+  external_reference?: string;
+  created_gte?: string;
+  created_lte?: string;
+}
+
+const FILTERS: [keyof ListQuery, string][] = [
+  ['direction', 't.direction = $'], ['status', 't.status = $'], ['wallet_id', 't.wallet_id = $'], ['beneficiary_id', 't.beneficiary_id = $'],
+  ['customer_id', 't.customer_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
+];
+
+export const routes: RouteDef[] = [
+  {
+    method: 'get',
+    path: '/transactions',
+    operationId: 'listTransactions',
+    summary: 'List transactions, newest first.',
+    tag: TAG,
+    scope: 'transactions:read',
+    query: {
+      ...paginationQuery,
+      direction: { schema: { type: 'string', enum: ['offramp', 'onramp'] } },
+      status: { schema: { type: 'string', enum: [...TRANSACTION_STATUSES] } },
+      wallet_id: { schema: ref('Uuid') },
+      beneficiary_id: { schema: ref('Uuid') },
+      customer_id: { schema: ref('Uuid') },
+      external_reference: { schema: { type: 'string', minLength: 1, maxLength: 128 } },
+      created_gte: { schema: TIME, description: 'Created at or after this instant.' },
+      created_lte: { schema: TIME, description: 'Created at or before this instant.' },
+    },
+    responses: { '200': { description: 'A page of transactions.', schema: ref('TransactionList') } },
+    handler: async ({ deps, auth, query }) => {
+      const q = query as ListQuery;
+      const where = ['t.business_id = $1', 't.environment = $2'];
+      const params: unknown[] = [auth.businessId, auth.environment];
+      for (const [name, condition] of FILTERS) {
+        if (q[name] === undefined) continue;
+        params.push(q[name]);
+        where.push(`${condition}${params.length}`);
+      }
+      const page = await listPage<TransactionRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
+      return { status: 200, body: page };
+    },
+  },
+  {
+    method: 'get',
+    path: '/transactions/{id}',
+    operationId: 'getTransaction',
+    summary: 'Retrieve a transaction.',
+    tag: TAG,
+    scope: 'transactions:read',
+    pathParams: { id: uuidParam },
+    responses: { '200': { description: 'The transaction.', schema: ref('Transaction') } },
+    handler: async ({ deps, auth, params }) => ({ status: 200, body: transactionView(await findTransaction(deps.ds, auth, byId(params))) }),
+  },
+  {
+    method: 'get',
+    path: '/transactions/{id}/settlement',
+    operationId: 'getTransactionSettlement',
+    summary: 'Retrieve an off-ramp\'s settlement (404 for an on-ramp).',
+    tag: TAG,
+    scope: 'transactions:read',
+    pathParams: { id: uuidParam },
+    responses: { '200': { description: 'The settlement.', schema: ref('Settlement') } },
+    handler: async ({ deps, auth, params }) => {
+      const tx = await findTransaction(deps.ds, auth, byId(params));
+      const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
+      if (!settlement) throw new AppError('not_found', 'An on-ramp has no settlement.');
+      return { status: 200, body: settlementView(settlement) };
+    },
+  },
+  {
+    method: 'post',
+    path: '/transactions/{id}/confirm',
+    operationId: 'confirmTransaction',
+    summary: 'Tell us the hash of your transfer to the deposit address.',
+    description: 'Answers 202; the settlement pool checks the transfer. Only for an off-ramp still waiting for its funds (else 409 `invalid_state`).',
+    tag: TAG,
+    scope: 'transactions:write',
+    requiresLiveEnabled: true,
+    pathParams: { id: uuidParam },
+    body: { schema: ref('ConfirmTransactionRequest') },
+    responses: { '202': { description: 'Noted; the transaction as it stands.', schema: ref('Transaction') } },
+    handler: async ({ deps, auth, params, body }) => {
+      const tx = await inUnit(deps, async (unit) => {
+        const found = await findTransaction(unit.em, auth, byId(params), true);
+        if (found.direction !== 'offramp' || !['created', 'awaiting_funds', 'action_required'].includes(found.status)) {
+          throw AppError.invalidState(`A ${found.direction} in ${found.status} does not wait for a transfer.`, { status: found.status });
+        }
+        await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE transaction_id = $1`, [
+          found.id, JSON.stringify({ claimed: { transaction_hash: (body as { transaction_hash: string }).transaction_hash.toLowerCase() } }),
+        ]);
+        return found;
+      });
+      return { status: 202, body: transactionView(tx) };
+    },
+  },
+  {
+    method: 'post',
+    path: '/transactions/{id}/retry',
+    operationId: 'retryTransaction',
+    summary: 'Retry a managed-wallet transaction in action_required.',
+    description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`.',
+    tag: TAG,
+    scope: 'transactions:write',
+    requiresLiveEnabled: true,
+    pathParams: { id: uuidParam },
+    responses: { '202': { description: 'Accepted; the transaction as it now stands.', schema: ref('Transaction') } },
+    handler: async ({ deps, auth, params }) => ({
+      status: 202,
+      body: transactionView(await inUnit(deps, (unit) => retryTransaction(unit, deps.config, auth, byId(params)))),
+    }),
+  },
+];

@@ -1,0 +1,112 @@
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import type { ChainAdapter } from '../chain/adapter.js';
+import type { ProviderOutcome } from '../providers/provider.js';
+import { AppError } from '../errors.js';
+import type { EventScope } from './events.js';
+import { checkDetails } from './corridor-details.js';
+import { requireCorridor } from './corridors.js';
+import { toMinor, USDC_SCALE } from './money.js';
+import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { payoutEntry, refundOfframp } from './offramps.js';
+import { consumeQuote, insertTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { NOW } from './transition.js';
+
+// The steps that meet the fiat provider (payouts of off-ramps, collections of on-ramps) and the on-ramp's delivery.
+// Provider calls happen outside the database transaction; these functions apply their outcome inside one.
+
+/** What a forced sandbox outcome (`/sandbox/transactions/{id}/simulate` with `completed`) makes of the provider's answer. */
+export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
+  return tx.forced_outcome?.outcome === 'completed' ? { status: 'succeeded', provider_reference: `SIM-${tx.id.slice(0, 8)}` } : null;
+}
+
+/**
+ * funded -> processing (accepted) -> completed (paid), or failed with the refund (a permanent refusal). A temporary
+ * refusal changes nothing here: the job retries, and its final failure leaves the transaction action_required.
+ */
+export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+  if (tx.status !== 'funded') return `not funded (${tx.status})`;
+  if (outcome.status === 'temporary_failure') return 'temporary';
+  if (outcome.status === 'rejected' || outcome.status === 'declined') {
+    const refund = await refundOfframp(unit, chain, tx);
+    await moveTransaction(unit, tx, 'failed', {
+      set: { failure: { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'The provider refused the payout.' }, refund, provider_reference: outcome.provider_reference },
+      reason: outcome.failure?.code ?? 'payout_rejected',
+    });
+    return 'failed';
+  }
+  const processing = await moveTransaction(unit, tx, 'processing', { set: { provider_reference: outcome.provider_reference } });
+  if (!processing) return 'moved on';
+  if (outcome.status === 'pending') return 'processing';
+  await moveTransaction(unit, processing.row, 'completed', { set: { completed_at: NOW }, ledger: () => payoutEntry(tx) });
+  return 'completed';
+}
+
+/** The payout job's last attempt failed: the business (or an operator) must act; retry resumes at `funded`. */
+export async function payoutUnavailable(unit: Unit, tx: TransactionRow, reason: string): Promise<void> {
+  await moveTransaction(unit, tx, 'action_required', {
+    set: { stalled_at: 'funded', failure: { code: 'provider_unavailable', message: `The payout provider did not accept the payout: ${reason}` } },
+    reason: 'provider_unavailable',
+  });
+}
+
+export interface StartOnrampInput {
+  quote_id: string;
+  payment_method: { type: 'mobile_money'; phone_number: string; mobile_network: string };
+  external_reference?: string;
+}
+
+/** Consumes the on-ramp quote, checks the payer's number against the corridor, and asks the provider to collect. */
+export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
+  const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
+  const corridor = requireCorridor(quote.currency, quote.payment_method);
+  const payer = checkDetails(corridor, { phone_number: input.payment_method.phone_number, mobile_network: input.payment_method.mobile_network });
+  const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
+  const tx = await insertTransaction(unit, scope, {
+    quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network },
+  });
+  await unit.stage(txJobs.collect(tx, stepDelay(config, scope.environment)), scope);
+  return tx;
+}
+
+/** created -> awaiting_funds (the payer is prompted) -> funded (paid), or failed (declined). Delivery follows. */
+export async function applyCollectionOutcome(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+  if (tx.status !== 'created') return `not created (${tx.status})`;
+  if (outcome.status === 'temporary_failure') return 'temporary';
+  if (outcome.status === 'declined' || outcome.status === 'rejected') {
+    await moveTransaction(unit, tx, 'failed', {
+      set: { failure: { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' }, provider_reference: outcome.provider_reference },
+      reason: 'collection_declined',
+    });
+    return 'failed';
+  }
+  const prompted = await moveTransaction(unit, tx, 'awaiting_funds', { set: { provider_reference: outcome.provider_reference } });
+  if (!prompted || outcome.status === 'pending') return 'awaiting_funds';
+  const funded = await moveTransaction(unit, prompted.row, 'funded');
+  if (funded) await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
+  return 'funded';
+}
+
+/** funded -> processing -> completed: the USDC is sent and its hash recorded. */
+export async function deliverOnramp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
+  if (tx.status !== 'funded') return `not funded (${tx.status})`;
+  const processing = await moveTransaction(unit, tx, 'processing');
+  if (!processing) return 'moved on';
+  const sent = await chain.deliver(unit, scopeOf(tx), {
+    reference: tx.id, chain: tx.chain, amount: toMinor(tx.destination_amount, USDC_SCALE), to: tx.wallet_address, walletId: tx.wallet_id,
+  });
+  await moveTransaction(unit, processing.row, 'completed', { set: { destination_transaction_hash: sent.hash, completed_at: NOW } });
+  return 'completed';
+}
+
+/** The collection job's last attempt failed: the provider needs attention (on-ramps are not retryable by the business). */
+export async function collectionUnavailable(unit: Unit, tx: TransactionRow, reason: string): Promise<void> {
+  await moveTransaction(unit, tx, 'action_required', {
+    set: { stalled_at: 'created', failure: { code: 'provider_unavailable', message: `The collection provider did not respond: ${reason}` } },
+    reason: 'provider_unavailable',
+  });
+}
+
+export function assertNotTerminal(tx: TransactionRow): void {
+  if (tx.status === 'completed' || tx.status === 'failed') throw AppError.invalidState(`This transaction is ${tx.status}.`, { status: tx.status });
+}

@@ -1,0 +1,165 @@
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import type { ChainAdapter } from '../chain/adapter.js';
+import type { EventScope } from './events.js';
+import { InsufficientFundsError, postEntry } from './ledger.js';
+import { fromMinor, toMinor, USDC_SCALE } from './money.js';
+import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { createSettlement, isFullyPaid, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow } from './settlements.js';
+import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { walletUsdcAccount } from './wallet-balances.js';
+import { NOW } from './transition.js';
+
+export interface StartOfframpInput {
+  quote_id: string;
+  funding_source: { wallet_id: string };
+  external_reference?: string;
+}
+
+const minor = (value: string) => toMinor(value, USDC_SCALE);
+const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
+
+/**
+ * Consumes the quote, creates the transaction (`created`) and its settlement (`awaiting_transfer`, a fresh deposit
+ * address), and stages what comes next: the expiry check, and for a managed wallet the platform's own transfer.
+ */
+export async function startOfframp(unit: Unit, config: Config, scope: EventScope, input: StartOfframpInput): Promise<{ transaction: TransactionRow; settlement: SettlementRow }> {
+  const quote = await consumeQuote(unit, scope, input.quote_id, 'offramp');
+  const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
+  const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
+  const transaction = await insertTransaction(unit, scope, { quote, wallet, status: 'created', externalReference: input.external_reference, fundingType });
+  const fees = minor(quote.provider_fee!) + minor(quote.platform_fee!);
+  const settlement = await createSettlement(unit, config, scope, {
+    transactionId: transaction.id, chain: quote.chain, fromAddress: wallet.address, amount: quote.source_amount!, feeAmount: usdc(fees), totalRequired: quote.total_required!,
+  });
+  await unit.stage(txJobs.expire(transaction.id, config.settlementTtlSeconds * 1000), scope);
+  if (fundingType === 'managed_wallet') await unit.stage(txJobs.submit(transaction, stepDelay(config, scope.environment)), scope);
+  return { transaction, settlement };
+}
+
+/**
+ * Managed wallet: created -> signing -> submitting, the transfer sent (the sandbox debits the wallet), then the
+ * transfer is observed like any other. Not enough USDC: action_required `insufficient_funds`, retryable after funding.
+ */
+export async function submitOfframp(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
+  if (tx.status === 'created' && !(await moveTransaction(unit, tx, 'signing'))) return 'moved on';
+  if (tx.status !== 'created' && tx.status !== 'signing') return `not submittable (${tx.status})`;
+  const settlement = (await settlementOf(unit.em, tx.id, true))!;
+  const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id, tx.chain);
+  let sent: { hash: `0x${string}`; nonce: number };
+  try {
+    sent = await chain.sendFromManagedWallet(unit, scopeOf(tx), {
+      reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
+    });
+  } catch (err) {
+    if (!(err instanceof InsufficientFundsError)) throw err;
+    await moveTransaction(unit, { ...tx, status: 'signing' }, 'action_required', {
+      set: {
+        stalled_at: 'signing',
+        failure: { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.', details: { available: usdc(err.available), required: usdc(err.required) } },
+      },
+      reason: 'insufficient_funds',
+    });
+    return 'insufficient_funds';
+  }
+  await moveTransaction(unit, { ...tx, status: 'signing' }, 'submitting');
+  await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`, [
+    settlement.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
+  ]);
+  await observeTransfer(unit, config, settlement, { transactionHash: sent.hash, logIndex: 0, amount: minor(settlement.total_required) });
+  return 'submitted';
+}
+
+/**
+ * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): counted once.
+ * Paid in full, the settlement starts confirming and the transaction awaits its funds; less stays awaiting_transfer.
+ */
+export async function observeTransfer(unit: Unit, config: Config, settlement: SettlementRow, transfer: ObservedTransfer): Promise<SettlementRow> {
+  const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
+  if (!isNew || !isFullyPaid(updated) || !['awaiting_transfer', 'underpaid'].includes(updated.status)) return updated;
+  await moveSettlement(unit, updated, 'confirming');
+  const tx = (await loadTransaction(unit.em, updated.transaction_id))!;
+  const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
+  if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
+  return updated;
+}
+
+/** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */
+export async function confirmSettlement(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, round: number): Promise<string> {
+  if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
+  const settlement = (await settlementOf(unit.em, tx.id, true))!;
+  if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
+  const confirmations = await chain.confirmations(settlement);
+  await setConfirmations(unit, settlement, confirmations);
+  if (confirmations < settlement.required_confirmations) {
+    await unit.stage(txJobs.confirm(tx, round + 1, Math.max(stepDelay(config, tx.environment), 1)), scopeOf(tx));
+    return `${confirmations}/${settlement.required_confirmations}`;
+  }
+  await moveSettlement(unit, { ...settlement, confirmations }, 'confirmed', { confirmed_at: NOW });
+  const funded = await moveTransaction(unit, tx, 'funded');
+  if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
+  return 'funded';
+}
+
+/** At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid). */
+export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<string> {
+  const settlement = (await settlementOf(unit.em, tx.id, true))!;
+  if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
+  if (minor(settlement.received_amount) === 0n) {
+    await moveSettlement(unit, settlement, 'expired');
+    await moveTransaction(unit, tx, 'failed', { set: { failure: { code: 'settlement_expired', message: 'No transfer arrived before the settlement expired.' } }, reason: 'settlement_expired' });
+    return 'expired';
+  }
+  await moveSettlement(unit, settlement, 'underpaid');
+  await moveTransaction(unit, tx, 'action_required', {
+    set: {
+      stalled_at: tx.status,
+      failure: {
+        code: 'underpaid',
+        message: 'Less than total_required arrived before the settlement expired.',
+        details: { received_amount: settlementView(settlement).received_amount, total_required: settlementView(settlement).total_required },
+      },
+    },
+    reason: 'underpaid',
+  });
+  return 'underpaid';
+}
+
+/** What arrived goes back: to the managed wallet's balance, or on-chain to the external wallet it came from. */
+export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<Record<string, unknown> | null> {
+  const settlement = await settlementOf(unit.em, tx.id, true);
+  const received = settlement ? minor(settlement.received_amount) : 0n;
+  if (!settlement || received === 0n) return null;
+  const scope = scopeOf(tx);
+  let hash: string | null = null;
+  if (tx.funding_type === 'managed_wallet') {
+    await postEntry(unit.em, scope, {
+      kind: 'offramp_refund',
+      reference: `refund-${tx.id}`,
+      metadata: { transaction_id: tx.id },
+      postings: [
+        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -received },
+        { account: walletUsdcAccount(tx.wallet_id, tx.chain), amount: received },
+      ],
+    });
+  } else {
+    hash = (await chain.refundExternal(unit, scope, { reference: tx.id, chain: tx.chain, amount: received, to: settlement.from_address, settlementId: settlement.id })).hash;
+  }
+  return { status: 'completed', amount: usdc(received), transaction_hash: hash };
+}
+
+/** The payout happened: the deposit leaves the clearing account for the provider, the platform keeps its fee. */
+export function payoutEntry(tx: TransactionRow) {
+  const total = minor(tx.total_required);
+  const platform = minor(tx.platform_fee);
+  return {
+    kind: 'offramp_payout',
+    reference: `payout-${tx.id}`,
+    metadata: { transaction_id: tx.id },
+    postings: [
+      { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: -total },
+      { account: { kind: 'provider_clearing' as const, asset: 'USDC' }, amount: total - platform },
+      ...(platform > 0n ? [{ account: { kind: 'platform_fees' as const, asset: 'USDC' }, amount: platform }] : []),
+    ],
+  };
+}

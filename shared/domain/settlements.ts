@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { encodeFunctionData, erc20Abi, type Address } from 'viem';
+import { AppError } from '../errors.js';
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { allocateHdIndex, managedWalletAddress, treasuryAddress } from '../chain/hd-wallet.js';
+import type { Chain } from './chains.js';
+import type { EventScope } from './events.js';
+import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
+import { SETTLEMENT_MACHINE, type SettlementStatus } from './machines.js';
+import { recordCreation, transition } from './transition.js';
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export interface SettlementRow {
+  id: string;
+  business_id: string;
+  environment: 'sandbox' | 'live';
+  transaction_id: string;
+  status: SettlementStatus;
+  chain: Chain;
+  asset: 'USDC';
+  token_address: string;
+  from_address: string;
+  to_address: string;
+  hd_index: number;
+  fee_address: string;
+  amount: string;
+  fee_amount: string;
+  total_required: string;
+  received_amount: string;
+  confirmations: number;
+  required_confirmations: number;
+  transaction_hash: string | null;
+  block_number: string | null;
+  execution: Record<string, unknown>;
+  expires_at: Date;
+  detected_at: Date | null;
+  confirmed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, business_id, environment, transaction_id, status, chain, asset, token_address, from_address, to_address, hd_index, fee_address,
+  amount::text, fee_amount::text, total_required::text, received_amount::text, confirmations, required_confirmations, transaction_hash, block_number::text,
+  execution, expires_at, detected_at, confirmed_at, created_at, updated_at`;
+
+const usdc = (value: string) => formatAmount(value, USDC_SCALE);
+const minor = (value: string) => toMinor(usdc(value), USDC_SCALE);
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function settlementView(row: SettlementRow): Record<string, unknown> {
+  const over = minor(row.received_amount) - minor(row.total_required);
+  return {
+    id: row.id,
+    transaction_id: row.transaction_id,
+    status: row.status,
+    chain: row.chain,
+    asset: row.asset,
+    token_address: row.token_address,
+    from_address: row.from_address,
+    to_address: row.to_address,
+    amount: usdc(row.amount),
+    fee_address: row.fee_address,
+    fee_amount: usdc(row.fee_amount),
+    total_required: usdc(row.total_required),
+    received_amount: usdc(row.received_amount),
+    overpaid_amount: over > 0n ? fromMinor(over, USDC_SCALE) : null,
+    confirmations: row.confirmations,
+    required_confirmations: row.required_confirmations,
+    execution: row.execution,
+    transaction_hash: row.transaction_hash,
+    expires_at: row.expires_at.toISOString(),
+    detected_at: iso(row.detected_at),
+    confirmed_at: iso(row.confirmed_at),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export async function settlementOf(q: Queryable, transactionId: string, lock = false): Promise<SettlementRow | undefined> {
+  return ((await q.query(`SELECT ${COLUMNS} FROM settlements WHERE transaction_id = $1${lock ? ' FOR UPDATE' : ''}`, [transactionId])) as SettlementRow[])[0];
+}
+
+/** For jobs, which carry ids only. */
+export async function loadSettlement(q: Queryable, id: string): Promise<SettlementRow | undefined> {
+  return ((await q.query(`SELECT ${COLUMNS} FROM settlements WHERE id = $1`, [id])) as SettlementRow[])[0];
+}
+
+export interface NewSettlement {
+  transactionId: string;
+  chain: Chain;
+  fromAddress: string;
+  amount: string;
+  feeAmount: string;
+  totalRequired: string;
+}
+
+/** A unique HD-derived deposit address and the ready-to-sign ERC-20 transfer of total_required to it. */
+export async function createSettlement(unit: Unit, config: Config, scope: EventScope, input: NewSettlement): Promise<SettlementRow> {
+  const seed = config.walletSeeds[scope.environment];
+  if (!seed) throw AppError.unavailable('Live deposit addresses are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  const index = await allocateHdIndex(unit.em);
+  const toAddress = managedWalletAddress(seed, index);
+  const token = config.chains[input.chain].usdcAddress as Address;
+  const total = toMinor(input.totalRequired, USDC_SCALE);
+  const execution = {
+    method: 'erc20_transfer',
+    to: token,
+    data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [toAddress, total] }),
+    value: '0',
+  };
+  const id = randomUUID();
+  const rows: SettlementRow[] = await unit.em.query(
+    `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
+       amount, fee_amount, total_required, required_confirmations, execution, expires_at)
+     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16)) RETURNING ${COLUMNS}`,
+    [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, treasuryAddress(seed),
+      input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds],
+  );
+  await recordCreation(unit, SETTLEMENT_MACHINE, { scope, id, status: 'awaiting_transfer', view: () => settlementView(rows[0]) });
+  return rows[0];
+}
+
+const scopeOf = (row: SettlementRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
+
+export function moveSettlement(unit: Unit, row: SettlementRow, to: SettlementStatus, set: Record<string, unknown> = {}, reason?: string) {
+  return transition<SettlementStatus, SettlementRow>(unit, SETTLEMENT_MACHINE, {
+    scope: scopeOf(row),
+    id: row.id,
+    to,
+    set,
+    reason,
+    view: async () => settlementView((await settlementOf(unit.em, row.transaction_id))!),
+  });
+}
+
+export interface ObservedTransfer {
+  transactionHash: string;
+  logIndex: number;
+  /** USDC minor units. */
+  amount: bigint;
+  blockNumber?: bigint | null;
+  blockHash?: string | null;
+}
+
+/**
+ * Records a transfer to the deposit address once (a log seen twice is one transfer) and adds it to received_amount.
+ * Answers the settlement as it now stands, and whether this transfer was new.
+ */
+export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean }> {
+  const inserted: unknown[] = await unit.em.query(
+    `INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id`,
+    [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null],
+  );
+  if (!inserted.length) return { settlement, isNew: false };
+  const rows: SettlementRow[] = await unit.em.query(
+    `UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = coalesce(block_number, $4),
+       detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
+  ).then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as SettlementRow[]);
+  return { settlement: rows[0], isNew: true };
+}
+
+export function isFullyPaid(row: SettlementRow): boolean {
+  return minor(row.received_amount) >= minor(row.total_required);
+}
+
+export async function setConfirmations(unit: Unit, row: SettlementRow, confirmations: number): Promise<void> {
+  await unit.em.query(`UPDATE settlements SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [row.id, Math.min(confirmations, row.required_confirmations)]);
+}
+

@@ -1,0 +1,63 @@
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import type { ChainAdapter } from '../chain/adapter.js';
+import { AppError } from '../errors.js';
+import type { EventScope } from './events.js';
+import type { TransactionStatus } from './machines.js';
+import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { refundOfframp } from './offramps.js';
+import { assertNotTerminal } from './fiat-steps.js';
+import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import type { JobRequest } from '../queues/producer.js';
+
+/** The job that redoes the step a transaction stalled in. */
+function resumeJob(config: Config, tx: TransactionRow, step: TransactionStatus): JobRequest | null {
+  const delay = stepDelay(config, tx.environment);
+  if (step === 'created' || step === 'signing' || step === 'submitting') return txJobs.submit(tx, delay);
+  if (step === 'awaiting_funds') return txJobs.confirm(tx, 1, delay);
+  if (step === 'funded') return txJobs.payout(tx, delay);
+  return null;
+}
+
+/**
+ * POST /transactions/{id}/retry: a managed-wallet transaction in action_required goes back to the step it stalled
+ * in (a new retry count, so its job is a new one) once the business has fixed the cause (funded the wallet).
+ */
+export async function retryTransaction(unit: Unit, config: Config, scope: EventScope, id: string): Promise<TransactionRow> {
+  const tx = await findTransaction(unit.em, scope, id, true);
+  if (tx.status !== 'action_required' || tx.funding_type !== 'managed_wallet' || !tx.stalled_at) {
+    throw new AppError('transaction_not_retryable', 'Only a managed-wallet transaction in action_required can be retried.', { status: tx.status, funding_type: tx.funding_type });
+  }
+  const step = tx.stalled_at;
+  const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });
+  if (!moved) throw new AppError('transaction_not_retryable', 'This transaction changed meanwhile; read it again.', { status: tx.status });
+  const job = resumeJob(config, moved.row, step);
+  if (job) await unit.stage(job, scope);
+  return moved.row;
+}
+
+export interface SimulateInput {
+  outcome: 'completed' | 'failed' | 'action_required';
+  failure_code?: string;
+}
+
+/**
+ * Sandbox control: `failed` and `action_required` happen now (a failure refunds what arrived); `completed` makes the
+ * next provider decision succeed whatever the magic values say.
+ */
+export async function simulateOutcome(unit: Unit, chain: ChainAdapter, scope: EventScope, id: string, input: SimulateInput): Promise<TransactionRow> {
+  const tx = await findTransaction(unit.em, scope, id, true);
+  assertNotTerminal(tx);
+  const code = input.failure_code ?? (input.outcome === 'failed' ? 'simulated_failure' : 'simulated_action_required');
+  const failure = { code, message: 'Forced by the sandbox simulate control.' };
+  if (input.outcome === 'completed') {
+    await unit.em.query(`UPDATE transactions SET forced_outcome = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify({ outcome: 'completed' })]);
+  } else if (input.outcome === 'failed') {
+    const refund = tx.direction === 'offramp' ? await refundOfframp(unit, chain, tx) : null;
+    await moveTransaction(unit, tx, 'failed', { set: { failure, ...(refund ? { refund } : {}) }, reason: code });
+  } else {
+    if (tx.status === 'action_required') throw AppError.invalidState('This transaction is already action_required.', { status: tx.status });
+    await moveTransaction(unit, tx, 'action_required', { set: { failure, stalled_at: tx.status }, reason: code });
+  }
+  return findTransaction(unit.em, scopeOf(tx), tx.id);
+}

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AppError } from '../errors.js';
+import type { Unit } from '../db/unit-of-work.js';
+import type { Chain } from './chains.js';
+import type { EventScope } from './events.js';
+import { formatAmount, scaleOf } from './money.js';
+import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
+import { recordCreation, transition } from './transition.js';
+import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
+import { assertActive, findWallet } from './wallets.js';
+import type { Direction, PaymentMethod } from './corridors.js';
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export interface TransactionRow {
+  id: string;
+  business_id: string;
+  environment: 'sandbox' | 'live';
+  direction: Direction;
+  status: TransactionStatus;
+  quote_id: string;
+  external_reference: string | null;
+  chain: Chain;
+  currency: string;
+  payment_method: PaymentMethod;
+  exchange_rate: string;
+  source_amount: string;
+  total_required: string;
+  destination_amount: string;
+  provider_fee: string;
+  platform_fee: string;
+  beneficiary_id: string | null;
+  wallet_id: string;
+  wallet_address: string;
+  customer_id: string | null;
+  funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | null;
+  payer_phone: string | null;
+  payer_network: string | null;
+  provider_reference: string | null;
+  destination_transaction_hash: string | null;
+  failure: { code: string; message: string; details?: unknown } | null;
+  refund: { status: 'pending' | 'completed' | 'failed'; amount: string; transaction_hash: string | null } | null;
+  stalled_at: TransactionStatus | null;
+  retry_count: number;
+  forced_outcome: { outcome: 'completed' | 'failed' | 'action_required'; failure_code?: string } | null;
+  completed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
+  t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference,
+  t.destination_transaction_hash, t.failure, t.refund, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
+
+export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
+
+const amount = (value: string, unit: string) => formatAmount(value, scaleOf(unit));
+const side = (unit: string) => (unit === 'USDC' ? { asset: 'USDC' } : { currency: unit });
+const rate = (value: string) => value.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
+const masked = (phone: string) => `${phone.slice(0, 4)}${'*'.repeat(Math.max(0, phone.length - 7))}${phone.slice(-3)}`;
+
+/** The transaction as the API, events and webhooks show it. */
+export function transactionView(row: TransactionRow, extra: { settlement?: Record<string, unknown> } = {}): Record<string, unknown> {
+  const units = sidesOf(row.direction, row.currency);
+  const offramp = row.direction === 'offramp';
+  return {
+    id: row.id,
+    direction: row.direction,
+    quote_id: row.quote_id,
+    status: row.status,
+    source: { ...side(units.source), amount: amount(row.source_amount, units.source), total_required: amount(row.total_required, units.source), ...(offramp ? { chain: row.chain } : {}) },
+    destination: {
+      ...side(units.destination),
+      amount: amount(row.destination_amount, units.destination),
+      ...(offramp ? {} : { chain: row.chain, wallet_address: row.wallet_address, transaction_hash: row.destination_transaction_hash }),
+    },
+    fees: { provider: amount(row.provider_fee, units.source), platform: amount(row.platform_fee, units.source), currency: units.source },
+    exchange_rate: rate(row.exchange_rate),
+    external_reference: row.external_reference,
+    beneficiary_id: row.beneficiary_id,
+    wallet_id: row.wallet_id,
+    customer_id: row.customer_id,
+    funding_source: offramp ? { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address } : null,
+    payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: masked(row.payer_phone ?? ''), mobile_network: row.payer_network },
+    failure: row.failure,
+    refund: row.refund,
+    ...(extra.settlement ? { settlement: extra.settlement } : {}),
+    completed_at: row.completed_at ? row.completed_at.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export async function findTransaction(q: Queryable, scope: EventScope, id: string, lock = false): Promise<TransactionRow> {
+  const rows: TransactionRow[] = await q.query(
+    `SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 AND t.business_id = $2 AND t.environment = $3${lock ? ' FOR UPDATE' : ''}`,
+    [id, scope.businessId, scope.environment],
+  );
+  if (!rows[0]) throw AppError.notFound('transaction');
+  return rows[0];
+}
+
+/** For jobs, which carry ids only. */
+export async function loadTransaction(q: Queryable, id: string): Promise<TransactionRow | undefined> {
+  return ((await q.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1`, [id])) as TransactionRow[])[0];
+}
+
+/**
+ * Consumes the quote for a new transaction, in the caller's transaction: the quote row is locked, its state
+ * decides the answer, and the unique transactions.quote_id makes a second consumption impossible whatever Redis knows.
+ */
+export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: string, direction: Direction): Promise<QuoteRow> {
+  const rows: QuoteRow[] = await unit.em.query(
+    `SELECT id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount::text, beneficiary_id, wallet_id,
+            exchange_rate::text, source_amount::text, total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, failure,
+            created_at, updated_at
+       FROM quotes WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE`,
+    [quoteId, scope.businessId, scope.environment],
+  );
+  const quote = rows[0];
+  if (!quote) throw new AppError('not_found', 'No such quote.', { param: 'quote_id' });
+  const status = effectiveStatus(quote);
+  if (status === 'consumed') throw new AppError('quote_already_used', 'This quote has already started a transaction; request a new quote.', { quote_id: quoteId });
+  if (status === 'expired') throw new AppError('quote_expired', 'This quote has expired; request a new quote.', { quote_id: quoteId, expires_at: quote.expires_at?.toISOString() });
+  if (status !== 'available') throw new AppError('quote_not_available', `This quote is ${status} and cannot be used.`, { quote_id: quoteId, status });
+  if (quote.direction !== direction) {
+    throw new AppError('quote_direction_mismatch', `This is an ${quote.direction} quote; it cannot start an ${direction}.`, { quote_id: quoteId, direction: quote.direction });
+  }
+  const moved = await transition(unit, QUOTE_MACHINE, { scope, id: quoteId, to: 'consumed', view: () => ({}) });
+  if (!moved) throw new AppError('quote_already_used', 'This quote has already started a transaction; request a new quote.', { quote_id: quoteId });
+  return quote;
+}
+
+export interface NewTransaction {
+  quote: QuoteRow;
+  wallet: { id: string; address: string; customer_id: string | null };
+  status: TransactionStatus;
+  externalReference?: string;
+  fundingType?: TransactionRow['funding_type'];
+  payer?: { phone_number: string; mobile_network: string };
+}
+
+/** Inserts the transaction (copying the quote's price) and records its creation: history row and event. */
+export async function insertTransaction(unit: Unit, scope: EventScope, input: NewTransaction): Promise<TransactionRow> {
+  const q = input.quote;
+  const id = randomUUID();
+  try {
+    await unit.em.query(
+      `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
+         source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
+         payer_phone, payer_network)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+      [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
+        q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet.id,
+        input.wallet.address, input.wallet.customer_id, input.fundingType ?? null, input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null],
+    );
+  } catch (err) {
+    if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
+      throw new AppError('invalid_state', 'A transaction with this external_reference already exists.', { external_reference: input.externalReference });
+    }
+    throw err;
+  }
+  const row = (await findTransaction(unit.em, scope, id))!;
+  await recordCreation(unit, TRANSACTION_MACHINE, { scope, id, status: input.status, view: () => transactionView(row) });
+  return row;
+}
+
+/** The wallet an off-ramp is funded from, or an on-ramp delivers to: active, and proven if external. */
+export async function usableWallet(em: EntityManager, scope: EventScope, walletId: string, chain: Chain): Promise<{ id: string; address: string; customer_id: string | null; type: string; hd_index: number | null }> {
+  const wallet = await findWallet(em, scope, walletId).catch((err: unknown) => {
+    throw err instanceof AppError && err.code === 'not_found' ? new AppError('not_found', 'No such wallet.', { param: 'wallet_id' }) : err;
+  });
+  assertActive(wallet);
+  if (wallet.type === 'external_wallet') {
+    if (wallet.ownership_status !== 'verified') throw new AppError('wallet_not_verified', 'An external wallet must prove its ownership first.', { wallet_id: walletId });
+    if (wallet.chain !== chain) throw AppError.invalid(`The wallet is registered on ${wallet.chain}, not ${chain}.`, [{ path: 'wallet_id', in: 'body', message: `is on ${wallet.chain}` }]);
+  }
+  const rows: { hd_index: number | null }[] = await em.query(`SELECT hd_index FROM wallets WHERE id = $1`, [walletId]);
+  return { id: wallet.id, address: wallet.address, customer_id: wallet.customer_id, type: wallet.type, hd_index: rows[0]?.hd_index ?? null };
+}
+
+/** The one way a transaction's status moves (with its event and history); null when it was not in a status that may. */
+export function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view'> = {}) {
+  return transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
+    ...opts,
+    scope: scopeOf(row),
+    id: row.id,
+    to,
+    view: async () => transactionView((await loadTransaction(unit.em, row.id))!),
+  });
+}

@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import type { ApiHarness } from './harness.js';
+import { bearer, writeHeaders } from './factories.js';
+import { BASE, externalWallet } from './wallets.js';
+import { getDs } from './shared.js';
+import { findLedgerInconsistencies } from '../../shared/domain/ledger.js';
+
+/** A KES M-Pesa beneficiary; `phone` decides the sandbox payout (0002 rejected, 0003 temporary). */
+export async function kesBeneficiary(api: ApiHarness, key: string, phone = '+254722480163'): Promise<string> {
+  const res = await api.http.post(`${BASE}/beneficiaries`).set(writeHeaders(key)).send({
+    currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Amina W', details: { phone_number: phone, mobile_network: 'safaricom' },
+  });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  return res.body.id;
+}
+
+/** A registered external wallet whose ownership is proven (EIP-191 signature over the challenge). */
+export async function verifiedWallet(api: ApiHarness, key: string, chain = 'base'): Promise<{ id: string; address: string }> {
+  const { account, wallet } = await externalWallet(api, key, chain);
+  const challenge = await api.http.post(`${BASE}/wallets/${wallet.id}/verification-challenges`).set(writeHeaders(key));
+  const verified = await api.http.post(`${BASE}/wallets/${wallet.id}/verify`).set(writeHeaders(key)).send({
+    challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }),
+  });
+  expect(verified.status, JSON.stringify(verified.body)).to.equal(200);
+  return wallet;
+}
+
+export async function fund(api: ApiHarness, key: string, walletId: string, amount: string, chain = 'base'): Promise<void> {
+  const res = await api.http.post(`${BASE}/sandbox/wallets/${walletId}/fund`).set(writeHeaders(key)).send({ chain, amount });
+  expect(res.status, JSON.stringify(res.body)).to.equal(200);
+}
+
+export async function balance(api: ApiHarness, key: string, walletId: string, chain = 'base'): Promise<string> {
+  return (await api.http.get(`${BASE}/wallets/${walletId}/balance?chain=${chain}`).set(bearer(key))).body.available;
+}
+
+/** An available quote (throws unless 201). */
+export async function quote(api: ApiHarness, key: string, body: Record<string, unknown>): Promise<{ id: string } & Record<string, any>> {
+  const res = await api.http.post(`${BASE}/quotes`).set(writeHeaders(key)).send({ chain: 'base', currency: 'KES', payment_method: 'mobile_money', ...body });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  return res.body;
+}
+
+export async function offramp(api: ApiHarness, key: string, quoteId: string, walletId: string) {
+  return api.http.post(`${BASE}/offramps`).set(writeHeaders(key)).send({ quote_id: quoteId, funding_source: { wallet_id: walletId }, external_reference: `ext-${randomUUID()}` });
+}
+
+/** Polls GET /transactions/{id} until its status is one of `statuses` (10 s at most). */
+export async function until(api: ApiHarness, key: string, id: string, statuses: string[]): Promise<Record<string, any>> {
+  let last: Record<string, any> = {};
+  for (let i = 0; i < 400; i++) {
+    last = (await api.http.get(`${BASE}/transactions/${id}`).set(bearer(key))).body;
+    if (statuses.includes(last.status)) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`transaction ${id} stayed ${last.status}, never ${statuses.join('/')}: ${JSON.stringify(last.failure)}`);
+}
+
+/** The statuses a resource went through, in order, from its history. */
+export async function history(id: string): Promise<string[]> {
+  const rows: { to_status: string }[] = await (await getDs()).query(`SELECT to_status FROM status_history WHERE resource_id = $1 ORDER BY id`, [id]);
+  return rows.map((r) => r.to_status);
+}
+
+/** Every entry balances and every stored balance equals its postings. */
+export async function expectLedgerSound(): Promise<void> {
+  const found = await findLedgerInconsistencies(await getDs());
+  expect(found.unbalancedEntries, 'unbalanced entries').to.deep.equal([]);
+  expect(found.driftedAccounts, 'drifted balances').to.deep.equal([]);
+}

@@ -1,0 +1,173 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
+import { BASE, createCustomer } from '../helpers/wallets.js';
+import { startPools, type RunningPools } from '../helpers/workers.js';
+import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, until, verifiedWallet } from '../helpers/ramps.js';
+import { getDs } from '../helpers/shared.js';
+import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
+import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
+
+describe('off-ramps end to end in sandbox', function () {
+  this.timeout(30_000);
+  let api: ApiHarness;
+  let pools: RunningPools;
+  let key: string;
+  let beneficiary: string;
+
+  before(async () => {
+    api = await startApi();
+    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox']);
+    key = (await makeBusiness()).sandboxKey;
+    beneficiary = await kesBeneficiary(api, key);
+  });
+  after(async () => {
+    await pools?.close();
+    await api?.close();
+  });
+  afterEach(expectLedgerSound);
+
+  const offrampQuote = (amount = '100', b = beneficiary) => quote(api, key, { direction: 'offramp', source_amount: amount, beneficiary_id: b });
+
+  it('from a managed wallet: the platform sends, the payout is made once, every step is an event', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '200');
+    const q = await offrampQuote('100');
+    const res = await offramp(api, key, q.id, customer.wallet.id);
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const tx = res.body;
+    expect(tx).to.deep.include({ direction: 'offramp', status: 'created', quote_id: q.id, beneficiary_id: beneficiary, wallet_id: customer.wallet.id });
+    expect(tx.funding_source).to.deep.equal({ type: 'managed_wallet', reference: customer.wallet.id, address: customer.wallet.address });
+    const s = tx.settlement;
+    expect(s).to.deep.include({ status: 'awaiting_transfer', amount: '100.000000', fee_amount: '1.500000', total_required: '101.500000', from_address: customer.wallet.address });
+    expect(s.to_address).to.match(/^0x[0-9a-fA-F]{40}$/).and.not.equal(customer.wallet.address);
+    expect(s.execution).to.deep.include({ method: 'erc20_transfer', to: s.token_address, value: '0' });
+    expect(s.execution.data).to.match(/^0xa9059cbb/); // transfer(address,uint256)
+    const done = await until(api, key, tx.id, ['completed', 'failed', 'action_required']);
+    expect(done.status, JSON.stringify(done.failure)).to.equal('completed');
+    expect(done.completed_at).to.be.a('string');
+    expect(await history(tx.id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
+    const events = await (await getDs()).query(`SELECT type FROM events WHERE data->>'id' = $1 ORDER BY seq`, [tx.id]);
+    expect(events.map((e: { type: string }) => e.type)).to.deep.equal(
+      ['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed'].map((st) => `transaction.${st}`),
+    );
+    expect(await balance(api, key, customer.wallet.id)).to.equal('98.500000');
+    expect((await providerCallStats(await getDs(), 'payout', tx.id)).requests).to.equal(1);
+    const settlement = (await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body;
+    expect(settlement).to.deep.include({ status: 'confirmed', received_amount: '101.500000', overpaid_amount: null });
+    expect(settlement.confirmations).to.equal(settlement.required_confirmations);
+    expect(settlement.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
+  });
+
+  it('a managed wallet short of USDC is action_required insufficient_funds; funded and retried, it completes', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '10');
+    const tx = (await offramp(api, key, (await offrampQuote('50')).id, customer.wallet.id)).body;
+    const stuck = await until(api, key, tx.id, ['action_required', 'completed', 'failed']);
+    expect(stuck.status).to.equal('action_required');
+    expect(stuck.failure).to.deep.include({ code: 'insufficient_funds' });
+    expect(await balance(api, key, customer.wallet.id)).to.equal('10.000000');
+    await fund(api, key, customer.wallet.id, '100');
+    const retried = await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key));
+    expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
+    expect(retried.body.status).to.equal('signing');
+    expect((await until(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    const again = await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key));
+    expect(again.status).to.equal(409);
+    expect(again.body.error.code).to.equal('transaction_not_retryable');
+  });
+
+  it('from an external wallet: partial transfers add up, confirmations rise, then the payout', async () => {
+    const wallet = await verifiedWallet(api, key);
+    const tx = (await offramp(api, key, (await offrampQuote('20')).id, wallet.id)).body;
+    expect(tx.funding_source.type).to.equal('external_wallet');
+    const send = (body: object) => api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send(body);
+    expect((await send({ amount: '10' })).status).to.equal(202);
+    for (let i = 0; i < 100; i++) {
+      const s = (await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body;
+      if (s.received_amount === '10.000000') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('created');
+    expect((await send({})).status).to.equal(202); // the rest
+    expect((await until(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
+    expect(await history(tx.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
+    expect((await send({})).status).to.equal(409);
+  });
+
+  it('a payout the provider rejects fails the transaction and returns the funds to the managed wallet', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '60');
+    const rejecting = await kesBeneficiary(api, key, '+254722480002');
+    const tx = (await offramp(api, key, (await offrampQuote('50', rejecting)).id, customer.wallet.id)).body;
+    const failed = await until(api, key, tx.id, ['failed', 'completed']);
+    expect(failed.status).to.equal('failed');
+    expect(failed.failure.code).to.equal('payout_rejected');
+    expect(failed.refund).to.deep.include({ status: 'completed', amount: '50.750000' });
+    expect(await balance(api, key, customer.wallet.id)).to.equal('60.000000');
+  });
+
+  it('a provider that keeps failing leaves it action_required; after simulate completed, a retry pays it once', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '40');
+    const flaky = await kesBeneficiary(api, key, '+254722480003');
+    const tx = (await offramp(api, key, (await offrampQuote('30', flaky)).id, customer.wallet.id)).body;
+    const stuck = await until(api, key, tx.id, ['action_required', 'failed', 'completed']);
+    expect(stuck.status).to.equal('action_required');
+    expect(stuck.failure.code).to.equal('provider_unavailable');
+    expect((await providerCallStats(await getDs(), 'payout', tx.id)).attempts).to.equal(2); // PROVIDER_MAX_ATTEMPTS in test/setup.ts
+    const forced = await api.http.post(`${BASE}/sandbox/transactions/${tx.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'completed' });
+    expect(forced.status, JSON.stringify(forced.body)).to.equal(200);
+    expect((await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key))).status).to.equal(202);
+    expect((await until(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await history(tx.id)).slice(-5)).to.deep.equal(['funded', 'action_required', 'funded', 'processing', 'completed']);
+  });
+
+  it('a settlement that expires with nothing received fails the transaction; with part received it is underpaid', async () => {
+    const wallet = await verifiedWallet(api, key);
+    const empty = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
+    const partial = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
+    await api.http.post(`${BASE}/sandbox/settlements/${partial.id}/transfer`).set(writeHeaders(key)).send({ amount: '1' });
+    for (let i = 0; i < 100; i++) {
+      if ((await api.http.get(`${BASE}/transactions/${partial.id}/settlement`).set(bearer(key))).body.received_amount === '1.000000') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await (await getDs()).query(`UPDATE settlements SET expires_at = now() - interval '1 second' WHERE transaction_id = ANY($1)`, [[empty.id, partial.id]]);
+    for (const id of [empty.id, partial.id]) await expireSettlementJob.process({ data: { transactionId: id } } as never, pools.deps);
+    const failed = (await api.http.get(`${BASE}/transactions/${empty.id}`).set(bearer(key))).body;
+    expect(failed).to.deep.include({ status: 'failed' });
+    expect(failed.failure.code).to.equal('settlement_expired');
+    const underpaid = (await api.http.get(`${BASE}/transactions/${partial.id}`).set(bearer(key))).body;
+    expect(underpaid.status).to.equal('action_required');
+    expect(underpaid.failure).to.deep.include({ code: 'underpaid' });
+    expect(underpaid.failure.details).to.deep.equal({ received_amount: '1.000000', total_required: partial.settlement.total_required });
+    expect((await api.http.get(`${BASE}/transactions/${partial.id}/settlement`).set(bearer(key))).body.status).to.equal('underpaid');
+  });
+
+  it('a quote starts one transaction: of 20 concurrent off-ramps on it exactly one is created', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '20');
+    const q = await offrampQuote('10');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => offramp(api, key, q.id, customer.wallet.id)));
+    expect(answers.filter((a) => a.status === 201)).to.have.length(1);
+    for (const a of answers.filter((x) => x.status !== 201)) expect(a.body.error.code).to.equal('quote_already_used');
+    const [{ n }] = await (await getDs()).query(`SELECT count(*)::int AS n FROM transactions WHERE quote_id = $1`, [q.id]);
+    expect(n).to.equal(1);
+  });
+
+  it('refuses expired, pending, mismatched quotes and unusable wallets with their codes', async () => {
+    const customer = await createCustomer(api, key);
+    const refuse = async (res: { status: number; body: any }, status: number, code: string) => {
+      expect(res.status, JSON.stringify(res.body)).to.equal(status);
+      expect(res.body.error.code).to.equal(code);
+    };
+    const expired = await offrampQuote('5');
+    await (await getDs()).query(`UPDATE quotes SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
+    await refuse(await offramp(api, key, expired.id, customer.wallet.id), 422, 'quote_expired');
+    const onrampQuote = await quote(api, key, { direction: 'onramp', destination_amount: '5', wallet_id: customer.wallet.id });
+    await refuse(await offramp(api, key, onrampQuote.id, customer.wallet.id), 422, 'quote_direction_mismatch');
+    const unverified = (await api.http.post(`${BASE}/wallets`).set(writeHeaders(key)).send({ address: '0x000000000000000000000000000000000000dEaD', chain: 'base' })).body;
+    await refuse(await offramp(api, key, (await offrampQuote('5')).id, unverified.id), 422, 'wallet_not_verified');
+    await refuse(await offramp(api, key, '00000000-0000-4000-8000-000000000000', customer.wallet.id), 404, 'not_found');
+  });
+});

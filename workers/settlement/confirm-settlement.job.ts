@@ -1,0 +1,15 @@
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { confirmSettlement } from '../../shared/domain/offramps.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { defineJob } from '../job-definition.js';
+
+/** Counts confirmations; at the chain's required number: settlement confirmed, transaction funded, payout staged. */
+export const confirmSettlementJob = defineJob({
+  name: 'settlement.confirm',
+  async process(job, deps) {
+    const tx = await loadTransaction(deps.ds, job.data.transactionId);
+    if (!tx) return 'gone';
+    return inUnit(deps, (unit) => confirmSettlement(unit, deps.config, chainFor(tx.environment, deps.config), tx, job.data.round));
+  },
+});

@@ -1,0 +1,15 @@
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { submitOfframp } from '../../shared/domain/offramps.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { defineJob } from '../job-definition.js';
+
+/** Managed-wallet off-ramp: created -> signing -> submitting -> awaiting_funds (or action_required, short of USDC). */
+export const submitOfframpJob = defineJob({
+  name: 'offramp.submit',
+  async process(job, deps) {
+    const tx = await loadTransaction(deps.ds, job.data.transactionId);
+    if (!tx) return 'gone';
+    return inUnit(deps, (unit) => submitOfframp(unit, deps.config, chainFor(tx.environment, deps.config), tx));
+  },
+});
