@@ -31,6 +31,8 @@ export interface Config {
   /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
   providerMaxAttempts: number;
   providerRetryBaseMs: number;
+  /** How long a worker holds a job's lock; a job whose worker died is handed to another after about this long. */
+  workerLockMs: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
   encryptionKeys: { id: string; key: Buffer }[];
   /** live is null until WALLET_SEED_LIVE is set: live managed wallets then answer 503 rather than use a public seed. */
@@ -222,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
+    workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),
     encryptionKeys,
     walletSeeds: { sandbox: walletSeed('WALLET_SEED', env.WALLET_SEED) ?? DEV_SEED_SANDBOX, live: liveSeed },
     encryptionKeysConfigured,

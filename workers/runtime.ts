@@ -66,7 +66,14 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
           throw failure;
         }
       },
-      { connection: options.connection, prefix: deps.config.redisPrefix, concurrency: spec.concurrency },
+      {
+        connection: options.connection,
+        prefix: deps.config.redisPrefix,
+        concurrency: spec.concurrency,
+        // A killed worker's jobs go back to the queue once their lock lapses (checked as often).
+        lockDuration: deps.config.workerLockMs,
+        stalledInterval: deps.config.workerLockMs,
+      },
     );
     worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, err: err.message }, 'job failed'));
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));

@@ -1,6 +1,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobRequest } from '../queues/producer.js';
 import { quoteJobs } from './quotes.js';
+import { txJobs } from './lifecycle-jobs.js';
+import type { Environment } from './chains.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
 // Redis lost it, it failed for good without a handler). Each rule finds them by age and names the job, with the same
@@ -11,6 +13,31 @@ export interface StuckRule {
 }
 
 const STALE_AFTER_SECONDS = 10;
+/** A transaction step that has not moved for this long has lost its job (steps take milliseconds to seconds). */
+const TRANSACTION_STALE_SECONDS = 60;
+
+interface StuckTransaction {
+  id: string;
+  retry_count: number;
+  environment: Environment;
+  direction: 'offramp' | 'onramp';
+  status: string;
+  funding_type: string | null;
+}
+
+/** The job that moves a transaction on from where it sits; null where it waits on the outside world. */
+function nextJob(tx: StuckTransaction): JobRequest | null {
+  if (tx.direction === 'onramp') {
+    if (tx.status === 'created') return txJobs.collect(tx);
+    if (tx.status === 'funded') return txJobs.deliver(tx);
+    return null;
+  }
+  if ((tx.status === 'created' || tx.status === 'signing') && tx.funding_type === 'managed_wallet') return txJobs.submit(tx);
+  // Round 0 is the sweeper's own confirmation check; the chain of rounds goes on from it.
+  if (tx.status === 'awaiting_funds') return txJobs.confirm(tx, 0);
+  if (tx.status === 'funded') return txJobs.payout(tx);
+  return null;
+}
 
 export const STUCK_RULES: StuckRule[] = [
   {
@@ -31,6 +58,27 @@ export const STUCK_RULES: StuckRule[] = [
         [STALE_AFTER_SECONDS, limit],
       );
       return rows.map((r) => quoteJobs.expire(r.id, 0));
+    },
+  },
+  {
+    name: 'transactions whose step job was lost',
+    async find(q, limit) {
+      const rows: StuckTransaction[] = await q.query(
+        `SELECT id, retry_count, environment, direction, status, funding_type FROM transactions
+          WHERE status IN ('created', 'signing', 'awaiting_funds', 'funded') AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT $2`,
+        [TRANSACTION_STALE_SECONDS, limit],
+      );
+      return rows.map(nextJob).filter((j): j is JobRequest => j !== null);
+    },
+  },
+  {
+    name: 'settlements past their expiry',
+    async find(q, limit) {
+      const rows: { transaction_id: string }[] = await q.query(
+        `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < now() - make_interval(secs => $1) ORDER BY expires_at LIMIT $2`,
+        [STALE_AFTER_SECONDS, limit],
+      );
+      return rows.map((r) => txJobs.expire(r.transaction_id, 0));
     },
   },
 ];

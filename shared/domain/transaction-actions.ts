@@ -13,6 +13,7 @@ import type { JobRequest } from '../queues/producer.js';
 /** The job that redoes the step a transaction stalled in. */
 function resumeJob(config: Config, tx: TransactionRow, step: TransactionStatus): JobRequest | null {
   const delay = stepDelay(config, tx.environment);
+  if (tx.direction === 'onramp') return step === 'created' ? txJobs.collect(tx, delay) : step === 'funded' ? txJobs.deliver(tx, delay) : null;
   if (step === 'created' || step === 'signing' || step === 'submitting') return txJobs.submit(tx, delay);
   if (step === 'awaiting_funds') return txJobs.confirm(tx, 1, delay);
   if (step === 'funded') return txJobs.payout(tx, delay);

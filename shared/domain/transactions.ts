@@ -191,3 +191,14 @@ export function moveTransaction(unit: Unit, row: TransactionRow, to: Transaction
     view: async () => transactionView((await loadTransaction(unit.em, row.id))!),
   });
 }
+
+/**
+ * A step's job failed for good (the chain or a dependency kept failing): the transaction waits for the business or an
+ * operator in action_required, never silently in its step; retry resumes the step.
+ */
+export async function stepFailed(unit: Unit, tx: TransactionRow, step: TransactionStatus, reason: string): Promise<void> {
+  await moveTransaction(unit, tx, 'action_required', {
+    set: { stalled_at: step, failure: { code: 'step_failed', message: `The ${step} step could not complete: ${reason}` } },
+    reason: 'step_failed',
+  });
+}

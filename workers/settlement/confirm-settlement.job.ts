@@ -1,7 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { confirmSettlement } from '../../shared/domain/offramps.js';
-import { loadTransaction } from '../../shared/domain/transactions.js';
+import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
 import { defineJob } from '../job-definition.js';
 
 /** Counts confirmations; at the chain's required number: settlement confirmed, transaction funded, payout staged. */
@@ -11,5 +11,9 @@ export const confirmSettlementJob = defineJob({
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
     if (!tx) return 'gone';
     return inUnit(deps, (unit) => confirmSettlement(unit, deps.config, chainFor(tx.environment, deps.config), tx, job.data.round));
+  },
+  async onFinalFailure(job, err, deps) {
+    const tx = await loadTransaction(deps.ds, job.data.transactionId);
+    if (tx && ['awaiting_funds'].includes(tx.status)) await inUnit(deps, (unit) => stepFailed(unit, tx, 'awaiting_funds', (err as Error).message));
   },
 });

@@ -1,7 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
-import { loadTransaction } from '../../shared/domain/transactions.js';
+import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
 import { defineJob } from '../job-definition.js';
 
 /** Managed-wallet off-ramp: created -> signing -> submitting -> awaiting_funds (or action_required, short of USDC). */
@@ -11,5 +11,9 @@ export const submitOfframpJob = defineJob({
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
     if (!tx) return 'gone';
     return inUnit(deps, (unit) => submitOfframp(unit, deps.config, chainFor(tx.environment, deps.config), tx));
+  },
+  async onFinalFailure(job, err, deps) {
+    const tx = await loadTransaction(deps.ds, job.data.transactionId);
+    if (tx && ['created', 'signing', 'submitting'].includes(tx.status)) await inUnit(deps, (unit) => stepFailed(unit, tx, 'signing', (err as Error).message));
   },
 });
