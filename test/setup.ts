@@ -11,6 +11,9 @@ process.env.OUTBOX_POLL_MS ??= '50';
 // Provider retries are job options set where a job is enqueued (by any process): short and few, for every test.
 process.env.PROVIDER_MAX_ATTEMPTS ??= '2';
 process.env.PROVIDER_RETRY_BASE_MS ??= '10';
+// A killed worker's jobs come back after this; every worker of the run uses it (BullMQ's stalled check is shared per
+// queue, so one worker with a long interval would hold back the others).
+process.env.WORKER_LOCK_MS ??= '2000';
 // Live data refuses the built-in development secrets; tests configure their own (public, test-only) ones.
 process.env.WALLET_SEED_LIVE ||= 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 // A test-only key first (live details are never sealed under the public development key); dev1 stays listed so rows

@@ -66,7 +66,7 @@ export async function ensureAccount(em: EntityManager, scope: EventScope, accoun
   const found: { id: string }[] = await em.query(`SELECT id FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3`, params);
   if (found[0]) return found[0].id;
   const wallet = account.kind === 'wallet' ? account : null;
-  await em.query(
+  const created: { account_key: string }[] = await em.query(
     `INSERT INTO ledger_accounts (business_id, environment, account_key, kind, asset, wallet_id, chain) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (business_id, environment, account_key) DO NOTHING`,
     [...params, account.kind, account.asset, wallet?.walletId ?? null, wallet?.chain ?? null],
@@ -75,62 +75,97 @@ export async function ensureAccount(em: EntityManager, scope: EventScope, accoun
   return rows[0].id;
 }
 
-/** Locks the accounts in id order (every caller takes them in the same order, so posts never deadlock) and reads their stored balances. */
-async function lockAccounts(em: EntityManager, accountIds: string[]): Promise<Map<string, bigint>> {
-  const rows: { id: string; balance: string }[] = await em.query(
-    `SELECT id, balance::text AS balance FROM ledger_accounts WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
-    [accountIds],
+
+/** Accounts this process has seen exist (they are never deleted), so a post skips creating them. */
+const KNOWN_ACCOUNTS = new Set<string>();
+const knownKey = (scope: EventScope, account: LedgerAccount) => `${scope.businessId}|${scope.environment}|${accountKey(account)}`;
+
+/** Creates the accounts that do not exist yet, in key order (one statement; existing rows are left alone, unlocked). */
+async function createAccounts(em: EntityManager, scope: EventScope, accounts: LedgerAccount[]): Promise<Set<string>> {
+  const unique = [...new Map(accounts.map((a) => [accountKey(a), a])).values()].sort((a, b) => accountKey(a).localeCompare(accountKey(b)));
+  const wallet = (a: LedgerAccount) => (a.kind === 'wallet' ? a : null);
+  const created: { account_key: string }[] = await em.query(
+    `INSERT INTO ledger_accounts (business_id, environment, account_key, kind, asset, wallet_id, chain)
+     SELECT $1, $2, k, kind, asset, wallet_id, chain FROM unnest($3::text[], $4::text[], $5::text[], $6::uuid[], $7::text[]) WITH ORDINALITY AS a(k, kind, asset, wallet_id, chain, n)
+      -- Existing accounts are skipped before the insert: a conflict check on a row another transaction is updating
+      -- would wait for it while this one may already hold a row that other needs.
+      WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts x WHERE x.business_id = $1 AND x.environment = $2 AND x.account_key = a.k)
+      ORDER BY n ON CONFLICT (business_id, environment, account_key) DO NOTHING RETURNING account_key`,
+    [scope.businessId, scope.environment, unique.map(accountKey), unique.map((a) => a.kind), unique.map((a) => a.asset), unique.map((a) => wallet(a)?.walletId ?? null),
+      unique.map((a) => wallet(a)?.chain ?? null)],
   );
-  return new Map(rows.map((r) => [r.id, BigInt(r.balance)]));
+  return new Set(created.map((c) => c.account_key));
+}
+
+interface LockedAccount {
+  id: string;
+  account_key: string;
+  balance: string;
+  /** The entry already posted under this reference, if any (read under the same locks). */
+  existing: string | null;
+}
+
+/** Locks the entry's accounts in id order and reads their stored balances and the reference's entry, in one round trip. */
+async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[], reference: string | null): Promise<LockedAccount[]> {
+  return em.query(
+    `SELECT a.id, a.account_key, a.balance::text AS balance,
+            (SELECT e.id FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $4) AS existing
+       FROM ledger_accounts a WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])
+      ORDER BY a.id FOR NO KEY UPDATE OF a`,
+    [scope.businessId, scope.environment, keys, reference],
+  );
 }
 
 /**
  * Posts a balanced entry in the caller's transaction (the one that writes the state change it records).
- * Every touched account is locked first, so concurrent debits of one account serialize on its stored balance.
+ * Every touched account is locked first (in id order, so concurrent posts never deadlock), so concurrent debits of
+ * one account serialize on its stored balance. Two round trips when the accounts exist: lock-and-read, then write.
  */
 export async function postEntry(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: boolean }> {
   assertBalanced(input.postings);
   assertInTransaction(em);
-  const ordered = [...input.postings].sort((a, b) => accountKey(a.account).localeCompare(accountKey(b.account)));
-  const ids = new Map<PostingInput, string>();
-  for (const p of ordered) ids.set(p, await ensureAccount(em, scope, p.account));
-
-  // The posting trigger updates each touched account's row; locking them all here, in order, keeps that from deadlocking.
-  const balances = await lockAccounts(em, [...new Set(ids.values())]);
-  if (input.reference) {
-    const existing: { id: string }[] = await em.query(
-      `SELECT id FROM journal_entries WHERE business_id = $1 AND environment = $2 AND reference = $3`,
-      [scope.businessId, scope.environment, input.reference],
-    );
-    if (existing[0]) return { id: existing[0].id, created: false };
+  const keys = [...new Set(input.postings.map((p) => accountKey(p.account)))].sort();
+  const unknown = input.postings.filter((p) => !KNOWN_ACCOUNTS.has(knownKey(scope, p.account)));
+  // Created before any lock is taken (an insert waiting on a concurrent creator while holding a lock could deadlock).
+  const createdHere = unknown.length ? await createAccounts(em, scope, unknown.map((p) => p.account)) : new Set<string>();
+  let locked = await lockForEntry(em, scope, keys, input.reference ?? null);
+  if (locked.length < keys.length) {
+    // Known here but gone (its creator rolled back after another post saw it): rare; create it again and lock again.
+    for (const key of await createAccounts(em, scope, input.postings.map((p) => p.account))) createdHere.add(key);
+    locked = await lockForEntry(em, scope, keys, input.reference ?? null);
   }
+  if (KNOWN_ACCOUNTS.size > 100_000) KNOWN_ACCOUNTS.clear();
+  // Only accounts that existed before this transaction: one created here is not there for others until it commits.
+  for (const p of input.postings) if (!createdHere.has(accountKey(p.account))) KNOWN_ACCOUNTS.add(knownKey(scope, p.account));
+  if (locked[0]?.existing) return { id: locked[0].existing, created: false };
+  const byKey = new Map(locked.map((l) => [l.account_key, l]));
   // Checked against the locked stored balance, net of the whole entry: two debits of 60 from 100 overdraw it.
   const net = new Map<string, bigint>();
-  for (const p of ordered) net.set(ids.get(p)!, (net.get(ids.get(p)!) ?? 0n) + p.amount);
-  for (const p of ordered) {
-    const id = ids.get(p)!;
-    if (p.noOverdraft && balances.get(id)! + net.get(id)! < 0n) throw new InsufficientFundsError(p.account, balances.get(id)!, -net.get(id)!);
+  for (const p of input.postings) net.set(accountKey(p.account), (net.get(accountKey(p.account)) ?? 0n) + p.amount);
+  for (const p of input.postings) {
+    const balance = BigInt(byKey.get(accountKey(p.account))!.balance);
+    if (p.noOverdraft && balance + net.get(accountKey(p.account))! < 0n) throw new InsufficientFundsError(p.account, balance, -net.get(accountKey(p.account))!);
   }
-
-  const entry: { id: string }[] = await em.query(
-    `INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id`,
-    [scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {})],
+  const written: { id: string }[] = await em.query(
+    `WITH entry AS (
+       INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id),
+     postings AS (
+       INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
+       SELECT entry.id, p.account_id, $1, $2, p.asset, p.amount FROM entry, unnest($7::uuid[], $8::text[], $9::numeric[]) AS p(account_id, asset, amount))
+     SELECT id FROM entry`,
+    [
+      scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {}),
+      input.postings.map((p) => byKey.get(accountKey(p.account))!.id), input.postings.map((p) => p.account.asset), input.postings.map((p) => p.amount.toString()),
+    ],
   );
-  if (!entry[0]) {
-    // A concurrent post of the same reference committed first.
-    const winner: { id: string }[] = await em.query(
-      `SELECT id FROM journal_entries WHERE business_id = $1 AND environment = $2 AND reference = $3`,
-      [scope.businessId, scope.environment, input.reference],
-    );
-    return { id: winner[0].id, created: false };
-  }
-  await em.query(
-    `INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
-     SELECT $1, account_id, $2, $3, asset, amount FROM unnest($4::uuid[], $5::text[], $6::numeric[]) AS p(account_id, asset, amount)`,
-    [entry[0].id, scope.businessId, scope.environment, ordered.map((p) => ids.get(p)), ordered.map((p) => p.account.asset), ordered.map((p) => p.amount.toString())],
+  if (written[0]) return { id: written[0].id, created: true };
+  // A concurrent post of the same reference committed first.
+  const winner: { id: string }[] = await em.query(
+    `SELECT id FROM journal_entries WHERE business_id = $1 AND environment = $2 AND reference = $3`,
+    [scope.businessId, scope.environment, input.reference],
   );
-  return { id: entry[0].id, created: true };
+  return { id: winner[0].id, created: false };
 }
 
 /** The balance of an account in minor units: its stored balance, the sum of its postings (zero for an account never used). */
@@ -164,4 +199,16 @@ export async function findLedgerInconsistencies(db: DataSource | EntityManager):
       LEFT JOIN (SELECT account_id, sum(amount) AS total, count(*) AS postings FROM ledger_postings GROUP BY account_id) s ON s.account_id = a.id
      WHERE a.balance <> coalesce(s.total, 0) OR a.version <> coalesce(s.postings, 0)`);
   return { unbalancedEntries, driftedAccounts };
+}
+
+/**
+ * The stored balance of one account, its row locked until the caller's transaction ends (zero if it has no row yet).
+ * Lets a step check and hold a debit early, and post the entry (which locks shared clearing accounts) last.
+ */
+export async function lockedBalance(em: EntityManager, scope: EventScope, account: LedgerAccount): Promise<bigint> {
+  const rows: { balance: string }[] = await em.query(
+    `SELECT balance::text AS balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3 FOR NO KEY UPDATE`,
+    [scope.businessId, scope.environment, accountKey(account)],
+  );
+  return rows[0] ? BigInt(rows[0].balance) : 0n;
 }

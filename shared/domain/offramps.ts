@@ -1,8 +1,8 @@
 import type { Config } from '../config.js';
-import type { Unit } from '../db/unit-of-work.js';
+import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import type { EventScope } from './events.js';
-import { InsufficientFundsError, postEntry } from './ledger.js';
+import { lockedBalance, postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { createSettlement, isFullyPaid, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow } from './settlements.js';
@@ -38,36 +38,54 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
 }
 
 /**
- * Managed wallet: created -> signing -> submitting, the transfer sent (the sandbox debits the wallet), then the
- * transfer is observed like any other. Not enough USDC: action_required `insufficient_funds`, retryable after funding.
+ * Managed wallet: created -> signing -> submitting, the transfer sent (the sandbox debits the wallet), committed; then
+ * the transfer is observed like any other. Not enough USDC: action_required `insufficient_funds`, retryable after
+ * funding. The wallet's balance is checked and held first and the ledger entry posted last, so the business's shared
+ * clearing account stays locked only for the moment of the commit.
  */
-export async function submitOfframp(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
-  if (tx.status === 'created' && !(await moveTransaction(unit, tx, 'signing'))) return 'moved on';
-  if (tx.status !== 'created' && tx.status !== 'signing') return `not submittable (${tx.status})`;
-  const settlement = (await settlementOf(unit.em, tx.id, true))!;
-  const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id, tx.chain);
-  let sent: { hash: `0x${string}`; nonce: number };
-  try {
-    sent = await chain.sendFromManagedWallet(unit, scopeOf(tx), {
-      reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
-    });
-  } catch (err) {
-    if (!(err instanceof InsufficientFundsError)) throw err;
-    await moveTransaction(unit, { ...tx, status: 'signing' }, 'action_required', {
-      set: {
-        stalled_at: 'signing',
-        failure: { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.', details: { available: usdc(err.available), required: usdc(err.required) } },
-      },
-      reason: 'insufficient_funds',
-    });
-    return 'insufficient_funds';
+export async function submitOfframp(deps: UnitDeps, config: Config, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
+  if (tx.status === 'submitting') {
+    // Sent and committed, but not yet observed (the job stopped in between): observe what was sent.
+    const settlement = (await settlementOf(deps.ds, tx.id))!;
+    const hash = (settlement.execution.submitted as { transaction_hash?: string } | undefined)?.transaction_hash;
+    if (!hash) return 'submitting without a transfer';
+    await inUnit(deps, (unit) => observeTransfer(unit, config, settlement, { transactionHash: hash, logIndex: 0, amount: minor(settlement.total_required) }));
+    return 'observed';
   }
-  await moveTransaction(unit, { ...tx, status: 'signing' }, 'submitting');
+  const sent = await inUnit(deps, async (unit) => {
+    if (tx.status === 'created' && !(await moveTransaction(unit, tx, 'signing'))) return 'moved on';
+    if (tx.status !== 'created' && tx.status !== 'signing') return `not submittable (${tx.status})`;
+    const settlement = (await settlementOf(unit.em, tx.id, true))!;
+    const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id, tx.chain);
+    const total = minor(settlement.total_required);
+    const available = await lockedBalance(unit.em, scopeOf(tx), walletUsdcAccount(wallet.id, tx.chain));
+    if (available < total) {
+      await moveTransaction(unit, tx, 'action_required', {
+        set: {
+          stalled_at: 'signing',
+          failure: { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.', details: { available: usdc(available), required: usdc(total) } },
+        },
+        reason: 'insufficient_funds',
+      });
+      return 'insufficient_funds';
+    }
+    await moveTransaction(unit, tx, 'submitting');
+    const hash = await sendAndNote(unit, chain, tx, settlement, wallet);
+    return { settlement, hash };
+  });
+  if (typeof sent === 'string') return sent;
+  await inUnit(deps, (unit) => observeTransfer(unit, config, sent.settlement, { transactionHash: sent.hash, logIndex: 0, amount: minor(sent.settlement.total_required) }));
+  return 'submitted';
+}
+
+async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, wallet: { id: string; hd_index: number | null }): Promise<string> {
+  const sent = await chain.sendFromManagedWallet(unit, scopeOf(tx), {
+    reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
+  });
   await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`, [
     settlement.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
   ]);
-  await observeTransfer(unit, config, settlement, { transactionHash: sent.hash, logIndex: 0, amount: minor(settlement.total_required) });
-  return 'submitted';
+  return sent.hash;
 }
 
 /**

@@ -132,7 +132,7 @@ export function moveSettlement(unit: Unit, row: SettlementRow, to: SettlementSta
     to,
     set,
     reason,
-    view: async () => settlementView((await settlementOf(unit.em, row.transaction_id))!),
+    view: (updated) => settlementView(updated),
   });
 }
 

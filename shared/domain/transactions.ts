@@ -188,7 +188,7 @@ export function moveTransaction(unit: Unit, row: TransactionRow, to: Transaction
     scope: scopeOf(row),
     id: row.id,
     to,
-    view: async () => transactionView((await loadTransaction(unit.em, row.id))!),
+    view: (updated) => transactionView(updated),
   });
 }
 

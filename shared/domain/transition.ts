@@ -53,22 +53,22 @@ export async function transition<S extends string, R extends Record<string, any>
     }
   }
   const t = machine.table;
+  params.push(machine.resource, input.reason ?? null);
+  const [resourceParam, reasonParam] = [params.length - 1, params.length];
+  // One round trip: lock, conditional update and the history row.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
-    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE)
-     UPDATE ${t} SET ${sets.join(', ')} FROM prev
-      WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])
-     RETURNING ${t}.*, prev.status AS previous_status`,
+    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE),
+     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[]) RETURNING ${t}.*, prev.status AS previous_status),
+     history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
+                 SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)
+     SELECT * FROM moved`,
     params,
-  ).then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as (R & { previous_status: S })[]);
+  );
   const updated = rows[0];
   if (!updated) return null;
   const { previous_status: previous, ...rest } = updated;
   const row = rest as unknown as R;
 
-  await unit.em.query(
-    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [input.scope.businessId, input.scope.environment, machine.resource, input.id, previous, input.to, input.reason ?? null],
-  );
   if (machine.announced.includes(input.to)) {
     await recordEvent(unit.em, input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
   }

@@ -12,7 +12,7 @@ import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 /** The real worker process, as the Procfile runs it (node with tsx as its loader: a SIGKILL reaches it, not a wrapper). */
 function workerProcess(pools: string[]): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts', ...pools], {
-    env: { ...process.env, LOG_LEVEL: 'silent', SANDBOX_STEP_MS: '40', WORKER_LOCK_MS: '1500', OUTBOX_POLL_MS: '100' },
+    env: { ...process.env, LOG_LEVEL: 'silent', SANDBOX_STEP_MS: '40', OUTBOX_POLL_MS: '100' },
     stdio: 'ignore',
   });
 }

@@ -19,6 +19,8 @@ export const sandboxTransferJob = defineJob({
     const hash = simulatedHash('sandbox', `transfer-${job.id}`);
     await inUnit(deps, async (unit) => {
       const scope = { businessId: settlement.business_id, environment: settlement.environment };
+      // Observed first, the deposit's entry last: the shared clearing account is held only for the commit.
+      await observeTransfer(unit, deps.config, settlement, { transactionHash: hash, logIndex: 0, amount });
       await postEntry(unit.em, scope, {
         kind: 'settlement_deposit',
         reference: `deposit-${settlement.id}-${hash}`,
@@ -28,7 +30,6 @@ export const sandboxTransferJob = defineJob({
           { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount },
         ],
       });
-      await observeTransfer(unit, deps.config, settlement, { transactionHash: hash, logIndex: 0, amount });
     });
     return hash;
   },

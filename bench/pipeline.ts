@@ -1,0 +1,133 @@
+// npm run bench:pipeline (and the end of npm run bench): sandbox off-ramp lifecycles per second with every pool in
+// this one process, beside a raw BullMQ no-op job throughput measured in the same run. Own database and Redis prefix.
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker } from 'bullmq';
+import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
+
+const LIFECYCLES = Number(process.env.BENCH_LIFECYCLES ?? 1000);
+const NOOP_JOBS = Number(process.env.BENCH_NOOP_JOBS ?? 5000);
+/** Off-ramps started at once, as concurrent API requests would. */
+const WIDTH = Number(process.env.BENCH_WIDTH ?? 16);
+const env = {
+  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
+  REDIS_PREFIX: `rampway-pipeline-${Date.now().toString(36)}`,
+  LOG_LEVEL: 'silent',
+  SANDBOX_STEP_MS: '0',
+  OUTBOX_POLL_MS: '1000',
+};
+Object.assign(process.env, env);
+await ensureDatabase(env.DATABASE_URL);
+await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+const { getConfig } = await import('../shared/config.js');
+const { createDataSource, runMigrations } = await import('../shared/db/data-source.js');
+const { createBusiness } = await import('../shared/admin/commands.js');
+const { createWorkerRedis } = await import('../shared/queues/connections.js');
+const { createQueues, closeQueues } = await import('../shared/queues/producer.js');
+const { logger } = await import('../shared/logger.js');
+const { inUnit } = await import('../shared/db/unit-of-work.js');
+const { createCustomer } = await import('../shared/domain/customers.js');
+const { fundSandboxWallet } = await import('../shared/domain/wallet-balances.js');
+const { createBeneficiary } = await import('../shared/domain/beneficiaries.js');
+const { createQuote } = await import('../shared/domain/quotes.js');
+const { startOfframp } = await import('../shared/domain/offramps.js');
+const { startWorkers } = await import('../workers/runtime.js');
+
+const config = getConfig();
+const ds = createDataSource({ poolSize: 20 });
+await ds.initialize();
+await runMigrations(ds);
+const connection = createWorkerRedis(config.redisUrl);
+const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPrefix);
+const deps = { config, ds, queues, log: logger() };
+
+/** Runs `work(i)` for i < n, `width` at a time: the API's request concurrency, not one request after another. */
+async function parallel(n: number, width: number, work: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < n) await work(next++);
+  }));
+}
+
+async function until(sql: string, params: unknown[], wanted: number, label: string): Promise<void> {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const [{ n }] = await ds.query(sql, params);
+    if (Number(n) >= wanted) return;
+    if (Date.now() > deadline) throw new Error(`${label}: ${n}/${wanted} after 10 minutes`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// Baseline: BullMQ itself, no-op jobs through one queue and a worker of the same concurrency as the providers pool.
+const noopQueue = new Queue('bench-noop', { connection: createWorkerRedis(config.redisUrl), prefix: config.redisPrefix });
+let processed = 0;
+const noopWorker = new Worker('bench-noop', async () => { processed += 1; }, { connection: createWorkerRedis(config.redisUrl), prefix: config.redisPrefix, concurrency: 50 });
+const noopStart = performance.now();
+for (let i = 0; i < NOOP_JOBS; i += 500) await noopQueue.addBulk(Array.from({ length: Math.min(500, NOOP_JOBS - i) }, (_, j) => ({ name: 'noop', data: { i: i + j } })));
+while (processed < NOOP_JOBS) await new Promise((r) => setTimeout(r, 5));
+const noopPerSecond = NOOP_JOBS / ((performance.now() - noopStart) / 1000);
+await noopWorker.close();
+await noopQueue.obliterate({ force: true });
+await noopQueue.close();
+
+// Setup (not measured): a business, a beneficiary, funded managed wallets.
+const biz = await createBusiness({ ds, config }, { name: `Pipeline ${randomUUID().slice(0, 8)}` });
+const scope = { businessId: biz.business_id, environment: 'sandbox' as const };
+const beneficiary = await inUnit(deps, (unit) =>
+  createBeneficiary(unit.em, config.encryptionKeys, scope, { currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Bench', details: { phone_number: '+254722480163', mobile_network: 'safaricom' } }),
+);
+const wallets: string[] = [];
+for (let i = 0; i < LIFECYCLES; i++) {
+  const { customer } = await inUnit(deps, (unit) => createCustomer(unit.em, config.walletSeeds, scope, { external_reference: `bench-${randomUUID()}` }));
+  await inUnit(deps, (unit) => fundSandboxWallet(unit.em, config, scope, customer.wallet_id, { chain: 'base', amount: '20' }));
+  wallets.push(customer.wallet_id);
+}
+const runtime = startWorkers({ pools: ['pricing', 'settlement', 'providers', 'sandbox'], deps, connection, schedules: false });
+
+// Stage 1: quotes priced by the pricing pool.
+const quoteIds: string[] = Array.from({ length: LIFECYCLES }, () => randomUUID());
+const quoteStart = performance.now();
+await parallel(LIFECYCLES, WIDTH, (i) =>
+  inUnit(deps, (unit) => createQuote(unit, scope, quoteIds[i], { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '10', beneficiary_id: beneficiary.beneficiary.id })).then(() => undefined),
+);
+await until(`SELECT count(*) AS n FROM quotes WHERE id = ANY($1) AND status = 'available'`, [quoteIds], LIFECYCLES, 'quotes');
+const quoteSeconds = (performance.now() - quoteStart) / 1000;
+
+// Stage 2: off-ramps from managed wallets, created -> signing -> submitting -> awaiting_funds -> funded -> processing -> completed.
+const txIds: string[] = [];
+const lifecycleStart = performance.now();
+await parallel(LIFECYCLES, WIDTH, async (i) => {
+  const { transaction } = await inUnit(deps, (unit) => startOfframp(unit, config, scope, { quote_id: quoteIds[i], funding_source: { wallet_id: wallets[i] } }));
+  txIds.push(transaction.id);
+});
+const createdSeconds = (performance.now() - lifecycleStart) / 1000;
+await until(`SELECT count(*) AS n FROM transactions WHERE id = ANY($1) AND status IN ('completed', 'failed', 'action_required')`, [txIds], LIFECYCLES, 'lifecycles');
+const lifecycleSeconds = (performance.now() - lifecycleStart) / 1000;
+const [{ completed }] = await ds.query(`SELECT count(*)::int AS completed FROM transactions WHERE id = ANY($1) AND status = 'completed'`, [txIds]);
+
+// Where the time goes: the mean time each step waited after the previous one (status_history uses the wall clock).
+const steps: { to_status: string; ms: string }[] = await ds.query(
+  `SELECT to_status, round(avg(ms)::numeric, 1)::text AS ms FROM (
+     SELECT to_status, extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY resource_id ORDER BY id)) * 1000 AS ms
+       FROM status_history WHERE resource_id = ANY($1)) s WHERE ms IS NOT NULL GROUP BY to_status ORDER BY avg(ms) DESC`,
+  [txIds],
+);
+
+await runtime.shutdown();
+await closeQueues(queues);
+connection.disconnect();
+await ds.destroy();
+
+const lines = [
+  `pipeline: ${LIFECYCLES} sandbox off-ramps from managed wallets, SANDBOX_STEP_MS=0, pricing + settlement + providers + sandbox pools in one process`,
+  `  raw BullMQ no-op jobs         ${noopPerSecond.toFixed(0).padStart(7)} jobs/s (baseline, concurrency 50)`,
+  `  quotes priced                 ${(LIFECYCLES / quoteSeconds).toFixed(0).padStart(7)} /s`,
+  `  off-ramps started (API work)  ${(LIFECYCLES / createdSeconds).toFixed(0).padStart(7)} /s (${WIDTH} at a time)`,
+  `  lifecycles completed          ${(completed / lifecycleSeconds).toFixed(0).padStart(7)} /s (${completed}/${LIFECYCLES} completed; goal 300/s)`,
+  `  mean wait before each step:   ${steps.map((s) => `${s.to_status} ${s.ms} ms`).join(', ')}`,
+  `  slowest step: ${steps[0]?.to_status ?? 'n/a'}`,
+  '',
+];
+process.stdout.write(lines.join('\n'));
+process.exit(0);
