@@ -29,6 +29,7 @@ process.env.RPC_URL_OPTIMISM ||= DEAD_RPC_URL;
 process.env.RPC_URL_AVALANCHE ||= DEAD_RPC_URL;
 
 const { getDs, closeShared } = await import('./helpers/shared.js');
+const RUN_STARTED = new Date();
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -37,6 +38,10 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(30_000);
+    // Whatever the run did: every entry it posted balances, and every stored balance equals its postings.
+    const { findLedgerInconsistencies } = await import('../shared/domain/ledger.js');
+    const found = await findLedgerInconsistencies(await getDs(), { entriesSince: RUN_STARTED });
     await closeShared();
+    if (found.unbalancedEntries.length || found.driftedAccounts.length) throw new Error(`ledger unsound after the run: ${JSON.stringify(found).slice(0, 2000)}`);
   },
 };

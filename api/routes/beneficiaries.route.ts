@@ -7,8 +7,8 @@ import type { Details } from '../../shared/domain/corridor-details.js';
 import {
   archiveBeneficiary, BENEFICIARY_COLUMNS, createBeneficiary, getBeneficiary, updateBeneficiaryLabel, type BeneficiaryRow,
 } from '../../shared/domain/beneficiaries.js';
-import type { PageQuery } from '../pagination.js';
-import { listPage } from '../pagination.js';
+import type { PageQuery } from '../../shared/db/pagination.js';
+import { listPage } from '../../shared/db/pagination.js';
 
 const CURRENCY = { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code, exactly 3 letters in either case (`kes` is read as `KES`).' };
 const LABEL = { type: ['string', 'null'], maxLength: 120, description: 'Your own name for this beneficiary.' };

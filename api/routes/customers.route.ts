@@ -1,8 +1,8 @@
 import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import type { PageQuery } from '../pagination.js';
-import { listPage } from '../pagination.js';
+import type { PageQuery } from '../../shared/db/pagination.js';
+import { listPage } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 export const schemas: Record<string, JsonSchema> = {

@@ -1,4 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { providerFor } from '../../shared/providers/provider.js';
+import type { AppDeps } from '../context.js';
 import { startOfframp, type StartOfframpInput } from '../../shared/domain/offramps.js';
 import { startOnramp, type StartOnrampInput } from '../../shared/domain/fiat-steps.js';
 import { settlementView } from '../../shared/domain/settlements.js';
@@ -7,6 +10,12 @@ import { ref, type JsonSchema, type RouteDef } from './route.js';
 
 const EXTERNAL_REFERENCE = { type: 'string', minLength: 1, maxLength: 128, description: 'Your own reference; unique per environment.' };
 const EXAMPLE_ID = '00000000-0000-4000-8000-000000000000';
+
+/** A live ramp needs its rails: refused (503) before the quote is consumed while the chain or provider adapter is missing. */
+function assertRails(deps: AppDeps, environment: 'sandbox' | 'live'): void {
+  chainFor(environment, deps.config);
+  providerFor(environment, { db: deps.ds, config: deps.config });
+}
 
 export const schemas: Record<string, JsonSchema> = {
   CreateOfframpRequest: {
@@ -64,6 +73,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '201': { description: 'The transaction with its settlement instructions.', schema: ref('Transaction') } },
     handler: async ({ deps, auth, body }) => {
+      assertRails(deps, auth.environment);
       const { transaction, settlement } = await inUnit(deps, (unit) => startOfframp(unit, deps.config, auth, body as StartOfframpInput));
       return { status: 201, body: transactionView(transaction, { settlement: settlementView(settlement) }) };
     },
@@ -85,6 +95,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '201': { description: 'The transaction.', schema: ref('Transaction') } },
     handler: async ({ deps, auth, body }) => {
+      assertRails(deps, auth.environment);
       const transaction = await inUnit(deps, (unit) => startOnramp(unit, deps.config, auth, body as StartOnrampInput));
       return { status: 201, body: transactionView(transaction) };
     },

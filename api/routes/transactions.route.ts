@@ -5,7 +5,7 @@ import { settlementOf, settlementView } from '../../shared/domain/settlements.js
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import { listPage, type PageQuery } from '../pagination.js';
+import { listPage, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 const NULLABLE_STRING = { type: ['string', 'null'] };

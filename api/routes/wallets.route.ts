@@ -1,8 +1,8 @@
 import { archiveWallet, findWallet, registerExternalWallet, WALLET_COLUMNS, WALLET_FROM, walletView, type RegisterWalletInput, type WalletRow } from '../../shared/domain/wallets.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import type { PageQuery } from '../pagination.js';
-import { listPage } from '../pagination.js';
+import type { PageQuery } from '../../shared/db/pagination.js';
+import { listPage } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 const NULLABLE_TIMESTAMP = { type: ['string', 'null'], format: 'date-time' };

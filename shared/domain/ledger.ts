@@ -185,13 +185,13 @@ export interface LedgerInconsistencies {
 }
 
 /** Scans the whole ledger (each query in one snapshot) for what the database should make impossible; empty lists when sound. */
-export async function findLedgerInconsistencies(db: DataSource | EntityManager): Promise<LedgerInconsistencies> {
+export async function findLedgerInconsistencies(db: DataSource | EntityManager, opts: { entriesSince?: Date } = {}): Promise<LedgerInconsistencies> {
   const unbalancedEntries: LedgerInconsistencies['unbalancedEntries'] = await db.query(`
     WITH per_asset AS (
       SELECT e.id AS entry_id, p.asset, count(p.id) AS postings, coalesce(sum(p.amount), 0) AS total
-        FROM journal_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id GROUP BY e.id, p.asset)
+        FROM journal_entries e LEFT JOIN ledger_postings p ON p.entry_id = e.id WHERE e.created_at >= $1 GROUP BY e.id, p.asset)
     SELECT entry_id, asset, postings::int AS postings, total::text AS total FROM per_asset
-     WHERE total <> 0 OR entry_id IN (SELECT entry_id FROM per_asset GROUP BY entry_id HAVING sum(postings) < 2)`);
+     WHERE total <> 0 OR entry_id IN (SELECT entry_id FROM per_asset GROUP BY entry_id HAVING sum(postings) < 2)`, [opts.entriesSince ?? new Date(0)]);
   const driftedAccounts: LedgerInconsistencies['driftedAccounts'] = await db.query(`
     SELECT a.id AS account_id, a.account_key, a.balance::text AS balance, coalesce(s.total, 0)::text AS posted,
            a.version::text AS version, coalesce(s.postings, 0)::text AS postings

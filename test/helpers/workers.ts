@@ -29,3 +29,15 @@ export async function startPools(pools: Pool[], options: { env?: Record<string, 
     },
   };
 }
+
+/** Waits until no queue has a job waiting or running (delayed jobs, such as expiries far ahead, do not count). */
+export async function drainQueues(queues: WorkerDeps['queues'], timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quietTwice = 0;
+  while (quietTwice < 2) {
+    const counts = await Promise.all(Object.values(queues).map((q) => q.getJobCounts('waiting', 'active', 'prioritized')));
+    quietTwice = counts.every((c) => c.waiting + c.active + c.prioritized === 0) ? quietTwice + 1 : 0;
+    if (Date.now() > deadline) throw new Error(`queues still busy after ${timeoutMs} ms: ${JSON.stringify(counts)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -6,7 +6,7 @@ import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factorie
 import { testDatabaseUrl } from '../env.js';
 import { createDataSource } from '../../shared/db/data-source.js';
 import { fingerprint } from '../../api/middleware/idempotency-store.js';
-import { encodeCursor } from '../../api/pagination.js';
+import { encodeCursor } from '../../shared/db/pagination.js';
 
 // Inputs that once reached PostgreSQL or the stack raw and came back as 500s; each must be a clean 4xx or 503.
 describe('hardening: hostile and unlucky inputs', () => {

@@ -110,4 +110,22 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
     expect((await simulate({ outcome: 'completed' })).status).to.equal(409);
     expect((await simulate({ outcome: 'failed', failure_code: 'Not Snake' })).status).to.equal(400);
   });
+
+  it('live ramps answer 503 while the live chain and provider rails are not configured, before touching the quote', async () => {
+    const biz = await makeBusiness();
+    await (await getDs()).query(`UPDATE businesses SET live_enabled = true WHERE id = $1`, [biz.businessId]);
+    const fresh = await startApi();
+    try {
+      const quoteId = '00000000-0000-4000-8000-000000000000';
+      const off = await fresh.http.post(`${BASE}/offramps`).set(writeHeaders(biz.liveKey)).send({ quote_id: quoteId, funding_source: { wallet_id: quoteId } });
+      const on = await fresh.http.post(`${BASE}/onramps`).set(writeHeaders(biz.liveKey)).send({ quote_id: quoteId, payment_method: { type: 'mobile_money', phone_number: '+254722480163', mobile_network: 'safaricom' } });
+      for (const res of [off, on]) {
+        expect(res.status, JSON.stringify(res.body)).to.equal(503);
+        expect(res.body.error.code).to.equal('service_unavailable');
+        expect(res.headers['retry-after']).to.match(/^\d+$/);
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
 });

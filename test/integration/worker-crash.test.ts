@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { makeBusiness } from '../helpers/factories.js';
 import { createCustomer } from '../helpers/wallets.js';
-import { startPools, type RunningPools } from '../helpers/workers.js';
+import { drainQueues, startPools, type RunningPools } from '../helpers/workers.js';
 import { expectLedgerSound, fund, kesBeneficiary, offramp, quote, until } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { txJobs } from '../../shared/domain/lifecycle-jobs.js';
@@ -91,6 +91,7 @@ describe('a worker process killed in the middle of lifecycles', function () {
       const providers = await startPools(['providers']);
       try {
         expect((await until(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+        await drainQueues(providers.deps.queues);
       } finally {
         await providers.close();
       }

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { AppError } from '../shared/errors.js';
+import { AppError } from '../errors.js';
 
 export interface PageQuery {
   limit?: number;
