@@ -75,7 +75,8 @@ export const routes: RouteDef[] = [
     summary: 'Play your on-chain transfer to an off-ramp\'s deposit address (sandbox only).',
     description:
       'Answers 202 with the settlement; the transfer is observed a step later and confirmations rise one per step. Only for an external-wallet off-ramp whose settlement is ' +
-      '`awaiting_transfer` or `underpaid` (else 409 `invalid_state`; a managed wallet\'s transfer is sent by the platform).',
+      '`awaiting_transfer`, `underpaid` or `expired` (a late deposit: the transaction goes to `action_required` `late_deposit`); else 409 `invalid_state` ' +
+      '(a managed wallet\'s transfer is sent by the platform).',
     tag: 'Sandbox',
     scope: 'sandbox:write',
     sandboxOnly: true,
@@ -87,7 +88,8 @@ export const routes: RouteDef[] = [
       const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
       if (!settlement) throw AppError.invalidState('An on-ramp has no deposit address.');
       if (tx.funding_type !== 'external_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
-      if (!['awaiting_transfer', 'underpaid'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
+      // An expired settlement still takes a transfer: that is how a late deposit is played.
+      if (!['awaiting_transfer', 'underpaid', 'expired'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
       let amount: bigint;
       try {
         const given = (body as { amount?: string } | undefined)?.amount;

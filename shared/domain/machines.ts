@@ -37,6 +37,8 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     funded: ['processing', 'action_required', 'failed'],
     processing: ['completed', 'action_required', 'failed'],
     action_required: ['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'failed'],
+    // A transfer that arrives after its settlement expired reopens the failed off-ramp for the business to decide.
+    failed: ['action_required'],
   },
   announced: TRANSACTION_STATUSES,
 };

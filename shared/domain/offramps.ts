@@ -94,12 +94,32 @@ async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, 
  */
 export async function observeTransfer(unit: Unit, config: Config, settlement: SettlementRow, transfer: ObservedTransfer): Promise<SettlementRow> {
   const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
+  if (isNew && updated.status === 'expired') {
+    await lateDeposit(unit, updated);
+    return updated;
+  }
   if (!isNew || !isFullyPaid(updated) || !['awaiting_transfer', 'underpaid'].includes(updated.status)) return updated;
   await moveSettlement(unit, updated, 'confirming');
   const tx = (await loadTransaction(unit.em, updated.transaction_id))!;
   const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
   if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
   return updated;
+}
+
+/**
+ * A transfer to a settlement that already expired: counted (received_amount), never lost, and the off-ramp that
+ * failed for want of it goes to action_required `late_deposit` for the business to decide (refund or a new off-ramp).
+ */
+async function lateDeposit(unit: Unit, settlement: SettlementRow): Promise<void> {
+  const tx = (await loadTransaction(unit.em, settlement.transaction_id))!;
+  const view = settlementView(settlement);
+  await moveTransaction(unit, tx, 'action_required', {
+    set: {
+      stalled_at: 'created',
+      failure: { code: 'late_deposit', message: 'A transfer arrived after the settlement expired.', details: { received_amount: view.received_amount, total_required: view.total_required } },
+    },
+    reason: 'late_deposit',
+  });
 }
 
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */

@@ -142,6 +142,12 @@ describe('off-ramps end to end in sandbox', function () {
     expect(underpaid.failure).to.deep.include({ code: 'underpaid' });
     expect(underpaid.failure.details).to.deep.equal({ received_amount: '1.000000', total_required: partial.settlement.total_required });
     expect((await api.http.get(`${BASE}/transactions/${partial.id}/settlement`).set(bearer(key))).body.status).to.equal('underpaid');
+    // A late deposit on the expired one: counted, and the failed off-ramp is reopened for the business.
+    expect((await api.http.post(`${BASE}/sandbox/settlements/${empty.id}/transfer`).set(writeHeaders(key)).send({})).status).to.equal(202);
+    const late = await until(api, key, empty.id, ['action_required']);
+    expect(late.failure.code).to.equal('late_deposit');
+    expect(late.failure.details.received_amount).to.equal(empty.settlement.total_required);
+    expect((await api.http.get(`${BASE}/transactions/${empty.id}/settlement`).set(bearer(key))).body).to.deep.include({ status: 'expired', received_amount: empty.settlement.total_required });
   });
 
   it('a quote starts one transaction: of 20 concurrent off-ramps on it exactly one is created', async () => {

@@ -96,7 +96,7 @@ describe('the engine: units of work and the one transition function', () => {
     expect(sourcesOf(TRANSACTION_MACHINE, 'completed')).to.deep.equal(['processing']);
     expect(sourcesOf(TRANSACTION_MACHINE, 'created')).to.have.members(['awaiting_funds', 'action_required']);
     expect(TRANSACTION_MACHINE.moves.completed).to.equal(undefined);
-    expect(TRANSACTION_MACHINE.moves.failed).to.equal(undefined);
+    expect(TRANSACTION_MACHINE.moves.failed).to.deep.equal(['action_required']); // only a late deposit reopens it
     expect(EVENT_TYPES).to.include.members(['transaction.completed', 'settlement.confirmed', 'quote.available', 'wallet.verified']);
     expect(EVENT_TYPES).to.not.include('quote.pending');
   });
