@@ -127,13 +127,13 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
   if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
   const settlement = (await settlementOf(unit.em, tx.id, true))!;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
-  const confirmations = await chain.confirmations(settlement);
-  await setConfirmations(unit, settlement, confirmations);
+  const confirmations = Math.min(await chain.confirmations(settlement), settlement.required_confirmations);
   if (confirmations < settlement.required_confirmations) {
+    await setConfirmations(unit, settlement, confirmations);
     await unit.stage(txJobs.confirm(tx, round + 1, Math.max(stepDelay(config, tx.environment), 1)), scopeOf(tx));
     return `${confirmations}/${settlement.required_confirmations}`;
   }
-  await moveSettlement(unit, { ...settlement, confirmations }, 'confirmed', { confirmed_at: NOW });
+  await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations });
   const funded = await moveTransaction(unit, tx, 'funded');
   if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
   return 'funded';

@@ -1,6 +1,6 @@
 import type { Unit } from '../db/unit-of-work.js';
 import type { JobRequest } from '../queues/producer.js';
-import { recordEvent, type EventScope } from './events.js';
+import type { EventScope } from './events.js';
 import { postEntry, type EntryInput } from './ledger.js';
 import { sourcesOf, type EventType, type Machine } from './machines.js';
 
@@ -69,9 +69,7 @@ export async function transition<S extends string, R extends Record<string, any>
   const { previous_status: previous, ...rest } = updated;
   const row = rest as unknown as R;
 
-  if (machine.announced.includes(input.to)) {
-    await recordEvent(unit.em, input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
-  }
+  if (machine.announced.includes(input.to)) unit.event(input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
   const entry = input.ledger?.(row);
   if (entry) await postEntry(unit.em, input.scope, entry);
   for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
@@ -88,5 +86,5 @@ export async function recordCreation<S extends string>(
     `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status) VALUES ($1, $2, $3, $4, NULL, $5)`,
     [input.scope.businessId, input.scope.environment, machine.resource, input.id, input.status],
   );
-  if (machine.announced.includes(input.status)) await recordEvent(unit.em, input.scope, `${machine.resource}.${input.status}` as EventType, await input.view());
+  if (machine.announced.includes(input.status)) unit.event(input.scope, `${machine.resource}.${input.status}` as EventType, await input.view());
 }

@@ -19,12 +19,22 @@ export interface StagedJob {
  * the commit; if that never happens (crash, Redis down) the relay finds the row and enqueues it.
  */
 export async function stageJob<N extends JobName>(em: EntityManager, job: JobRequest<N>, scope: OutboxScope = {}): Promise<StagedJob> {
+  return (await stageJobs(em, [{ job, scope }]))[0];
+}
+
+/** Writes several staged jobs into the outbox with one statement, in the caller's transaction. */
+export async function stageJobs(em: EntityManager, items: { job: JobRequest; scope: OutboxScope }[]): Promise<StagedJob[]> {
+  if (!items.length) return [];
   const rows: { id: string }[] = await em.query(
     `INSERT INTO outbox_jobs (business_id, environment, queue, job_name, job_id, payload, delay_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-    [scope.businessId ?? null, scope.environment ?? null, JOB_QUEUES[job.name], job.name, job.id, JSON.stringify(job.data), job.delayMs ?? 0],
+     SELECT b, e, q, n, i, p, d FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::integer[]) WITH ORDINALITY AS j(b, e, q, n, i, p, d, o)
+      ORDER BY o RETURNING id`,
+    [
+      items.map((x) => x.scope.businessId ?? null), items.map((x) => x.scope.environment ?? null), items.map((x) => JOB_QUEUES[x.job.name]),
+      items.map((x) => x.job.name), items.map((x) => x.job.id), items.map((x) => JSON.stringify(x.job.data)), items.map((x) => x.job.delayMs ?? 0),
+    ],
   );
-  return { outboxId: String(rows[0].id), job };
+  return rows.map((r, i) => ({ outboxId: String(r.id), job: items[i].job }));
 }
 
 /**
@@ -32,15 +42,19 @@ export async function stageJob<N extends JobName>(em: EntityManager, job: JobReq
  * the request that staged the job has already succeeded in Postgres, which is what counts.
  */
 export async function dispatchStaged(ds: DataSource, queues: Queues, staged: StagedJob[], log: Logger, timeoutMs = DISPATCH_TIMEOUT_MS): Promise<void> {
+  const dispatched: string[] = [];
   for (const item of staged) {
     try {
       await withTimeout(enqueue(queues, item.job), timeoutMs);
+      dispatched.push(item.outboxId);
     } catch (err) {
       log.warn({ err: errorText(err), jobId: item.job.id }, 'enqueue failed; the outbox relay will retry');
-      continue;
     }
-    ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = $1`, [item.outboxId]).catch((err: unknown) =>
-      log.warn({ err: errorText(err), outboxId: item.outboxId }, 'could not mark outbox row dispatched'),
+  }
+  // One statement for all of them; not awaited by the caller's answer (a row left unmarked is enqueued again: a no-op).
+  if (dispatched.length) {
+    ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1::bigint[])`, [dispatched]).catch((err: unknown) =>
+      log.warn({ err: errorText(err), outboxIds: dispatched }, 'could not mark outbox rows dispatched'),
     );
   }
 }

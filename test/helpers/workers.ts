@@ -8,6 +8,7 @@ import { startWorkers } from '../../workers/runtime.js';
 import type { WorkerDeps } from '../../workers/registry.js';
 
 export interface RunningPools {
+  pools: Pool[];
   deps: WorkerDeps;
   close(): Promise<void>;
 }
@@ -20,6 +21,7 @@ export async function startPools(pools: Pool[], options: { env?: Record<string, 
   const deps: WorkerDeps = { config, ds: await getDs(), queues: createQueues(queueConnection, config.redisPrefix), log: logger() };
   const runtime = startWorkers({ pools, deps, connection });
   return {
+    pools,
     deps,
     async close() {
       await runtime.shutdown();
@@ -30,12 +32,12 @@ export async function startPools(pools: Pool[], options: { env?: Record<string, 
   };
 }
 
-/** Waits until no queue has a job waiting or running (delayed jobs, such as expiries far ahead, do not count). */
-export async function drainQueues(queues: WorkerDeps['queues'], timeoutMs = 10_000): Promise<void> {
+/** Waits until the pools' queues have no job waiting or running (delayed jobs, such as expiries far ahead, do not count). */
+export async function drainQueues(running: RunningPools, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let quietTwice = 0;
   while (quietTwice < 2) {
-    const counts = await Promise.all(Object.values(queues).map((q) => q.getJobCounts('waiting', 'active', 'prioritized')));
+    const counts = await Promise.all(running.pools.map((pool) => running.deps.queues[pool].getJobCounts('waiting', 'active', 'prioritized')));
     quietTwice = counts.every((c) => c.waiting + c.active + c.prioritized === 0) ? quietTwice + 1 : 0;
     if (Date.now() > deadline) throw new Error(`queues still busy after ${timeoutMs} ms: ${JSON.stringify(counts)}`);
     await new Promise((r) => setTimeout(r, 20));

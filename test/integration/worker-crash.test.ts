@@ -91,7 +91,7 @@ describe('a worker process killed in the middle of lifecycles', function () {
       const providers = await startPools(['providers']);
       try {
         expect((await until(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
-        await drainQueues(providers.deps.queues);
+        await drainQueues(providers);
       } finally {
         await providers.close();
       }
