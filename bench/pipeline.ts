@@ -34,7 +34,7 @@ const { startOfframp } = await import('../shared/domain/offramps.js');
 const { startWorkers } = await import('../workers/runtime.js');
 
 const config = getConfig();
-const ds = createDataSource({ poolSize: 20 });
+const ds = createDataSource({ poolSize: Number(process.env.BENCH_DB_POOL ?? 20) });
 await ds.initialize();
 await runMigrations(ds);
 const connection = createWorkerRedis(config.redisUrl);
@@ -55,7 +55,8 @@ async function until(sql: string, params: unknown[], wanted: number, label: stri
     const [{ n }] = await ds.query(sql, params);
     if (Number(n) >= wanted) return;
     if (Date.now() > deadline) throw new Error(`${label}: ${n}/${wanted} after 10 minutes`);
-    await new Promise((r) => setTimeout(r, 20));
+    // Not too often: this count is load on the database the pipeline shares.
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -114,6 +115,20 @@ const steps: { to_status: string; ms: string }[] = await ds.query(
   [txIds],
 );
 
+// Each job: how long it waited in its queue, and how long it ran (BullMQ's own timestamps).
+const perJob = new Map<string, { waited: number; ran: number; n: number }>();
+for (const queue of Object.values(queues)) {
+  for (const job of await queue.getJobs(['completed'], 0, 20_000)) {
+    if (!job.processedOn || !job.finishedOn) continue;
+    const entry = perJob.get(job.name) ?? { waited: 0, ran: 0, n: 0 };
+    entry.waited += job.processedOn - job.timestamp - (job.opts.delay ?? 0);
+    entry.ran += job.finishedOn - job.processedOn;
+    entry.n += 1;
+    perJob.set(job.name, entry);
+  }
+}
+const jobLines = [...perJob].filter(([name]) => name !== 'outbox.cleanup').map(([name, e]) => `${name} waited ${(e.waited / e.n).toFixed(0)} ms, ran ${(e.ran / e.n).toFixed(1)} ms (${e.n})`);
+
 await runtime.shutdown();
 await closeQueues(queues);
 connection.disconnect();
@@ -127,6 +142,7 @@ const lines = [
   `  lifecycles completed          ${(completed / lifecycleSeconds).toFixed(0).padStart(7)} /s (${completed}/${LIFECYCLES} completed; goal 300/s)`,
   `  mean wait before each step:   ${steps.map((s) => `${s.to_status} ${s.ms} ms`).join(', ')}`,
   `  slowest step: ${steps[0]?.to_status ?? 'n/a'}`,
+  `  jobs (mean queue wait, mean run time): ${jobLines.join('; ')}`,
   '',
 ];
 process.stdout.write(lines.join('\n'));

@@ -10,6 +10,12 @@ import type { EventScope } from './events.js';
 
 export type LedgerAccountKind = 'wallet' | 'treasury' | 'platform_fees' | 'provider_clearing' | 'settlement_clearing' | 'sandbox_faucet';
 
+/**
+ * Accounts nearly every transaction posts to, never guarded against overdraft: their balance is kept in stripes so
+ * concurrent postings do not queue on one row (migrations/1763800011000-ledger-balance-stripes.ts).
+ */
+export const STRIPED_KINDS: ReadonlySet<LedgerAccountKind> = new Set(['settlement_clearing', 'provider_clearing', 'platform_fees', 'sandbox_faucet']);
+
 /** A ledger account, named by what it holds; it is created on first use. */
 export type LedgerAccount =
   | { kind: 'wallet'; walletId: string; chain: Chain; asset: string }
@@ -85,14 +91,15 @@ async function createAccounts(em: EntityManager, scope: EventScope, accounts: Le
   const unique = [...new Map(accounts.map((a) => [accountKey(a), a])).values()].sort((a, b) => accountKey(a).localeCompare(accountKey(b)));
   const wallet = (a: LedgerAccount) => (a.kind === 'wallet' ? a : null);
   const created: { account_key: string }[] = await em.query(
-    `INSERT INTO ledger_accounts (business_id, environment, account_key, kind, asset, wallet_id, chain)
-     SELECT $1, $2, k, kind, asset, wallet_id, chain FROM unnest($3::text[], $4::text[], $5::text[], $6::uuid[], $7::text[]) WITH ORDINALITY AS a(k, kind, asset, wallet_id, chain, n)
+    `INSERT INTO ledger_accounts (business_id, environment, account_key, kind, asset, wallet_id, chain, striped)
+     SELECT $1, $2, k, kind, asset, wallet_id, chain, kind = ANY($8::text[])
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::uuid[], $7::text[]) WITH ORDINALITY AS a(k, kind, asset, wallet_id, chain, n)
       -- Existing accounts are skipped before the insert: a conflict check on a row another transaction is updating
       -- would wait for it while this one may already hold a row that other needs.
       WHERE NOT EXISTS (SELECT 1 FROM ledger_accounts x WHERE x.business_id = $1 AND x.environment = $2 AND x.account_key = a.k)
       ORDER BY n ON CONFLICT (business_id, environment, account_key) DO NOTHING RETURNING account_key`,
     [scope.businessId, scope.environment, unique.map(accountKey), unique.map((a) => a.kind), unique.map((a) => a.asset), unique.map((a) => wallet(a)?.walletId ?? null),
-      unique.map((a) => wallet(a)?.chain ?? null)],
+      unique.map((a) => wallet(a)?.chain ?? null), [...STRIPED_KINDS]],
   );
   return new Set(created.map((c) => c.account_key));
 }
@@ -100,18 +107,26 @@ async function createAccounts(em: EntityManager, scope: EventScope, accounts: Le
 interface LockedAccount {
   id: string;
   account_key: string;
+  striped: boolean;
+  /** The locked stored balance (guarded accounts only; striped accounts are not locked). */
   balance: string;
   /** The entry already posted under this reference, if any (read under the same locks). */
   existing: string | null;
 }
 
-/** Locks the entry's accounts in id order and reads their stored balances and the reference's entry, in one round trip. */
+/**
+ * Locks the entry's single-row accounts in id order (striped ones need no lock), reads their balances as locked, and
+ * the entry already posted under the reference, in one round trip.
+ */
 async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[], reference: string | null): Promise<LockedAccount[]> {
   return em.query(
-    `SELECT a.id, a.account_key, a.balance::text AS balance,
+    `WITH locked AS (
+       SELECT id, balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($3::text[]) AND NOT striped
+        ORDER BY id FOR NO KEY UPDATE)
+     SELECT a.id, a.account_key, a.striped, coalesce(l.balance, 0)::text AS balance,
             (SELECT e.id FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $4) AS existing
-       FROM ledger_accounts a WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])
-      ORDER BY a.id FOR NO KEY UPDATE OF a`,
+       FROM ledger_accounts a LEFT JOIN locked l ON l.id = a.id
+      WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])`,
     [scope.businessId, scope.environment, keys, reference],
   );
 }
@@ -143,6 +158,7 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
   const net = new Map<string, bigint>();
   for (const p of input.postings) net.set(accountKey(p.account), (net.get(accountKey(p.account)) ?? 0n) + p.amount);
   for (const p of input.postings) {
+    if (p.noOverdraft && STRIPED_KINDS.has(p.account.kind)) throw new LedgerError(`${p.account.kind} accounts are striped and cannot be guarded against overdraft`);
     const balance = BigInt(byKey.get(accountKey(p.account))!.balance);
     if (p.noOverdraft && balance + net.get(accountKey(p.account))! < 0n) throw new InsufficientFundsError(p.account, balance, -net.get(accountKey(p.account))!);
   }
@@ -171,7 +187,8 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
 /** The balance of an account in minor units: its stored balance, the sum of its postings (zero for an account never used). */
 export async function accountBalance(db: DataSource | EntityManager, scope: EventScope, account: LedgerAccount): Promise<bigint> {
   const rows: { balance: string }[] = await db.query(
-    `SELECT balance::text AS balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3`,
+    `SELECT (CASE WHEN a.striped THEN (SELECT coalesce(sum(s.balance), 0) FROM ledger_balance_stripes s WHERE s.account_id = a.id) ELSE a.balance END)::text AS balance
+       FROM ledger_accounts a WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = $3`,
     [scope.businessId, scope.environment, accountKey(account)],
   );
   return rows[0] ? BigInt(rows[0].balance) : 0n;
@@ -193,11 +210,18 @@ export async function findLedgerInconsistencies(db: DataSource | EntityManager, 
     SELECT entry_id, asset, postings::int AS postings, total::text AS total FROM per_asset
      WHERE total <> 0 OR entry_id IN (SELECT entry_id FROM per_asset GROUP BY entry_id HAVING sum(postings) < 2)`, [opts.entriesSince ?? new Date(0)]);
   const driftedAccounts: LedgerInconsistencies['driftedAccounts'] = await db.query(`
+    WITH stored AS (
+      SELECT a.id, a.account_key,
+             CASE WHEN a.striped THEN coalesce(st.balance, 0) ELSE a.balance END AS balance,
+             CASE WHEN a.striped THEN coalesce(st.version, 0) ELSE a.version END AS version,
+             a.striped AND (a.balance <> 0 OR a.version <> 0) AS stray
+        FROM ledger_accounts a
+        LEFT JOIN (SELECT account_id, sum(balance) AS balance, sum(version) AS version FROM ledger_balance_stripes GROUP BY account_id) st ON st.account_id = a.id)
     SELECT a.id AS account_id, a.account_key, a.balance::text AS balance, coalesce(s.total, 0)::text AS posted,
            a.version::text AS version, coalesce(s.postings, 0)::text AS postings
-      FROM ledger_accounts a
+      FROM stored a
       LEFT JOIN (SELECT account_id, sum(amount) AS total, count(*) AS postings FROM ledger_postings GROUP BY account_id) s ON s.account_id = a.id
-     WHERE a.balance <> coalesce(s.total, 0) OR a.version <> coalesce(s.postings, 0)`);
+     WHERE a.balance <> coalesce(s.total, 0) OR a.version <> coalesce(s.postings, 0) OR a.stray`);
   return { unbalancedEntries, driftedAccounts };
 }
 
@@ -206,6 +230,7 @@ export async function findLedgerInconsistencies(db: DataSource | EntityManager, 
  * Lets a step check and hold a debit early, and post the entry (which locks shared clearing accounts) last.
  */
 export async function lockedBalance(em: EntityManager, scope: EventScope, account: LedgerAccount): Promise<bigint> {
+  if (STRIPED_KINDS.has(account.kind)) throw new LedgerError(`${account.kind} accounts are striped: they have no single balance to hold`);
   const rows: { balance: string }[] = await em.query(
     `SELECT balance::text AS balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3 FOR NO KEY UPDATE`,
     [scope.businessId, scope.environment, accountKey(account)],

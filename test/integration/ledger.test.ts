@@ -7,6 +7,8 @@ import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
 import { accountBalance, accountKey, findLedgerInconsistencies, InsufficientFundsError, LedgerError, postEntry, type LedgerAccount } from '../../shared/domain/ledger.js';
 import type { EventScope } from '../../shared/domain/events.js';
+import { createCustomer as createCustomerRow } from '../../shared/domain/customers.js';
+import { getConfig } from '../../shared/config.js';
 
 const TREASURY: LedgerAccount = { kind: 'treasury', asset: 'USDC' };
 const FAUCET: LedgerAccount = { kind: 'sandbox_faucet', asset: 'USDC' };
@@ -15,9 +17,13 @@ const PROVIDER: LedgerAccount = { kind: 'provider_clearing', asset: 'USDC' };
 const SETTLEMENT: LedgerAccount = { kind: 'settlement_clearing', asset: 'USDC' };
 
 /** The stored balance and version of each of the scope's accounts, beside the sum and count of its postings. */
+// A striped account's stored balance is the sum of its stripes (migrations/1763800011000-ledger-balance-stripes.ts).
+const STORED_BALANCE = `(CASE WHEN a.striped THEN (SELECT coalesce(sum(s.balance), 0) FROM ledger_balance_stripes s WHERE s.account_id = a.id) ELSE a.balance END)::text`;
+const STORED_VERSION = `(CASE WHEN a.striped THEN (SELECT coalesce(sum(s.version), 0) FROM ledger_balance_stripes s WHERE s.account_id = a.id) ELSE a.version END)::text`;
+
 async function storedVsPosted(ds: DataSource, scope: EventScope): Promise<{ account_key: string; balance: string; version: string; posted: string; postings: string }[]> {
   return ds.query(
-    `SELECT a.account_key, a.balance::text AS balance, a.version::text AS version,
+    `SELECT a.account_key, ${STORED_BALANCE} AS balance, ${STORED_VERSION} AS version,
             (SELECT coalesce(sum(amount), 0)::text FROM ledger_postings p WHERE p.account_id = a.id) AS posted,
             (SELECT count(*)::text FROM ledger_postings p WHERE p.account_id = a.id) AS postings
        FROM ledger_accounts a WHERE a.business_id = $1 AND a.environment = $2 ORDER BY a.account_key`,
@@ -210,10 +216,45 @@ describe('ledger', () => {
     expect(InsufficientFundsError.prototype).to.be.instanceOf(LedgerError);
   });
 
+  describe('striped balances of the shared clearing, fee and faucet accounts', () => {
+    it('take 80 concurrent postings without a lock queue, a lost update or a deadlock, and sum to their postings', async () => {
+      const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
+      const SETTLEMENT: LedgerAccount = { kind: 'settlement_clearing', asset: 'USDC' };
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 80 }, (_, i) => ds.transaction((em) => postEntry(em, local, { kind: 'deposit', postings: [{ account: FAUCET, amount: -BigInt(i + 1) }, { account: SETTLEMENT, amount: BigInt(i + 1) }] }))),
+      );
+      expect(outcomes.filter((o) => o.status === 'rejected')).to.deep.equal([]);
+      const total = BigInt((80 * 81) / 2);
+      expect(await accountBalance(ds, local, SETTLEMENT)).to.equal(total);
+      expect(await accountBalance(ds, local, FAUCET)).to.equal(-total);
+      for (const row of await storedVsPosted(ds, local)) {
+        expect(row.balance, row.account_key).to.equal(row.posted);
+        expect(row.version, row.account_key).to.equal(row.postings);
+      }
+      const [{ stripes }] = await ds.query(
+        `SELECT count(*)::int AS stripes FROM ledger_balance_stripes s JOIN ledger_accounts a ON a.id = s.account_id WHERE a.business_id = $1 AND a.kind = 'settlement_clearing'`,
+        [local.businessId],
+      );
+      expect(stripes, 'spread over stripes').to.be.greaterThan(1);
+    });
+
+    it('refuse direct changes and an overdraft guard', async () => {
+      const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
+      await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -5n }, { account: TREASURY, amount: 5n }] }));
+      const stripeOf = `(SELECT id FROM ledger_accounts WHERE business_id = '${local.businessId}' AND kind = 'sandbox_faucet')`;
+      await expectRejected(ds.query(`UPDATE ledger_balance_stripes SET balance = 0 WHERE account_id = ${stripeOf}`), /only through postings/);
+      await expectRejected(ds.query(`DELETE FROM ledger_balance_stripes WHERE account_id = ${stripeOf}`), /only through postings/);
+      await expectRejected(
+        ds.transaction((em) => postEntry(em, local, { kind: 'x', postings: [{ account: FAUCET, amount: -1n, noOverdraft: true }, { account: TREASURY, amount: 1n }] })),
+        /striped/,
+      );
+    });
+  });
+
   describe('stored, versioned balances', () => {
     const version = async (local: EventScope, account: LedgerAccount): Promise<bigint> => {
       const rows: { version: string }[] = await ds.query(
-        `SELECT version::text FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = $3`,
+        `SELECT ${STORED_VERSION} AS version FROM ledger_accounts a WHERE business_id = $1 AND environment = $2 AND account_key = $3`,
         [local.businessId, local.environment, accountKey(account)],
       );
       return rows[0] ? BigInt(rows[0].version) : 0n;
@@ -287,13 +328,16 @@ describe('ledger', () => {
 
     it('never deadlocks or overdraws when guarded accounts pay each other concurrently', async () => {
       const local = await newScope();
+      // Two single-row (guarded) accounts: the treasury and a managed wallet.
+      const { customer } = await ds.transaction((em) => createCustomerRow(em, getConfig().walletSeeds, local, { external_reference: `ledger-${randomUUID()}` }));
+      const WALLET: LedgerAccount = { kind: 'wallet', walletId: customer.wallet_id, chain: 'base', asset: 'USDC' };
       await ds.transaction((em) =>
-        postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -200n }, { account: TREASURY, amount: 100n }, { account: FEES, amount: 100n }] }),
+        postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -200n }, { account: TREASURY, amount: 100n }, { account: WALLET, amount: 100n }] }),
       );
-      const outcomes = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? debit(local, TREASURY, FEES, 30n) : debit(local, FEES, TREASURY, 30n))));
+      const outcomes = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? debit(local, TREASURY, WALLET, 30n) : debit(local, WALLET, TREASURY, 30n))));
       for (const o of outcomes.filter((x) => x !== 'posted')) expect(o).to.be.instanceOf(InsufficientFundsError);
       const treasury = await accountBalance(ds, local, TREASURY);
-      const fees = await accountBalance(ds, local, FEES);
+      const fees = await accountBalance(ds, local, WALLET);
       expect(treasury + fees).to.equal(200n);
       expect(treasury >= 0n && fees >= 0n, `${treasury} / ${fees}`).to.equal(true);
       for (const row of await storedVsPosted(ds, local)) expect(row.version, row.account_key).to.equal(row.postings);
