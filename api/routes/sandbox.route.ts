@@ -10,7 +10,8 @@ import { AmountError, fromMinor, toMinor, USDC_SCALE } from '../../shared/domain
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { simulateOutcome, type SimulateInput } from '../../shared/domain/transaction-actions.js';
 import { findTransaction, transactionView } from '../../shared/domain/transactions.js';
-import { MAX_SANDBOX_FUNDING_MINOR } from '../../shared/domain/wallet-balances.js';
+import { MAX_SANDBOX_FUNDING_MINOR, walletUsdcAccount } from '../../shared/domain/wallet-balances.js';
+import { accountBalance } from '../../shared/domain/ledger.js';
 
 export const schemas: Record<string, JsonSchema> = {
   SandboxFundWalletRequest: {
@@ -84,21 +85,33 @@ export const routes: RouteDef[] = [
     body: { schema: ref('SandboxTransferRequest'), required: false, examples: { full: { summary: 'Send exactly what is required', value: {} }, partial: { summary: 'Send 10 USDC', value: { amount: '10' } } } },
     responses: { '202': { description: 'The settlement as it stands; the transfer lands a step later.', schema: ref('Settlement') } },
     handler: async ({ deps, auth, params, body }) => {
+      const given = (body as { amount?: string } | undefined)?.amount;
+      // The body first: a bad amount is 400 whatever state the settlement is in.
+      let requested: bigint | undefined;
+      try {
+        requested = given !== undefined ? toMinor(given, USDC_SCALE) : undefined;
+      } catch (err) {
+        if (err instanceof AmountError) throw AppError.invalid('amount must be USDC with at most 6 decimals.', [{ path: 'amount', in: 'body', message: err.message }]);
+        throw err;
+      }
+      if (requested !== undefined && (requested <= 0n || requested > MAX_SANDBOX_FUNDING_MINOR)) {
+        throw AppError.invalid('amount must be more than 0 and at most 1000000000 USDC.', [{ path: 'amount', in: 'body', message: 'is out of range' }]);
+      }
       const tx = await findTransaction(deps.ds, auth, (params as { transaction_id: string }).transaction_id);
       const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
       if (!settlement) throw AppError.invalidState('An on-ramp has no deposit address.');
       if (tx.funding_type !== 'external_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
       // An expired settlement still takes a transfer: that is how a late deposit is played.
       if (!['awaiting_transfer', 'underpaid', 'expired'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
-      let amount: bigint;
-      try {
-        const given = (body as { amount?: string } | undefined)?.amount;
-        amount = given !== undefined ? toMinor(given, USDC_SCALE) : toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
-      } catch (err) {
-        if (err instanceof AmountError) throw AppError.invalid('amount must be USDC with at most 6 decimals.', [{ path: 'amount', in: 'body', message: err.message }]);
-        throw err;
+      const missing = toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
+      const amount = requested ?? (missing > 0n ? missing : toMinor(settlement.total_required, USDC_SCALE));
+      // The transfer comes out of the external wallet's simulated balance, as a real one would.
+      const available = await accountBalance(deps.ds, auth, walletUsdcAccount(tx.wallet_id, settlement.chain));
+      if (available < amount) {
+        throw AppError.invalidState(`The wallet holds ${fromMinor(available, USDC_SCALE)} simulated USDC on ${settlement.chain}; fund it with POST /sandbox/wallets/{id}/fund first.`, {
+          wallet_id: tx.wallet_id, available: fromMinor(available, USDC_SCALE), required: fromMinor(amount, USDC_SCALE),
+        });
       }
-      if (amount <= 0n || amount > MAX_SANDBOX_FUNDING_MINOR) throw AppError.invalid('amount must be more than 0 and at most 1000000000 USDC.', [{ path: 'amount', in: 'body', message: 'is out of range' }]);
       await inUnit(deps, (unit) => unit.stage(txJobs.sandboxTransfer(settlement.id, fromMinor(amount, USDC_SCALE), randomUUID(), deps.config.sandboxStepMs), auth));
       return { status: 202, body: settlementView(settlement) };
     },

@@ -189,6 +189,7 @@ export const routes: RouteDef[] = [
         if (found.direction !== 'offramp' || !['created', 'awaiting_funds', 'action_required'].includes(found.status)) {
           throw AppError.invalidState(`A ${found.direction} in ${found.status} does not wait for a transfer.`, { status: found.status });
         }
+        if (found.funding_type === 'managed_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
         await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE transaction_id = $1`, [
           found.id, JSON.stringify({ claimed: { transaction_hash: (body as { transaction_hash: string }).transaction_hash.toLowerCase() } }),
         ]);

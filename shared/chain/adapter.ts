@@ -29,7 +29,7 @@ export interface ChainAdapter {
   /** The platform sends USDC to a wallet (an on-ramp's delivery). */
   deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string }): Promise<{ hash: Hex }>;
   /** Returns a failed off-ramp's funds to the external wallet they came from. */
-  refundExternal(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string }): Promise<{ hash: Hex }>;
+  refundExternal(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string }): Promise<{ hash: Hex }>;
   /** How many confirmations an observed transfer has now. */
   confirmations(subject: ConfirmationSubject): Promise<number>;
 }

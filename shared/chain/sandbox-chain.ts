@@ -37,14 +37,14 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       return { hash: simulatedHash(scope.environment, `deliver-${req.reference}`) };
     },
     async refundExternal(unit: Unit, scope: EventScope, req) {
-      // The refund leaves our books for the outside world, which the sandbox faucet stands for.
+      // Back to the external wallet's simulated balance, where the transfer came from.
       await postEntry(unit.em, scope, {
         kind: 'offramp_refund',
         reference: `refund-${req.reference}`,
         metadata: { transaction_id: req.reference, settlement_id: req.settlementId },
         postings: [
           { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
-          { account: { kind: 'sandbox_faucet', asset: 'USDC' }, amount: req.amount },
+          { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },
         ],
       });
       return { hash: simulatedHash(scope.environment, `refund-${req.reference}`) };

@@ -28,8 +28,11 @@ export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: Tr
   if (tx.status !== 'funded') return `not funded (${tx.status})`;
   if (outcome.status === 'temporary_failure') return 'temporary';
   if (outcome.status === 'rejected' || outcome.status === 'declined') {
+    // The provider took the request (processing) and refused it: both steps are recorded, as with a live callback.
+    const processing = await moveTransaction(unit, tx, 'processing', { set: { provider_reference: outcome.provider_reference } });
+    if (!processing) return 'moved on';
     const refund = await refundOfframp(unit, chain, tx);
-    await moveTransaction(unit, tx, 'failed', {
+    await moveTransaction(unit, processing.row, 'failed', {
       set: { failure: { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'The provider refused the payout.' }, refund, provider_reference: outcome.provider_reference },
       reason: outcome.failure?.code ?? 'payout_rejected',
     });
@@ -60,7 +63,15 @@ export interface StartOnrampInput {
 export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
   const corridor = requireCorridor(quote.currency, quote.payment_method);
-  const payer = checkDetails(corridor, { phone_number: input.payment_method.phone_number, mobile_network: input.payment_method.mobile_network });
+  let payer: Record<string, string>;
+  try {
+    payer = checkDetails(corridor, { phone_number: input.payment_method.phone_number, mobile_network: input.payment_method.mobile_network });
+  } catch (err) {
+    // The corridor's rules, reported against the fields the request has: payment_method.phone_number, not details.*.
+    if (!(err instanceof AppError) || err.code !== 'requirements_not_met') throw err;
+    const issues = (err.details as { path: string; message: string }[]).map((i) => ({ path: i.path.replace(/^details\./, 'payment_method.'), in: 'body', message: i.message }));
+    throw AppError.invalid(`The payer's number does not fit the ${corridor.currency} ${corridor.payment_method} corridor: ${issues[0]?.path} ${issues[0]?.message}.`, issues);
+  }
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {
     quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network },
@@ -74,7 +85,10 @@ export async function applyCollectionOutcome(unit: Unit, config: Config, tx: Tra
   if (tx.status !== 'created') return `not created (${tx.status})`;
   if (outcome.status === 'temporary_failure') return 'temporary';
   if (outcome.status === 'declined' || outcome.status === 'rejected') {
-    await moveTransaction(unit, tx, 'failed', {
+    // The payer was prompted (awaiting_funds) and declined: both steps are recorded, as with a live callback.
+    const prompted = await moveTransaction(unit, tx, 'awaiting_funds', { set: { provider_reference: outcome.provider_reference } });
+    if (!prompted) return 'moved on';
+    await moveTransaction(unit, prompted.row, 'failed', {
       set: { failure: { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' }, provider_reference: outcome.provider_reference },
       reason: 'collection_declined',
     });

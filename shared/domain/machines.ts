@@ -49,9 +49,10 @@ export const SETTLEMENT_MACHINE: Machine<SettlementStatus> = {
   column: 'status',
   moves: {
     awaiting_transfer: ['confirming', 'confirmed', 'expired', 'underpaid'],
-    confirming: ['confirmed', 'awaiting_transfer'],
+    // `expired` from confirming or underpaid: the transaction failed, and its deposit address is closed.
+    confirming: ['confirmed', 'awaiting_transfer', 'expired'],
     // More can still arrive: a top-up of an underpaid settlement, a transfer to an expired address.
-    underpaid: ['confirming', 'confirmed'],
+    underpaid: ['confirming', 'confirmed', 'expired'],
     expired: ['confirming', 'confirmed'],
   },
   announced: SETTLEMENT_STATUSES,

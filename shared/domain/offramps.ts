@@ -1,11 +1,14 @@
 import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
 import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import type { EventScope } from './events.js';
 import { lockedBalance, postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
-import { createSettlement, isFullyPaid, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow } from './settlements.js';
+import {
+  createSettlement, isFullyPaid, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+} from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
@@ -26,6 +29,9 @@ const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
 export async function startOfframp(unit: Unit, config: Config, scope: EventScope, input: StartOfframpInput): Promise<{ transaction: TransactionRow; settlement: SettlementRow }> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'offramp');
   const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
+  // Archived since the quote was priced: no new payout to it (one already under way still completes).
+  const [beneficiary]: { status: string }[] = await unit.em.query(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`, [quote.beneficiary_id]);
+  if (beneficiary?.status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
   const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
   const transaction = await insertTransaction(unit, scope, { quote, wallet, status: 'created', externalReference: input.external_reference, fundingType });
   const fees = minor(quote.provider_fee!) + minor(quote.platform_fee!);
@@ -94,32 +100,37 @@ async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, 
  */
 export async function observeTransfer(unit: Unit, config: Config, settlement: SettlementRow, transfer: ObservedTransfer): Promise<SettlementRow> {
   const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
-  if (isNew && updated.status === 'expired') {
-    await lateDeposit(unit, updated);
+  if (!isNew) return updated;
+  const tx = (await loadTransaction(unit.em, updated.transaction_id))!;
+  // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
+  if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
+    await lateDeposit(unit, updated, tx);
     return updated;
   }
-  if (!isNew || !isFullyPaid(updated) || !['awaiting_transfer', 'underpaid'].includes(updated.status)) return updated;
+  if (!isFullyPaid(updated) || updated.status !== 'awaiting_transfer') return updated;
   await moveSettlement(unit, updated, 'confirming');
-  const tx = (await loadTransaction(unit.em, updated.transaction_id))!;
   const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
   if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
   return updated;
 }
 
 /**
- * A transfer to a settlement that already expired: counted (received_amount), never lost, and the off-ramp that
- * failed for want of it goes to action_required `late_deposit` for the business to decide (refund or a new off-ramp).
+ * A transfer to a closed settlement (expired, underpaid, or its transaction ended): the off-ramp goes to
+ * action_required `late_deposit` with what has arrived, for the business to decide; a completed one only records it.
  */
-async function lateDeposit(unit: Unit, settlement: SettlementRow): Promise<void> {
-  const tx = (await loadTransaction(unit.em, settlement.transaction_id))!;
+async function lateDeposit(unit: Unit, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
   const view = settlementView(settlement);
-  await moveTransaction(unit, tx, 'action_required', {
-    set: {
-      stalled_at: 'created',
-      failure: { code: 'late_deposit', message: 'A transfer arrived after the settlement expired.', details: { received_amount: view.received_amount, total_required: view.total_required } },
-    },
-    reason: 'late_deposit',
-  });
+  const failure = {
+    code: 'late_deposit',
+    message: 'A transfer arrived after the settlement closed.',
+    details: { received_amount: view.received_amount, total_required: view.total_required },
+  };
+  if (tx.status === 'action_required') {
+    // Already waiting on the business: the reason it waits is now the late deposit.
+    await unit.em.query(`UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify(failure)]);
+  } else if (tx.status !== 'completed') {
+    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure }, reason: 'late_deposit' });
+  }
 }
 
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */
@@ -127,7 +138,8 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
   if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
   const settlement = (await settlementOf(unit.em, tx.id, true))!;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
-  const confirmations = Math.min(await chain.confirmations(settlement), settlement.required_confirmations);
+  const seen = await lastTransferAt(unit.em, settlement.id);
+  const confirmations = Math.min(await chain.confirmations({ ...settlement, detected_at: seen ?? settlement.detected_at }), settlement.required_confirmations);
   if (confirmations < settlement.required_confirmations) {
     await setConfirmations(unit, settlement, confirmations);
     await unit.stage(txJobs.confirm(tx, round + 1, Math.max(stepDelay(config, tx.environment), 1)), scopeOf(tx));
@@ -143,12 +155,17 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
 export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<string> {
   const settlement = (await settlementOf(unit.em, tx.id, true))!;
   if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
+  if (tx.status === 'failed' || tx.status === 'completed') {
+    await moveSettlement(unit, settlement, 'expired', {}, `transaction_${tx.status}`);
+    return 'closed';
+  }
   if (minor(settlement.received_amount) === 0n) {
     await moveSettlement(unit, settlement, 'expired');
     await moveTransaction(unit, tx, 'failed', { set: { failure: { code: 'settlement_expired', message: 'No transfer arrived before the settlement expired.' } }, reason: 'settlement_expired' });
     return 'expired';
   }
   await moveSettlement(unit, settlement, 'underpaid');
+  if (tx.status === 'action_required') return 'underpaid';
   await moveTransaction(unit, tx, 'action_required', {
     set: {
       stalled_at: tx.status,
@@ -181,7 +198,7 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
       ],
     });
   } else {
-    hash = (await chain.refundExternal(unit, scope, { reference: tx.id, chain: tx.chain, amount: received, to: settlement.from_address, settlementId: settlement.id })).hash;
+    hash = (await chain.refundExternal(unit, scope, { reference: tx.id, chain: tx.chain, amount: received, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id })).hash;
   }
   return { status: 'completed', amount: usdc(received), transaction_hash: hash };
 }

@@ -139,6 +139,14 @@ export function priceQuote(input: QuoteInput): PricedQuote {
   const providerFee = max(percentOf(source, corridor.provider_fee.bps, 'provider fee'), offramp ? chargeInSource(providerMin, ratio) : providerMin);
   const platformFee = max(percentOf(source, input.platform_fee.bps, 'platform fee'), offramp ? platformMin : chargeInSource(platformMin, ratio));
   const totalRequired = source + providerFee + platformFee;
+  // An on-ramp collects total_required from the payer: that, fees included, is what the rail's limit bounds.
+  if (!offramp && totalRequired > maxAmount) {
+    throw new AppError(
+      'amount_out_of_range',
+      `With fees the payer would pay ${fromMinor(totalRequired, fiatScale)} ${currency}, over the ${corridor.max_amount} ${currency} a ${corridor.payment_method} collection allows.`,
+      { min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency },
+    );
+  }
 
   const side = (unit: string): Side => (unit === 'USDC' ? { asset: 'USDC' } : { currency: unit });
   return {

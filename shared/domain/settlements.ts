@@ -164,6 +164,18 @@ export async function recordTransfer(unit: Unit, settlement: SettlementRow, tran
   return { settlement: rows[0], isNew: true };
 }
 
+/** When the latest transfer to the address was seen: confirmations count from the transfer that completed the payment. */
+export async function lastTransferAt(q: Queryable, settlementId: string): Promise<Date | null> {
+  const rows: { at: Date | null }[] = await q.query(`SELECT max(observed_at) AS at FROM settlement_transfers WHERE settlement_id = $1`, [settlementId]);
+  return rows[0]?.at ?? null;
+}
+
+/** A failed transaction's deposit address is closed: a transfer that still arrives is a late deposit. */
+export async function closeSettlement(unit: Unit, transactionId: string, reason: string): Promise<void> {
+  const settlement = await settlementOf(unit.em, transactionId, true);
+  if (settlement && ['awaiting_transfer', 'confirming', 'underpaid'].includes(settlement.status)) await moveSettlement(unit, settlement, 'expired', {}, reason);
+}
+
 export function isFullyPaid(row: SettlementRow): boolean {
   return minor(row.received_amount) >= minor(row.total_required);
 }

@@ -6,6 +6,7 @@ import type { EventScope } from './events.js';
 import type { TransactionStatus } from './machines.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
+import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import type { JobRequest } from '../queues/producer.js';
@@ -56,6 +57,7 @@ export async function simulateOutcome(unit: Unit, chain: ChainAdapter, scope: Ev
   } else if (input.outcome === 'failed') {
     const refund = tx.direction === 'offramp' ? await refundOfframp(unit, chain, tx) : null;
     await moveTransaction(unit, tx, 'failed', { set: { failure, ...(refund ? { refund } : {}) }, reason: code });
+    if (tx.direction === 'offramp') await closeSettlement(unit, tx.id, 'transaction_failed');
   } else {
     if (tx.status === 'action_required') throw AppError.invalidState('This transaction is already action_required.', { status: tx.status });
     await moveTransaction(unit, tx, 'action_required', { set: { failure, stalled_at: tx.status }, reason: code });

@@ -52,6 +52,19 @@ function collectionOf(path: string, base: string): string {
   return (firstParam > 0 ? parts[firstParam - 1] : parts.filter((p) => p !== 'sandbox')[0]) ?? '';
 }
 
+/**
+ * The collection an answer's ids belong to, from the schema the document names for it: `Transaction` (or a
+ * `TransactionList`) -> `transactions`, `WalletVerificationChallenge` -> `challenges` (its last word).
+ */
+function producedBy(op: Schema): string | undefined {
+  const ok = Object.entries(op.responses as Record<string, Schema>).find(([status]) => status.startsWith('2'))?.[1];
+  const ref: unknown = ok?.content?.['application/json']?.schema?.$ref;
+  if (typeof ref !== 'string') return undefined;
+  const name = ref.split('/').pop()!.replace(/List$/, '');
+  const word = name.split(/(?=[A-Z])/).pop()!.toLowerCase();
+  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : `${word}s`;
+}
+
 /** The collection an answer's id belongs to: the last literal segment, its last word (`verification-challenges` -> `challenges`). */
 function producesOf(path: string, base: string): string {
   const literal = path.slice(base.length).split('/').filter((p) => p && !p.startsWith('{'));
@@ -93,7 +106,7 @@ export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operatio
         statuses: new Set(Object.keys(op.responses).map(Number)),
         responses,
         collection: collectionOf(path, base),
-        produces: producesOf(path, base),
+        produces: producedBy(op) ?? producesOf(path, base),
       });
     }
   }

@@ -6,6 +6,7 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, until, verifiedWallet } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
+import { fromMinor, toMinor } from '../../shared/domain/money.js';
 import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
 
 describe('off-ramps end to end in sandbox', function () {
@@ -80,6 +81,10 @@ describe('off-ramps end to end in sandbox', function () {
   it('from an external wallet: partial transfers add up, confirmations rise, then the payout', async () => {
     const wallet = await verifiedWallet(api, key);
     const tx = (await offramp(api, key, (await offrampQuote('20')).id, wallet.id)).body;
+    const short = await api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send({});
+    expect(short.status).to.equal(409); // the wallet's simulated balance pays: nothing there yet
+    expect(short.body.error.details).to.include({ available: '0.000000' });
+    await fund(api, key, wallet.id, '25');
     expect(tx.funding_source.type).to.equal('external_wallet');
     const send = (body: object) => api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send(body);
     expect((await send({ amount: '10' })).status).to.equal(202);
@@ -93,6 +98,8 @@ describe('off-ramps end to end in sandbox', function () {
     expect((await until(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
     expect(await history(tx.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
     expect((await send({})).status).to.equal(409);
+    expect((await send({ amount: '1.0000001' })).status, 'the body is checked before the state').to.equal(400);
+    expect(await balance(api, key, wallet.id)).to.equal(fromMinor(toMinor('25', 6) - toMinor(tx.settlement.total_required, 6), 6)); // debited by the off-ramp
   });
 
   it('a payout the provider rejects fails the transaction and returns the funds to the managed wallet', async () => {
@@ -105,6 +112,7 @@ describe('off-ramps end to end in sandbox', function () {
     expect(failed.failure.code).to.equal('payout_rejected');
     expect(failed.refund).to.deep.include({ status: 'completed', amount: '50.750000' });
     expect(await balance(api, key, customer.wallet.id)).to.equal('60.000000');
+    expect((await history(tx.id)).slice(-3)).to.deep.equal(['funded', 'processing', 'failed']);
   });
 
   it('a provider that keeps failing leaves it action_required; after simulate completed, a retry pays it once', async () => {
@@ -125,6 +133,7 @@ describe('off-ramps end to end in sandbox', function () {
 
   it('a settlement that expires with nothing received fails the transaction; with part received it is underpaid', async () => {
     const wallet = await verifiedWallet(api, key);
+    await fund(api, key, wallet.id, '20');
     const empty = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
     const partial = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
     await api.http.post(`${BASE}/sandbox/settlements/${partial.id}/transfer`).set(writeHeaders(key)).send({ amount: '1' });
@@ -175,5 +184,39 @@ describe('off-ramps end to end in sandbox', function () {
     const unverified = (await api.http.post(`${BASE}/wallets`).set(writeHeaders(key)).send({ address: '0x000000000000000000000000000000000000dEaD', chain: 'base' })).body;
     await refuse(await offramp(api, key, (await offrampQuote('5')).id, unverified.id), 422, 'wallet_not_verified');
     await refuse(await offramp(api, key, '00000000-0000-4000-8000-000000000000', customer.wallet.id), 404, 'not_found');
+  });
+
+  it('a failed off-ramp stays failed: its deposit address closes, a later transfer is a late deposit and is never paid out', async () => {
+    const wallet = await verifiedWallet(api, key);
+    await fund(api, key, wallet.id, '50');
+    const tx = (await offramp(api, key, (await offrampQuote('10')).id, wallet.id)).body;
+    const send = (body: object) => api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send(body);
+    await send({ amount: '2' });
+    for (let i = 0; i < 100; i++) {
+      if ((await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body.received_amount === '2.000000') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const failed = await api.http.post(`${BASE}/sandbox/transactions/${tx.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'failed' });
+    expect(failed.body.refund).to.deep.include({ status: 'completed', amount: '2.000000' });
+    expect(await balance(api, key, wallet.id)).to.equal('50.000000'); // the 2 came back
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body.status).to.equal('expired');
+    expect((await send({})).status).to.equal(202);
+    const late = await until(api, key, tx.id, ['action_required']);
+    expect(late.failure.code).to.equal('late_deposit');
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('action_required');
+    expect(await providerCallStats(await getDs(), 'payout', tx.id)).to.include({ requests: 0 });
+  });
+
+  it('an archived beneficiary gets no new off-ramp, and the quote stays usable for nothing else', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '20');
+    const archived = await kesBeneficiary(api, key);
+    const q = await offrampQuote('10', archived);
+    await api.http.delete(`${BASE}/beneficiaries/${archived}`).set(writeHeaders(key));
+    const res = await offramp(api, key, q.id, customer.wallet.id);
+    expect(res.status, JSON.stringify(res.body)).to.equal(409);
+    expect(res.body.error.code).to.equal('resource_archived');
+    expect((await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key))).body.status).to.equal('available');
   });
 });

@@ -52,9 +52,16 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
     const failed = await until(api, key, declined.body.id, ['failed', 'completed']);
     expect(failed.status).to.equal('failed');
     expect(failed.failure.code).to.equal('collection_declined');
+    expect(await history(declined.body.id)).to.deep.equal(['created', 'awaiting_funds', 'failed']); // prompted, then declined
     const badNumber = await onramp((await onrampQuote()).id, '+256781904412');
-    expect(badNumber.status).to.equal(422);
-    expect(badNumber.body.error.code).to.equal('requirements_not_met');
+    expect(badNumber.status).to.equal(400);
+    expect(badNumber.body.error.code).to.equal('invalid_request');
+    expect(badNumber.body.error.details[0]).to.include({ path: 'payment_method.phone_number', in: 'body' });
+    const tooMuch = await api.http.post(`${BASE}/quotes`).set(writeHeaders(key)).send({
+      direction: 'onramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '250000', wallet_id: walletId,
+    });
+    expect(tooMuch.status, 'fees on top of the maximum').to.equal(422);
+    expect(tooMuch.body.error.code).to.equal('amount_out_of_range');
   });
 
   it('delivers to a verified external wallet too', async () => {

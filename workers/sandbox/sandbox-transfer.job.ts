@@ -4,6 +4,8 @@ import { postEntry } from '../../shared/domain/ledger.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { observeTransfer } from '../../shared/domain/offramps.js';
 import { loadSettlement } from '../../shared/domain/settlements.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { walletUsdcAccount } from '../../shared/domain/wallet-balances.js';
 import { defineJob } from '../job-definition.js';
 
 /**
@@ -21,12 +23,14 @@ export const sandboxTransferJob = defineJob({
       const scope = { businessId: settlement.business_id, environment: settlement.environment };
       // Observed first, the deposit's entry last: the shared clearing account is held only for the commit.
       await observeTransfer(unit, deps.config, settlement, { transactionHash: hash, logIndex: 0, amount });
+      // The external wallet's simulated balance pays (checked by the control; a race loses here, for good).
+      const tx = (await loadTransaction(unit.em, settlement.transaction_id))!;
       await postEntry(unit.em, scope, {
         kind: 'settlement_deposit',
         reference: `deposit-${settlement.id}-${hash}`,
         metadata: { settlement_id: settlement.id, transaction_hash: hash },
         postings: [
-          { account: { kind: 'sandbox_faucet', asset: 'USDC' }, amount: -amount },
+          { account: walletUsdcAccount(tx.wallet_id, settlement.chain), amount: -amount, noOverdraft: true },
           { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount },
         ],
       });
