@@ -8,7 +8,7 @@ import { makeBusiness, makeKey } from '../helpers/factories.js';
 import { httpServer } from '../../api/http-server.js';
 import { BUSINESS_BASE } from '../../api/routes/route.js';
 import { reproduction, runFuzz, type FuzzReport } from './runner.js';
-import { kindsFor } from './generate.js';
+import { kindsFor } from './kinds.js';
 import type { OpenApi } from './operations.js';
 import { startAnvil, type Anvil } from '../helpers/chain.js';
 import { CHAIN_IDS, CHAINS } from '../../shared/domain/chains.js';

@@ -2,7 +2,8 @@
 import { request } from 'node:http';
 import fc from 'fast-check';
 import type { ValidateFunction } from 'ajv';
-import { IdPools, kindsFor, requestsFor, type FuzzContext, type FuzzRequest } from './generate.js';
+import { IdPools, type FuzzContext, type FuzzRequest } from './generate.js';
+import { kindsFor, requestsFor } from './kinds.js';
 import { operationsOf, responseAjv, type OpenApi, type Operation } from './operations.js';
 
 export interface FuzzOptions {
