@@ -75,13 +75,13 @@ export async function submitOfframp(deps: UnitDeps, config: Config, chain: Chain
       });
       return 'insufficient_funds';
     }
-    await moveTransaction(unit, tx, 'submitting');
+    const submitting = (await moveTransaction(unit, tx, 'submitting'))!;
     const hash = await sendAndNote(unit, chain, tx, settlement, wallet);
-    return { settlement, hash };
+    // The shared clearing account is striped, so observing in the same transaction holds no lock others wait on.
+    await observeTransfer(unit, config, settlement, { transactionHash: hash, logIndex: 0, amount: total }, submitting.row, chain);
+    return 'submitted';
   });
-  if (typeof sent === 'string') return sent;
-  await inUnit(deps, (unit) => observeTransfer(unit, config, sent.settlement, { transactionHash: sent.hash, logIndex: 0, amount: minor(sent.settlement.total_required) }));
-  return 'submitted';
+  return sent;
 }
 
 async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, wallet: { id: string; hd_index: number | null }): Promise<string> {
@@ -98,19 +98,28 @@ async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, 
  * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): counted once.
  * Paid in full, the settlement starts confirming and the transaction awaits its funds; less stays awaiting_transfer.
  */
-export async function observeTransfer(unit: Unit, config: Config, settlement: SettlementRow, transfer: ObservedTransfer): Promise<SettlementRow> {
+export async function observeTransfer(
+  unit: Unit,
+  config: Config,
+  settlement: SettlementRow,
+  transfer: ObservedTransfer,
+  current?: TransactionRow,
+  chain?: ChainAdapter,
+): Promise<SettlementRow> {
   const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
   if (!isNew) return updated;
-  const tx = (await loadTransaction(unit.em, updated.transaction_id))!;
+  const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
   // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
   if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
     await lateDeposit(unit, updated, tx);
     return updated;
   }
   if (!isFullyPaid(updated) || updated.status !== 'awaiting_transfer') return updated;
-  await moveSettlement(unit, updated, 'confirming');
+  const confirming = (await moveSettlement(unit, updated, 'confirming'))!;
   const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
-  if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
+  // With the chain at hand, count at once (a transfer may already be deep enough); else the confirmation job does.
+  if (moved && chain) await countConfirmations(unit, config, chain, moved.row, confirming.row, 0);
+  else if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
   return updated;
 }
 
@@ -138,6 +147,11 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
   if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
   const settlement = (await settlementOf(unit.em, tx.id, true))!;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
+  return countConfirmations(unit, config, chain, tx, settlement, round);
+}
+
+/** Counts now; deep enough: confirmed, funded, payout staged; else another check a step later. */
+async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
   const seen = await lastTransferAt(unit.em, settlement.id);
   const confirmations = Math.min(await chain.confirmations({ ...settlement, detected_at: seen ?? settlement.detected_at }), settlement.required_confirmations);
   if (confirmations < settlement.required_confirmations) {

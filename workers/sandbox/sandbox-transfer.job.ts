@@ -1,5 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { simulatedHash } from '../../shared/chain/adapter.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { postEntry } from '../../shared/domain/ledger.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { observeTransfer } from '../../shared/domain/offramps.js';
@@ -22,7 +23,7 @@ export const sandboxTransferJob = defineJob({
     await inUnit(deps, async (unit) => {
       const scope = { businessId: settlement.business_id, environment: settlement.environment };
       // Observed first, the deposit's entry last: the shared clearing account is held only for the commit.
-      await observeTransfer(unit, deps.config, settlement, { transactionHash: hash, logIndex: 0, amount });
+      await observeTransfer(unit, deps.config, settlement, { transactionHash: hash, logIndex: 0, amount }, undefined, chainFor('sandbox', deps.config));
       // The external wallet's simulated balance pays (checked by the control; a race loses here, for good).
       const tx = (await loadTransaction(unit.em, settlement.transaction_id))!;
       await postEntry(unit.em, scope, {
