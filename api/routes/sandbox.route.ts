@@ -11,7 +11,8 @@ import { settlementOf, settlementView } from '../../shared/domain/settlements.js
 import { simulateOutcome, type SimulateInput } from '../../shared/domain/transaction-actions.js';
 import { findTransaction, transactionView } from '../../shared/domain/transactions.js';
 import { MAX_SANDBOX_FUNDING_MINOR, walletUsdcAccount } from '../../shared/domain/wallet-balances.js';
-import { accountBalance } from '../../shared/domain/ledger.js';
+import { InsufficientFundsError, postEntry } from '../../shared/domain/ledger.js';
+import { simulatedHash } from '../../shared/chain/adapter.js';
 
 export const schemas: Record<string, JsonSchema> = {
   SandboxFundWalletRequest: {
@@ -105,14 +106,27 @@ export const routes: RouteDef[] = [
       if (!['awaiting_transfer', 'underpaid', 'expired'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
       const missing = toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
       const amount = requested ?? (missing > 0n ? missing : toMinor(settlement.total_required, USDC_SCALE));
-      // The transfer comes out of the external wallet's simulated balance, as a real one would.
-      const available = await accountBalance(deps.ds, auth, walletUsdcAccount(tx.wallet_id, settlement.chain));
-      if (available < amount) {
-        throw AppError.invalidState(`The wallet holds ${fromMinor(available, USDC_SCALE)} simulated USDC on ${settlement.chain}; fund it with POST /sandbox/wallets/{id}/fund first.`, {
-          wallet_id: tx.wallet_id, available: fromMinor(available, USDC_SCALE), required: fromMinor(amount, USDC_SCALE),
-        });
-      }
-      await inUnit(deps, (unit) => unit.stage(txJobs.sandboxTransfer(settlement.id, fromMinor(amount, USDC_SCALE), randomUUID(), deps.config.sandboxStepMs), auth));
+      // The transfer leaves the external wallet's simulated balance now, as a signed transfer would; the chain sees it a step later.
+      const hash = simulatedHash('sandbox', `transfer-${settlement.id}-${randomUUID()}`);
+      await inUnit(deps, async (unit) => {
+        try {
+          await postEntry(unit.em, auth, {
+            kind: 'settlement_deposit',
+            reference: `deposit-${settlement.id}-${hash}`,
+            metadata: { settlement_id: settlement.id, transaction_hash: hash },
+            postings: [
+              { account: walletUsdcAccount(tx.wallet_id, settlement.chain), amount: -amount, noOverdraft: true },
+              { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount },
+            ],
+          });
+        } catch (err) {
+          if (!(err instanceof InsufficientFundsError)) throw err;
+          throw AppError.invalidState(`The wallet holds ${fromMinor(err.available, USDC_SCALE)} simulated USDC on ${settlement.chain}; fund it with POST /sandbox/wallets/{id}/fund first.`, {
+            wallet_id: tx.wallet_id, available: fromMinor(err.available, USDC_SCALE), required: fromMinor(amount, USDC_SCALE),
+          });
+        }
+        await unit.stage(txJobs.sandboxTransfer(settlement.id, fromMinor(amount, USDC_SCALE), hash, deps.config.sandboxStepMs), auth);
+      });
       return { status: 202, body: settlementView(settlement) };
     },
   },

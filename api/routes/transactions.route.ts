@@ -187,7 +187,7 @@ export const routes: RouteDef[] = [
       const tx = await inUnit(deps, async (unit) => {
         const found = await findTransaction(unit.em, auth, byId(params), true);
         if (found.direction !== 'offramp' || !['created', 'awaiting_funds', 'action_required'].includes(found.status)) {
-          throw AppError.invalidState(`A ${found.direction} in ${found.status} does not wait for a transfer.`, { status: found.status });
+          throw AppError.invalidState(`An ${found.direction === 'offramp' ? 'off-ramp' : 'on-ramp'} that is ${found.status} does not wait for a transfer.`, { status: found.status });
         }
         if (found.funding_type === 'managed_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
         await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE transaction_id = $1`, [

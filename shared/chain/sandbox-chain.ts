@@ -41,7 +41,7 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       await postEntry(unit.em, scope, {
         kind: 'offramp_refund',
         reference: `refund-${req.reference}`,
-        metadata: { transaction_id: req.reference, settlement_id: req.settlementId },
+        metadata: { refund: req.reference, settlement_id: req.settlementId },
         postings: [
           { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
           { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },

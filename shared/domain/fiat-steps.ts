@@ -69,7 +69,7 @@ export async function startOnramp(unit: Unit, config: Config, scope: EventScope,
   } catch (err) {
     // The corridor's rules, reported against the fields the request has: payment_method.phone_number, not details.*.
     if (!(err instanceof AppError) || err.code !== 'requirements_not_met') throw err;
-    const issues = (err.details as { path: string; message: string }[]).map((i) => ({ path: i.path.replace(/^details\./, 'payment_method.'), in: 'body', message: i.message }));
+    const issues = (err.details as { path: string; message: string }[]).map((i) => ({ path: i.path.replace(/^details\./, 'payment_method.'), in: 'body', message: i.message.replace(/\.$/, '') }));
     throw AppError.invalid(`The payer's number does not fit the ${corridor.currency} ${corridor.payment_method} corridor: ${issues[0]?.path} ${issues[0]?.message}.`, issues);
   }
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);

@@ -9,7 +9,7 @@ import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import {
   createSettlement, isFullyPaid, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
 
@@ -136,7 +136,10 @@ async function lateDeposit(unit: Unit, settlement: SettlementRow, tx: Transactio
   };
   if (tx.status === 'action_required') {
     // Already waiting on the business: the reason it waits is now the late deposit.
-    await unit.em.query(`UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify(failure)]);
+    const rows: TransactionRow[] = await unit.em.query(`UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1 RETURNING *`, [tx.id, JSON.stringify(failure)])
+      .then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as TransactionRow[]);
+    // Same status, a new reason: announced like a status change, so webhook consumers see what the business must do now.
+    unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
   } else if (tx.status !== 'completed') {
     await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure }, reason: 'late_deposit' });
   }
@@ -198,21 +201,26 @@ export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<
 export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<Record<string, unknown> | null> {
   const settlement = await settlementOf(unit.em, tx.id, true);
   const received = settlement ? minor(settlement.received_amount) : 0n;
-  if (!settlement || received === 0n) return null;
+  // Only what has not gone back yet: a late deposit after a first refund is refunded on its own.
+  const already = tx.refund ? minor(tx.refund.amount) : 0n;
+  const due = received - already;
+  if (!settlement || due <= 0n) return tx.refund;
   const scope = scopeOf(tx);
-  let hash: string | null = null;
+  // One refund per amount received so far: a repeated step finds its entry, a later one is a new entry.
+  const reference = `${tx.id}-${received}`;
+  let hash: string | null = tx.refund?.transaction_hash ?? null;
   if (tx.funding_type === 'managed_wallet') {
     await postEntry(unit.em, scope, {
       kind: 'offramp_refund',
-      reference: `refund-${tx.id}`,
+      reference: `refund-${reference}`,
       metadata: { transaction_id: tx.id },
       postings: [
-        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -received },
-        { account: walletUsdcAccount(tx.wallet_id, tx.chain), amount: received },
+        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -due },
+        { account: walletUsdcAccount(tx.wallet_id, tx.chain), amount: due },
       ],
     });
   } else {
-    hash = (await chain.refundExternal(unit, scope, { reference: tx.id, chain: tx.chain, amount: received, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id })).hash;
+    hash = (await chain.refundExternal(unit, scope, { reference, chain: tx.chain, amount: due, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id })).hash;
   }
   return { status: 'completed', amount: usdc(received), transaction_hash: hash };
 }

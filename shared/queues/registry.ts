@@ -28,8 +28,8 @@ export interface JobPayloads {
   'collection.request': { transactionId: string };
   /** Sends a funded on-ramp's USDC to its wallet. */
   'onramp.deliver': { transactionId: string };
-  /** Sandbox: plays the business's on-chain transfer to a deposit address. */
-  'sandbox.transfer': { settlementId: string; amount: string };
+  /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
+  'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
 export type JobName = keyof JobPayloads;
 

@@ -206,6 +206,20 @@ describe('off-ramps end to end in sandbox', function () {
     await new Promise((r) => setTimeout(r, 100));
     expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('action_required');
     expect(await providerCallStats(await getDs(), 'payout', tx.id)).to.include({ requests: 0 });
+    // Failed again: only the late deposit goes back this time, and the refund reports everything returned.
+    const again = await api.http.post(`${BASE}/sandbox/transactions/${tx.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'failed' });
+    expect(again.body.refund).to.deep.include({ status: 'completed', amount: tx.settlement.total_required });
+    expect(await balance(api, key, wallet.id)).to.equal('50.000000');
+  });
+
+  it('transfers the external wallet cannot cover are refused at once, even when sent together', async () => {
+    const wallet = await verifiedWallet(api, key);
+    await fund(api, key, wallet.id, '10');
+    const first = (await offramp(api, key, (await offrampQuote('6')).id, wallet.id)).body;
+    const second = (await offramp(api, key, (await offrampQuote('6')).id, wallet.id)).body;
+    const answers = await Promise.all([first, second].map((t) => api.http.post(`${BASE}/sandbox/settlements/${t.id}/transfer`).set(writeHeaders(key)).send({})));
+    expect(answers.map((a) => a.status).sort()).to.deep.equal([202, 409]);
+    expect(await balance(api, key, wallet.id)).to.equal(fromMinor(toMinor('10', 6) - toMinor(first.settlement.total_required, 6), 6));
   });
 
   it('an archived beneficiary gets no new off-ramp, and the quote stays usable for nothing else', async () => {
