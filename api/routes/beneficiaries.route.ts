@@ -214,6 +214,6 @@ export const routes: RouteDef[] = [
     scope: 'beneficiaries:write',
     pathParams: { id: uuidParam },
     responses: { '200': one('The archived beneficiary (without details).') },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: beneficiaryView(await inUnit(deps, (unit) => archiveBeneficiary(unit.em, auth, params.id))) }),
+    handler: async ({ deps, auth, params }) => ({ status: 200, body: beneficiaryView(await inUnit(deps, (unit) => archiveBeneficiary(unit, auth, params.id))) }),
   },
 ];

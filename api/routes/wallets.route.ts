@@ -116,6 +116,6 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '200': { description: 'The archived wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: walletView(await await inUnit(deps, (unit) => archiveWallet(unit.em, auth, walletId(params)))) }),
+    handler: async ({ deps, auth, params }) => ({ status: 200, body: walletView(await await inUnit(deps, (unit) => archiveWallet(unit, auth, walletId(params)))) }),
   },
 ];

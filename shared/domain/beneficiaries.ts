@@ -9,6 +9,9 @@ import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto
 import type { Environment } from './chains.js';
 import { getCorridor, requireCorridor, type Corridor, type PaymentMethod } from './corridors.js';
 import { checkDetails, redactDetails, redactValue, type Details } from './corridor-details.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { NOW, transition } from './transition.js';
+import { BENEFICIARY_STATUS_MACHINE } from './machines.js';
 
 export interface Tenant {
   businessId: string;
@@ -130,15 +133,12 @@ export async function updateBeneficiaryLabel(ds: Queryable, tenant: Tenant, id: 
 }
 
 /** Archives (status archived, archived_at set). Archiving an archived beneficiary returns it unchanged. */
-export async function archiveBeneficiary(ds: Queryable, tenant: Tenant, id: string): Promise<BeneficiaryRow> {
-  const [rows]: [BeneficiaryRow[], number] = await ds.query(
-    `UPDATE ${TABLE} SET status = 'archived', archived_at = now(), updated_at = now() WHERE ${SCOPED} AND status = 'active' RETURNING ${BENEFICIARY_COLUMNS}`,
-    [id, tenant.businessId, tenant.environment],
-  );
-  if (rows[0]) return rows[0];
-  const existing = await findRow(ds, tenant, id);
-  if (!existing) throw AppError.notFound('beneficiary');
-  return existing;
+export async function archiveBeneficiary(unit: Unit, tenant: Tenant, id: string): Promise<BeneficiaryRow> {
+  // Through the one transition function; an already archived beneficiary is returned as it is.
+  await transition(unit, BENEFICIARY_STATUS_MACHINE, { scope: tenant, id, to: 'archived', set: { archived_at: NOW }, view: () => ({}) });
+  const row = await findRow(unit.em, tenant, id);
+  if (!row) throw AppError.notFound('beneficiary');
+  return row;
 }
 
 /**

@@ -15,7 +15,7 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -75,6 +75,14 @@ export const WALLET_OWNERSHIP_MACHINE: Machine<OwnershipStatus> = {
   column: 'ownership_status',
   moves: { unverified: ['verified'] },
   announced: ['verified'],
+};
+
+export type RecordStatus = 'active' | 'archived';
+
+/** Wallets and beneficiaries are archived once, for good (DELETE); no event type is defined for it. */
+export const WALLET_STATUS_MACHINE: Machine<RecordStatus> = { resource: 'wallet', table: 'wallets', column: 'status', moves: { active: ['archived'] }, announced: [] };
+export const BENEFICIARY_STATUS_MACHINE: Machine<RecordStatus> = {
+  resource: 'beneficiary', table: 'beneficiaries', column: 'status', moves: { active: ['archived'] }, announced: [],
 };
 
 /** The statuses from which `to` may be reached. */

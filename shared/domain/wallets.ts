@@ -4,9 +4,13 @@ import { AppError } from '../errors.js';
 import { checksumAddress } from '../chain/address.js';
 import { CHAINS, type Chain } from './chains.js';
 import type { EventScope } from './events.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { NOW, transition } from './transition.js';
+import { WALLET_STATUS_MACHINE } from './machines.js';
 
 export type WalletType = 'managed_wallet' | 'external_wallet';
-export type OwnershipStatus = 'managed' | 'unverified' | 'verified';
+export type { OwnershipStatus } from './machines.js';
+import type { OwnershipStatus } from './machines.js';
 
 export interface WalletRow {
   id: string;
@@ -132,14 +136,11 @@ export async function registerExternalWallet(em: EntityManager, scope: EventScop
 }
 
 /** Archives a wallet (idempotent: an archived wallet is returned as it is). */
-export async function archiveWallet(em: EntityManager, scope: EventScope, id: string): Promise<WalletRow> {
-  const wallet = await findWallet(em, scope, id, 'update');
+export async function archiveWallet(unit: Unit, scope: EventScope, id: string): Promise<WalletRow> {
+  const wallet = await findWallet(unit.em, scope, id, 'update');
   // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
   if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
   if (wallet.status === 'archived') return wallet;
-  await em.query(
-    `UPDATE wallets SET status = 'archived', archived_at = now(), updated_at = now() WHERE id = $1 AND business_id = $2 AND environment = $3`,
-    [id, scope.businessId, scope.environment],
-  );
-  return findWallet(em, scope, id);
+  await transition(unit, WALLET_STATUS_MACHINE, { scope, id, to: 'archived', set: { archived_at: NOW }, view: () => ({}) });
+  return findWallet(unit.em, scope, id);
 }

@@ -92,6 +92,25 @@ describe('the engine: units of work and the one transition function', () => {
     expect(await api.deps.queues.webhooks.getJob(id)).to.equal(undefined);
   });
 
+  it('archiving a wallet or a beneficiary goes through it too: one history row, and a repeat changes nothing', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const ben = await api.http.post('/api/v1/business/beneficiaries').set({ Authorization: `Bearer ${key}`, 'Idempotency-Key': randomUUID() }).send({
+      currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'A', details: { phone_number: '+254722480163', mobile_network: 'safaricom' },
+    });
+    for (const path of [`wallets/${wallet.id}`, `beneficiaries/${ben.body.id}`]) {
+      for (let i = 0; i < 2; i++) {
+        const res = await api.http.delete(`/api/v1/business/${path}`).set({ Authorization: `Bearer ${key}`, 'Idempotency-Key': randomUUID() });
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        expect(res.body.status).to.equal('archived');
+      }
+    }
+    const history = await api.deps.ds.query(`SELECT resource_type, from_status, to_status FROM status_history WHERE resource_id = ANY($1) ORDER BY id`, [[wallet.id, ben.body.id]]);
+    expect(history).to.deep.equal([
+      { resource_type: 'wallet', from_status: 'active', to_status: 'archived' },
+      { resource_type: 'beneficiary', from_status: 'active', to_status: 'archived' },
+    ]);
+  });
+
   it('machines are data: sources of a status, terminal statuses, one event type per announced status', () => {
     expect(sourcesOf(TRANSACTION_MACHINE, 'completed')).to.deep.equal(['processing']);
     expect(sourcesOf(TRANSACTION_MACHINE, 'created')).to.have.members(['awaiting_funds', 'action_required']);
