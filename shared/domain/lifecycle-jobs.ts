@@ -17,6 +17,24 @@ export function stepDelay(config: Config, environment: Environment): number {
   return environment === 'sandbox' ? config.sandboxStepMs : 0;
 }
 
+interface StepSubject extends Subject {
+  direction: 'offramp' | 'onramp';
+  funding_type: string | null;
+}
+
+/**
+ * The job that carries a transaction on from `step` (the sweeper's and retry's one map); null where the transaction
+ * waits on the outside world (an external wallet's transfer, a provider's callback). `confirmRound` names the
+ * confirmation check: the sweeper's own is round 0.
+ */
+export function jobForStep(tx: StepSubject, step: string, delayMs = 0, confirmRound = 1): JobRequest | null {
+  if (tx.direction === 'onramp') return step === 'created' ? txJobs.collect(tx, delayMs) : step === 'funded' ? txJobs.deliver(tx, delayMs) : null;
+  if (['created', 'signing', 'submitting'].includes(step)) return tx.funding_type === 'managed_wallet' ? txJobs.submit(tx, delayMs) : null;
+  if (step === 'awaiting_funds') return txJobs.confirm(tx, confirmRound, delayMs);
+  if (step === 'funded') return txJobs.payout(tx, delayMs);
+  return null;
+}
+
 export const txJobs = {
   submit: (tx: Subject, delayMs = 0): JobRequest<'offramp.submit'> => ({
     name: 'offramp.submit', id: jobId('offramp.submit', tx.id, String(tx.retry_count)), data: { transactionId: tx.id }, delayMs,

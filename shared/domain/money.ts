@@ -57,6 +57,16 @@ export function minorToDecimal(minor: bigint, scale: number): Decimal {
   return new Decimal(minor.toString()).div(new Decimal(10).pow(scale));
 }
 
+/** A stored amount (numeric text) rendered at exactly its asset's or currency's scale. */
+export function renderAmount(value: string, unit: string): string {
+  return formatAmount(value, scaleOf(unit));
+}
+
+/** A side of a quote or transaction names its unit: `{ asset: 'USDC' }` or `{ currency: 'KES' }`. */
+export function unitOf(unit: string): { asset: string } | { currency: string } {
+  return unit === 'USDC' ? { asset: 'USDC' } : { currency: unit };
+}
+
 /** Exchange rates: up to 8 fractional digits, trailing zeros trimmed. */
 export function formatRate(rate: Decimal): string {
   return rate.toDecimalPlaces(8, Decimal.ROUND_DOWN).toFixed();

@@ -6,7 +6,7 @@ import type { JobRequest } from '../queues/producer.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { requireCorridor, type Direction, type PaymentMethod } from './corridors.js';
-import { AmountError, formatAmount, scaleOf, toMinor } from './money.js';
+import { AmountError, Decimal, formatAmount, formatRate, renderAmount, scaleOf, toMinor, unitOf } from './money.js';
 import { QUOTE_MACHINE, type QuoteStatus } from './machines.js';
 import { transition } from './transition.js';
 import type { PricedQuote } from './pricing.js';
@@ -161,8 +161,8 @@ export function effectiveStatus(row: Pick<QuoteRow, 'status' | 'expires_at'>, no
   return row.status === 'available' && row.expires_at && row.expires_at <= now ? 'expired' : row.status;
 }
 
-const amount = (value: string | null, unit: string): string | null => (value === null ? null : formatAmount(value, scaleOf(unit)));
-const side = (unit: string) => (unit === 'USDC' ? { asset: 'USDC' } : { currency: unit });
+const amount = (value: string | null, unit: string): string | null => (value === null ? null : renderAmount(value, unit));
+const side = unitOf;
 
 export function quoteView(row: QuoteRow): Record<string, unknown> {
   const units = sidesOf(row.direction, row.currency);
@@ -176,7 +176,7 @@ export function quoteView(row: QuoteRow): Record<string, unknown> {
     payment_method: row.payment_method,
     source: { ...side(units.source), amount: amount(row.source_amount ?? requested('source'), units.source), total_required: amount(row.total_required, units.source) },
     destination: { ...side(units.destination), amount: amount(row.destination_amount ?? requested('destination'), units.destination), ...(units.destination === 'USDC' ? { chain: row.chain } : {}) },
-    exchange_rate: row.exchange_rate === null ? null : row.exchange_rate.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''),
+    exchange_rate: row.exchange_rate === null ? null : formatRate(new Decimal(row.exchange_rate)),
     fees: row.provider_fee === null ? null : { provider: amount(row.provider_fee, units.source), platform: amount(row.platform_fee, units.source), currency: units.source },
     beneficiary_id: row.beneficiary_id,
     wallet_id: row.wallet_id,

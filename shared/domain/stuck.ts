@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { JobRequest } from '../queues/producer.js';
 import { quoteJobs } from './quotes.js';
-import { txJobs } from './lifecycle-jobs.js';
+import { jobForStep, txJobs } from './lifecycle-jobs.js';
 import type { Environment } from './chains.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
@@ -23,20 +23,6 @@ interface StuckTransaction {
   direction: 'offramp' | 'onramp';
   status: string;
   funding_type: string | null;
-}
-
-/** The job that moves a transaction on from where it sits; null where it waits on the outside world. */
-function nextJob(tx: StuckTransaction): JobRequest | null {
-  if (tx.direction === 'onramp') {
-    if (tx.status === 'created') return txJobs.collect(tx);
-    if (tx.status === 'funded') return txJobs.deliver(tx);
-    return null;
-  }
-  if ((tx.status === 'created' || tx.status === 'signing') && tx.funding_type === 'managed_wallet') return txJobs.submit(tx);
-  // Round 0 is the sweeper's own confirmation check; the chain of rounds goes on from it.
-  if (tx.status === 'awaiting_funds') return txJobs.confirm(tx, 0);
-  if (tx.status === 'funded') return txJobs.payout(tx);
-  return null;
 }
 
 export const STUCK_RULES: StuckRule[] = [
@@ -68,7 +54,7 @@ export const STUCK_RULES: StuckRule[] = [
           WHERE status IN ('created', 'signing', 'awaiting_funds', 'funded') AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT $2`,
         [TRANSACTION_STALE_SECONDS, limit],
       );
-      return rows.map(nextJob).filter((j): j is JobRequest => j !== null);
+      return rows.map((tx) => jobForStep(tx, tx.status, 0, 0)).filter((j): j is JobRequest => j !== null);
     },
   },
   {

@@ -4,22 +4,12 @@ import type { ChainAdapter } from '../chain/adapter.js';
 import { AppError } from '../errors.js';
 import type { EventScope } from './events.js';
 import type { TransactionStatus } from './machines.js';
-import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { jobForStep, stepDelay } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import type { JobRequest } from '../queues/producer.js';
-
-/** The job that redoes the step a transaction stalled in. */
-function resumeJob(config: Config, tx: TransactionRow, step: TransactionStatus): JobRequest | null {
-  const delay = stepDelay(config, tx.environment);
-  if (tx.direction === 'onramp') return step === 'created' ? txJobs.collect(tx, delay) : step === 'funded' ? txJobs.deliver(tx, delay) : null;
-  if (step === 'created' || step === 'signing' || step === 'submitting') return txJobs.submit(tx, delay);
-  if (step === 'awaiting_funds') return txJobs.confirm(tx, 1, delay);
-  if (step === 'funded') return txJobs.payout(tx, delay);
-  return null;
-}
 
 /**
  * POST /transactions/{id}/retry: a managed-wallet transaction in action_required goes back to the step it stalled
@@ -33,7 +23,7 @@ export async function retryTransaction(unit: Unit, config: Config, scope: EventS
   const step = tx.stalled_at;
   const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });
   if (!moved) throw new AppError('transaction_not_retryable', 'This transaction changed meanwhile; read it again.', { status: tx.status });
-  const job = resumeJob(config, moved.row, step);
+  const job = jobForStep(moved.row, step, stepDelay(config, tx.environment));
   if (job) await unit.stage(job, scope);
   return moved.row;
 }

@@ -4,7 +4,8 @@ import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
-import { formatAmount, scaleOf } from './money.js';
+import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
+import { redactValue } from './corridor-details.js';
 import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
 import { recordCreation, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
@@ -56,10 +57,9 @@ export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direct
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
-const amount = (value: string, unit: string) => formatAmount(value, scaleOf(unit));
-const side = (unit: string) => (unit === 'USDC' ? { asset: 'USDC' } : { currency: unit });
-const rate = (value: string) => value.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
-const masked = (phone: string) => `${phone.slice(0, 4)}${'*'.repeat(Math.max(0, phone.length - 7))}${phone.slice(-3)}`;
+const amount = renderAmount;
+const side = unitOf;
+const rate = (value: string) => formatRate(new Decimal(value));
 
 /** The transaction as the API, events and webhooks show it. */
 export function transactionView(row: TransactionRow, extra: { settlement?: Record<string, unknown> } = {}): Record<string, unknown> {
@@ -83,7 +83,7 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     wallet_id: row.wallet_id,
     customer_id: row.customer_id,
     funding_source: offramp ? { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address } : null,
-    payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: masked(row.payer_phone ?? ''), mobile_network: row.payer_network },
+    payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
     failure: row.failure,
     refund: row.refund,
     ...(extra.settlement ? { settlement: extra.settlement } : {}),

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { generateSync } from 'json-schema-faker';
 import { getAddress } from 'viem';
-import { resolveRef, type OpenApi, type Operation, type Schema } from './operations.js';
+import { plural, resolveRef, type OpenApi, type Operation, type Schema } from './operations.js';
 
 export type Draw = fc.GeneratorValue;
 
@@ -60,9 +60,6 @@ export function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function plural(word: string): string {
-  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : `${word}s`;
-}
 
 function walk(value: unknown, visit: (key: string, value: unknown) => void): void {
   if (Array.isArray(value)) value.forEach((v) => walk(v, visit));

@@ -31,6 +31,11 @@ export interface Operation {
   produces: string;
 }
 
+/** A collection's name from a resource's: `beneficiary` -> `beneficiaries`, `quote` -> `quotes`. */
+export function plural(word: string): string {
+  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : `${word}s`;
+}
+
 /** JSON pointer segment escaping. */
 function seg(s: string): string {
   return s.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -62,7 +67,7 @@ function producedBy(op: Schema): string | undefined {
   if (typeof ref !== 'string') return undefined;
   const name = ref.split('/').pop()!.replace(/List$/, '');
   const word = name.split(/(?=[A-Z])/).pop()!.toLowerCase();
-  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : `${word}s`;
+  return plural(word);
 }
 
 /** The collection an answer's id belongs to: the last literal segment, its last word (`verification-challenges` -> `challenges`). */
@@ -140,7 +145,7 @@ function creatorDepths(doc: OpenApi, ops: Operation[]): Map<string, number> {
     if (stack.includes(op.id)) return 0;
     let d = 0;
     for (const name of op.body ? idNames(doc, op.body.schema) : []) {
-      const producer = byProduct.get(name.endsWith('y') ? `${name.slice(0, -1)}ies` : `${name}s`);
+      const producer = byProduct.get(plural(name));
       if (producer && producer !== op) d = Math.max(d, 1 + depthOf(producer, [...stack, op.id]));
     }
     depths.set(op.id, d);
