@@ -5,6 +5,8 @@ import { Queue, Worker } from 'bullmq';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 
 const LIFECYCLES = Number(process.env.BENCH_LIFECYCLES ?? 1000);
+/** Payments to one business's payment intents: deposits into one hot treasury account. */
+const DEPOSITS = Number(process.env.BENCH_DEPOSITS ?? 1000);
 const NOOP_JOBS = Number(process.env.BENCH_NOOP_JOBS ?? 5000);
 /** Off-ramps started at once, as concurrent API requests would. */
 const WIDTH = Number(process.env.BENCH_WIDTH ?? 16);
@@ -32,6 +34,8 @@ const { createBeneficiary } = await import('../shared/domain/beneficiaries.js');
 const { createQuote } = await import('../shared/domain/quotes.js');
 const { startOfframp } = await import('../shared/domain/offramps.js');
 const { startWorkers } = await import('../workers/runtime.js');
+const { createPaymentIntent, intentJobs } = await import('../shared/domain/payment-intents.js');
+const { sandboxRateSource } = await import('../shared/domain/rates.js');
 
 const config = getConfig();
 const ds = createDataSource({ poolSize: Number(process.env.BENCH_DB_POOL ?? 20) });
@@ -107,6 +111,27 @@ await until(`SELECT count(*) AS n FROM transactions WHERE id = ANY($1) AND statu
 const lifecycleSeconds = (performance.now() - lifecycleStart) / 1000;
 const [{ completed }] = await ds.query(`SELECT count(*)::int AS completed FROM transactions WHERE id = ANY($1) AND status = 'completed'`, [txIds]);
 
+// Stage 3: payments to payment intents, half by mobile money and half in USDC, all into one business's treasury (a
+// single guarded ledger row every confirmation locks): intent awaiting_payment -> processing -> completed, deposit
+// pending -> confirmed.
+const intentIds: string[] = [];
+const rate = await sandboxRateSource.rate('KES');
+for (let i = 0; i < DEPOSITS; i++) {
+  const intent = await inUnit(deps, (unit) =>
+    createPaymentIntent(unit, config, scope, randomUUID(), { amount: { currency: 'KES', value: `${100 + (i % 500)}.00` }, accepted_payment_methods: ['mobile_money', 'stablecoin'], settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } }, rate),
+  );
+  intentIds.push(intent.id);
+}
+const depositStart = performance.now();
+await parallel(DEPOSITS, WIDTH, (i) => inUnit(deps, (unit) => unit.stage(intentJobs.sandboxPay(intentIds[i], i % 2 ? 'stablecoin' : 'mobile_money', 'bench'), scope)));
+await until(`SELECT count(*) AS n FROM treasury_deposits WHERE payment_intent_id = ANY($1) AND status = 'confirmed'`, [intentIds], DEPOSITS, 'deposits');
+const depositSeconds = (performance.now() - depositStart) / 1000;
+const [{ sound }] = await ds.query(
+  `SELECT (SELECT balance FROM ledger_accounts WHERE business_id = $1 AND environment = 'sandbox' AND account_key = 'treasury:USDC')
+        = (SELECT sum(usdc_amount) FROM treasury_deposits WHERE business_id = $1 AND status = 'confirmed') AS sound`,
+  [scope.businessId],
+);
+
 // Where the time goes: the mean time each step waited after the previous one (status_history uses the wall clock).
 const steps: { to_status: string; ms: string }[] = await ds.query(
   `SELECT to_status, round(avg(ms)::numeric, 1)::text AS ms FROM (
@@ -142,6 +167,7 @@ const lines = [
   `  lifecycles completed          ${(completed / lifecycleSeconds).toFixed(0).padStart(7)} /s (${completed}/${LIFECYCLES} completed; goal 300/s)`,
   `  mean wait before each step:   ${steps.map((s) => `${s.to_status} ${s.ms} ms`).join(', ')}`,
   `  slowest step: ${steps[0]?.to_status ?? 'n/a'}`,
+  `  treasury deposits confirmed   ${(DEPOSITS / depositSeconds).toFixed(0).padStart(7)} /s (${DEPOSITS} payments into one treasury; balance ${sound ? 'equals' : 'DIFFERS FROM'} the confirmed deposits)`,
   `  jobs (mean queue wait, mean run time): ${jobLines.join('; ')}`,
   '',
 ];

@@ -11,6 +11,12 @@ import { deliverOnrampJob } from './settlement/deliver-onramp.job.js';
 import { sendPayoutJob } from './providers/send-payout.job.js';
 import { requestCollectionJob } from './providers/request-collection.job.js';
 import { sandboxTransferJob } from './sandbox/sandbox-transfer.job.js';
+import { refreshRateJob } from './pricing/refresh-rate.job.js';
+import { expireIntentJob } from './pricing/expire-intent.job.js';
+import { intentPayoutJob } from './pricing/intent-payout.job.js';
+import { collectIntentJob } from './providers/collect-intent.job.js';
+import { confirmDepositJob } from './settlement/confirm-deposit.job.js';
+import { sandboxPayJob } from './sandbox/sandbox-pay.job.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
@@ -19,6 +25,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob,
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
+  refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [

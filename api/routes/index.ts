@@ -11,9 +11,11 @@ import * as onrampsReadiness from './onramps-readiness.route.js';
 import * as quotes from './quotes.route.js';
 import * as ramps from './ramps.route.js';
 import * as transactions from './transactions.route.js';
+import * as paymentIntents from './payment-intents.route.js';
+import * as treasury from './treasury.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes, ramps, transactions];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes, ramps, transactions, paymentIntents, treasury];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

@@ -39,17 +39,19 @@ export const schemas: Record<string, JsonSchema> = {
     required: ['quote_id', 'payment_method'],
     properties: {
       quote_id: { ...ref('Uuid'), description: 'An `available` on-ramp quote; it is consumed.' },
-      payment_method: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['type', 'phone_number', 'mobile_network'],
-        properties: {
-          type: { type: 'string', enum: ['mobile_money'] },
-          phone_number: { type: 'string', minLength: 8, maxLength: 20, description: 'The payer, E.164 (`+2547...`). Sandbox: ending in 0001 is declined.' },
-          mobile_network: { type: 'string', minLength: 1, maxLength: 40 },
-        },
-      },
+      payment_method: ref('MobileMoneyPayer'),
       external_reference: EXTERNAL_REFERENCE,
+    },
+  },
+  MobileMoneyPayer: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'phone_number', 'mobile_network'],
+    description: 'Who pays by mobile money; the number must fit the currency\'s corridor.',
+    properties: {
+      type: { type: 'string', enum: ['mobile_money'] },
+      phone_number: { type: 'string', minLength: 8, maxLength: 20, description: 'The payer, E.164 (`+2547...`). Sandbox: ending in 0001 is declined.' },
+      mobile_network: { type: 'string', minLength: 1, maxLength: 40 },
     },
   },
 };

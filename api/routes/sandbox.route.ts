@@ -13,6 +13,7 @@ import { findTransaction, transactionView } from '../../shared/domain/transactio
 import { MAX_SANDBOX_FUNDING_MINOR, walletUsdcAccount } from '../../shared/domain/wallet-balances.js';
 import { InsufficientFundsError, postEntry } from '../../shared/domain/ledger.js';
 import { simulatedHash } from '../../shared/chain/adapter.js';
+import { findPaymentIntent, intentJobs, paymentIntentView, type IntentPaymentMethod } from '../../shared/domain/payment-intents.js';
 
 export const schemas: Record<string, JsonSchema> = {
   SandboxFundWalletRequest: {
@@ -36,6 +37,14 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       outcome: { type: 'string', enum: ['completed', 'failed', 'action_required'] },
       failure_code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$', description: 'Becomes failure.code (snake_case).' },
+    },
+  },
+  SandboxPayRequest: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['method'],
+    properties: {
+      method: { type: 'string', enum: ['mobile_money', 'stablecoin'], description: '`stablecoin` sends what is still missing of the USDC amount to the deposit address.' },
     },
   },
   SandboxFunding: {
@@ -115,7 +124,7 @@ export const routes: RouteDef[] = [
             reference: `deposit-${settlement.id}-${hash}`,
             metadata: { settlement_id: settlement.id, transaction_hash: hash },
             postings: [
-              { account: walletUsdcAccount(tx.wallet_id, settlement.chain), amount: -amount, noOverdraft: true },
+              { account: walletUsdcAccount(tx.wallet_id!, settlement.chain), amount: -amount, noOverdraft: true },
               { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount },
             ],
           });
@@ -149,4 +158,31 @@ export const routes: RouteDef[] = [
       body: transactionView(await inUnit(deps, (unit) => simulateOutcome(unit, chainFor('sandbox', deps.config), auth, (params as { id: string }).id, body as SimulateInput))),
     }),
   },
+  {
+    method: 'post',
+    path: '/sandbox/payment-intents/{id}/pay',
+    operationId: 'sandboxPayPaymentIntent',
+    summary: 'Play the payer of a payment intent (sandbox only).',
+    description:
+      'Answers 202 with the intent; a step later the payment arrives as the live rails would report it: a mobile-money receipt (confirmed at once) or a USDC transfer ' +
+      '(confirmations rise one per step). Only for an intent `awaiting_payment` that accepts the method, else 409 `invalid_state` and nothing changes.',
+    tag: 'Sandbox',
+    scope: 'sandbox:write',
+    sandboxOnly: true,
+    pathParams: { id: uuidParam },
+    body: { schema: ref('SandboxPayRequest'), examples: { mpesa: { summary: 'Pay by mobile money', value: { method: 'mobile_money' } }, usdc: { summary: 'Pay in USDC', value: { method: 'stablecoin' } } } },
+    responses: { '202': { description: 'The intent as it stands; the payment lands a step later.', schema: ref('PaymentIntent') } },
+    handler: async ({ deps, auth, params, body }) => {
+      const { method } = body as { method: IntentPaymentMethod };
+      const intent = await inUnit(deps, async (unit) => {
+        const found = await findPaymentIntent(unit.em, auth, (params as { id: string }).id, true);
+        if (found.status !== 'awaiting_payment') throw AppError.invalidState(`This payment intent is ${found.status}.`, { status: found.status });
+        if (!found.accepted_payment_methods.includes(method)) throw AppError.invalidState(`This payment intent does not accept ${method}.`, { accepted_payment_methods: found.accepted_payment_methods });
+        await unit.stage(intentJobs.sandboxPay(found.id, method, randomUUID(), deps.config.sandboxStepMs), auth);
+        return found;
+      });
+      return { status: 202, body: paymentIntentView(intent) };
+    },
+  },
 ];
+

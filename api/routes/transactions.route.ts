@@ -5,7 +5,7 @@ import { settlementOf, settlementView } from '../../shared/domain/settlements.js
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import { listPage, type PageQuery } from '../../shared/db/pagination.js';
+import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 const NULLABLE_STRING = { type: ['string', 'null'] };
@@ -58,7 +58,7 @@ export const schemas: Record<string, JsonSchema> = {
   Transaction: {
     type: 'object',
     required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-      'funding_source', 'payment_source', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
+      'payment_intent_id', 'funding_source', 'payment_source', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       direction: { type: 'string', enum: ['offramp', 'onramp'] },
@@ -70,9 +70,14 @@ export const schemas: Record<string, JsonSchema> = {
       exchange_rate: { type: 'string' },
       external_reference: NULLABLE_STRING,
       beneficiary_id: { type: ['string', 'null'], format: 'uuid' },
-      wallet_id: ref('Uuid'),
+      wallet_id: { type: ['string', 'null'], format: 'uuid', description: 'Null for a payout funded from the treasury.' },
       customer_id: { type: ['string', 'null'], format: 'uuid' },
-      funding_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: { type: 'string' }, address: { type: 'string' } } },
+      payment_intent_id: { type: ['string', 'null'], format: 'uuid', description: 'The payment intent whose payment a treasury-funded payout spends.' },
+      funding_source: {
+        type: ['object', 'null'],
+        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id.',
+        properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
+      },
       payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING } },
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
       refund: { type: ['object', 'null'], properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, transaction_hash: NULLABLE_STRING } },
@@ -133,13 +138,7 @@ export const routes: RouteDef[] = [
     responses: { '200': { description: 'A page of transactions.', schema: ref('TransactionList') } },
     handler: async ({ deps, auth, query }) => {
       const q = query as ListQuery;
-      const where = ['t.business_id = $1', 't.environment = $2'];
-      const params: unknown[] = [auth.businessId, auth.environment];
-      for (const [name, condition] of FILTERS) {
-        if (q[name] === undefined) continue;
-        params.push(q[name]);
-        where.push(`${condition}${params.length}`);
-      }
+      const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
       const page = await listPage<TransactionRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
       return { status: 200, body: page };
     },
@@ -202,7 +201,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/transactions/{id}/retry',
     operationId: 'retryTransaction',
-    summary: 'Retry a managed-wallet transaction in action_required.',
+    summary: 'Retry a managed-wallet or treasury-funded transaction in action_required.',
     description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`.',
     tag: TAG,
     scope: 'transactions:write',

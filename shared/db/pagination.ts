@@ -94,3 +94,43 @@ export function toPage<R extends { id: string; cursor_ts: string }, T>(rows: R[]
   const last = kept[kept.length - 1];
   return { data: kept.map(view), has_more: hasMore, next_cursor: hasMore && last ? encodeCursor(last.cursor_ts, last.id) : null };
 }
+
+/**
+ * A list's WHERE: the business and environment first, then, for each filter the query gives, its condition
+ * (`t.status = $`, completed with the parameter's number). Conditions are code, never the caller's text.
+ */
+export function scopedWhere(
+  alias: string,
+  scope: { businessId: string; environment: string },
+  query: Record<string, unknown>,
+  filters: readonly (readonly [string, string])[],
+): Pick<ListSpec, 'where' | 'params'> {
+  const where = [`${alias}.business_id = $1`, `${alias}.environment = $2`];
+  const params: unknown[] = [scope.businessId, scope.environment];
+  for (const [name, condition] of filters) {
+    if (query[name] === undefined) continue;
+    params.push(query[name]);
+    where.push(`${condition}${params.length}`);
+  }
+  return { where, params };
+}
+
+/**
+ * One row of a business environment by id (`from` is `table alias`; the alias owns business_id and environment),
+ * locked FOR UPDATE when asked; 404 `not_found` naming `resource` otherwise.
+ */
+export async function findScoped<R>(
+  db: Pick<DataSource | EntityManager, 'query'>,
+  spec: { from: string; columns: string; resource: string },
+  scope: { businessId: string; environment: string },
+  id: string,
+  lock = false,
+): Promise<R> {
+  const alias = spec.from.split(' ').pop();
+  const rows: R[] = await db.query(
+    `SELECT ${spec.columns} FROM ${spec.from} WHERE ${alias}.id = $1 AND ${alias}.business_id = $2 AND ${alias}.environment = $3${lock ? ' FOR UPDATE' : ''}`,
+    [id, scope.businessId, scope.environment],
+  );
+  if (!rows[0]) throw AppError.notFound(spec.resource);
+  return rows[0];
+}

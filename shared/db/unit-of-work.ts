@@ -5,6 +5,7 @@ import type { JobName } from '../queues/registry.js';
 import { dispatchStaged, stageJobs, type OutboxScope } from '../queues/outbox.js';
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
+import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
 export interface UnitDeps {
@@ -22,6 +23,12 @@ export interface Unit {
   em: EntityManager;
   stage<N extends JobName>(job: JobRequest<N>, scope?: OutboxScope): Promise<void>;
   event(scope: EventScope, type: EventType, data: Record<string, unknown>): void;
+  /**
+   * A ledger entry posted last, after the events and jobs are written, just before the commit: a hot account's row
+   * (a business's treasury) is then locked only for the commit. An entry that cannot post (overdraft) still fails
+   * the whole unit. A unit that posts to a guarded account posts every entry this way (see the ordering in inUnit).
+   */
+  post(scope: EventScope, entry: EntryInput): void;
 }
 
 interface PendingEvent {
@@ -40,10 +47,32 @@ async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<v
   );
 }
 
-/** Runs `work` in one transaction, writes its events and jobs, commits, then dispatches the jobs. Domain code never opens its own. */
+const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));
+
+/** PostgreSQL gave up on the transaction so that another could go on; running it again is the documented remedy. */
+const RETRYABLE = new Set(['40P01', '40001']); // deadlock_detected, serialization_failure
+const ATTEMPTS = 3;
+
+/**
+ * Runs `work` in one transaction, writes its events and jobs, commits, then dispatches the jobs. Domain code never
+ * opens its own. A transaction PostgreSQL chose as a deadlock's victim is run again from the start (`work` only
+ * writes through the unit, so nothing of the failed attempt remains).
+ */
 export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runUnit(deps, work);
+    } catch (err) {
+      if (attempt >= ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
+      deps.log.warn({ code: (err as { code?: string }).code, attempt }, 'unit of work retried after a deadlock');
+    }
+  }
+}
+
+async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Promise<T> {
   const jobs: { job: JobRequest; scope: OutboxScope }[] = [];
   const events: PendingEvent[] = [];
+  const postings: { scope: EventScope; entry: EntryInput }[] = [];
   const { result, staged } = await deps.ds.transaction(async (em) => {
     const result = await work({
       em,
@@ -53,10 +82,24 @@ export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>
       event: (scope, type, data) => {
         events.push({ scope, type, data });
       },
+      post: (scope, entry) => {
+        postings.push({ scope, entry });
+      },
     });
     await writeEvents(em, events);
-    return { result, staged: await stageJobs(em, jobs) };
+    const staged = await stageJobs(em, jobs);
+    // Entries that lock a guarded account first: a stripe row this transaction touched before asking for a guarded
+    // account's lock could be the very row another transaction, holding that lock, waits for (a deadlock).
+    const guardedFirst = [...postings].sort((a, b) => Number(touchesGuarded(b.entry)) - Number(touchesGuarded(a.entry)));
+    for (const { scope, entry } of guardedFirst) await postEntry(em, scope, entry);
+    return { result, staged };
   });
   if (staged.length) await dispatchStaged(deps.ds, deps.queues, staged, deps.log);
   return result;
+}
+
+/** The rows an UPDATE ... RETURNING wrote (TypeORM answers an UPDATE with [rows, count], a SELECT with rows). */
+export async function updateReturning<R>(em: Pick<EntityManager, 'query'>, sql: string, params: unknown[]): Promise<R[]> {
+  const result: unknown = await em.query(sql, params);
+  return (Array.isArray(result) && Array.isArray(result[0]) ? result[0] : result) as R[];
 }

@@ -112,3 +112,18 @@ export function redactValue(value: string): string {
 export function redactDetails(corridor: Corridor, details: Details): Details {
   return Object.fromEntries(Object.entries(details).map(([name, value]) => [name, fieldOf(corridor, name)?.sensitive ? redactValue(value) : value]));
 }
+
+/**
+ * A mobile-money payer (an on-ramp's, a payment intent's) checked against the corridor's rules, reported against the
+ * fields the request has: `payment_method.phone_number`, not `details.*`.
+ */
+export function checkPayer(corridor: Corridor, method: { phone_number: string; mobile_network: string }): { phone_number: string; mobile_network: string } {
+  try {
+    const checked = checkDetails(corridor, { phone_number: method.phone_number, mobile_network: method.mobile_network });
+    return { phone_number: checked.phone_number, mobile_network: checked.mobile_network };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'requirements_not_met') throw err;
+    const issues = (err.details as { path: string; message: string }[]).map((i) => ({ path: i.path.replace(/^details\./, 'payment_method.'), in: 'body', message: i.message.replace(/\.$/, '') }));
+    throw AppError.invalid(`The payer's number does not fit the ${corridor.currency} ${corridor.payment_method} corridor: ${issues[0]?.path} ${issues[0]?.message}.`, issues);
+  }
+}

@@ -4,7 +4,7 @@ import type { ChainAdapter } from '../chain/adapter.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import { AppError } from '../errors.js';
 import type { EventScope } from './events.js';
-import { checkDetails } from './corridor-details.js';
+import { checkPayer } from './corridor-details.js';
 import { requireCorridor } from './corridors.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
@@ -62,16 +62,7 @@ export interface StartOnrampInput {
 /** Consumes the on-ramp quote, checks the payer's number against the corridor, and asks the provider to collect. */
 export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
-  const corridor = requireCorridor(quote.currency, quote.payment_method);
-  let payer: Record<string, string>;
-  try {
-    payer = checkDetails(corridor, { phone_number: input.payment_method.phone_number, mobile_network: input.payment_method.mobile_network });
-  } catch (err) {
-    // The corridor's rules, reported against the fields the request has: payment_method.phone_number, not details.*.
-    if (!(err instanceof AppError) || err.code !== 'requirements_not_met') throw err;
-    const issues = (err.details as { path: string; message: string }[]).map((i) => ({ path: i.path.replace(/^details\./, 'payment_method.'), in: 'body', message: i.message.replace(/\.$/, '') }));
-    throw AppError.invalid(`The payer's number does not fit the ${corridor.currency} ${corridor.payment_method} corridor: ${issues[0]?.path} ${issues[0]?.message}.`, issues);
-  }
+  const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method), input.payment_method);
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {
     quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network },
@@ -107,7 +98,7 @@ export async function deliverOnramp(unit: Unit, chain: ChainAdapter, tx: Transac
   const processing = await moveTransaction(unit, tx, 'processing');
   if (!processing) return 'moved on';
   const sent = await chain.deliver(unit, scopeOf(tx), {
-    reference: tx.id, chain: tx.chain, amount: toMinor(tx.destination_amount, USDC_SCALE), to: tx.wallet_address, walletId: tx.wallet_id,
+    reference: tx.id, chain: tx.chain, amount: toMinor(tx.destination_amount, USDC_SCALE), to: tx.wallet_address!, walletId: tx.wallet_id!,
   });
   await moveTransaction(unit, processing.row, 'completed', { set: { destination_transaction_hash: sent.hash, completed_at: NOW } });
   return 'completed';

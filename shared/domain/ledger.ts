@@ -8,13 +8,21 @@ import type { EventScope } from './events.js';
 // Each account stores its balance and version (its count of postings); a database trigger applies every posting to
 // them, and nothing else may change them (migrations/1763800005000-ledger-stored-balances.ts).
 
-export type LedgerAccountKind = 'wallet' | 'treasury' | 'platform_fees' | 'provider_clearing' | 'settlement_clearing' | 'sandbox_faucet';
+/**
+ * `treasury`: a business's available USDC (guarded: payouts spend it). `treasury_pending`: payments seen but not yet
+ * confirmed. `inbound_clearing`: where payments to the business come from (a payer's mobile money converted, a
+ * transfer to a deposit address).
+ */
+export type LedgerAccountKind =
+  | 'wallet' | 'treasury' | 'treasury_pending' | 'inbound_clearing' | 'platform_fees' | 'provider_clearing' | 'settlement_clearing' | 'sandbox_faucet';
 
 /**
  * Accounts nearly every transaction posts to, never guarded against overdraft: their balance is kept in stripes so
  * concurrent postings do not queue on one row (migrations/1763800011000-ledger-balance-stripes.ts).
  */
-export const STRIPED_KINDS: ReadonlySet<LedgerAccountKind> = new Set(['settlement_clearing', 'provider_clearing', 'platform_fees', 'sandbox_faucet']);
+export const STRIPED_KINDS: ReadonlySet<LedgerAccountKind> = new Set([
+  'settlement_clearing', 'provider_clearing', 'platform_fees', 'sandbox_faucet', 'treasury_pending', 'inbound_clearing',
+]);
 
 /** A ledger account, named by what it holds; it is created on first use. */
 export type LedgerAccount =

@@ -10,12 +10,21 @@ export type SettlementStatus = (typeof SETTLEMENT_STATUSES)[number];
 export const QUOTE_STATUSES = ['pending', 'available', 'consumed', 'expired', 'failed'] as const;
 export type QuoteStatus = (typeof QUOTE_STATUSES)[number];
 
+export const PAYMENT_INTENT_STATUSES = ['awaiting_payment', 'processing', 'completed', 'cancelled', 'expired'] as const;
+export type PaymentIntentStatus = (typeof PAYMENT_INTENT_STATUSES)[number];
+
+export const TREASURY_DEPOSIT_STATUSES = ['pending', 'confirmed', 'failed'] as const;
+export type TreasuryDepositStatus = (typeof TREASURY_DEPOSIT_STATUSES)[number];
+
+export const PAYOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
+export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
+
 export const OWNERSHIP_STATUSES = ['managed', 'unverified', 'verified'] as const;
 export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -30,7 +39,8 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
   table: 'transactions',
   column: 'status',
   moves: {
-    created: ['signing', 'awaiting_funds', 'action_required', 'failed'],
+    // A treasury-funded payout is funded when it is created (the treasury is debited at once).
+    created: ['signing', 'awaiting_funds', 'funded', 'action_required', 'failed'],
     signing: ['submitting', 'action_required', 'failed'],
     submitting: ['awaiting_funds', 'action_required', 'failed'],
     awaiting_funds: ['funded', 'created', 'action_required', 'failed'],
@@ -69,6 +79,36 @@ export const QUOTE_MACHINE: Machine<QuoteStatus> = {
   announced: ['available'],
 };
 
+// CONTRACT section 8. A failed collection returns the intent to awaiting_payment; a payment seen while it is being
+// processed may still be overtaken by the expiry only if it came to nothing (processing -> expired).
+export const PAYMENT_INTENT_MACHINE: Machine<PaymentIntentStatus> = {
+  resource: 'payment_intent',
+  table: 'payment_intents',
+  column: 'status',
+  moves: {
+    awaiting_payment: ['processing', 'cancelled', 'expired'],
+    processing: ['awaiting_payment', 'completed', 'expired'],
+  },
+  announced: PAYMENT_INTENT_STATUSES,
+};
+
+export const TREASURY_DEPOSIT_MACHINE: Machine<TreasuryDepositStatus> = {
+  resource: 'treasury_deposit',
+  table: 'treasury_deposits',
+  column: 'status',
+  moves: { pending: ['confirmed', 'failed'] },
+  announced: TREASURY_DEPOSIT_STATUSES,
+};
+
+/** An intent's automatic payout (settlement.payout_status): recorded in history; its transaction announces each step. */
+export const INTENT_PAYOUT_MACHINE: Machine<PayoutStatus> = {
+  resource: 'payment_intent',
+  table: 'payment_intents',
+  column: 'payout_status',
+  moves: { pending: ['processing', 'failed'], processing: ['completed', 'failed'] },
+  announced: [],
+};
+
 export const WALLET_OWNERSHIP_MACHINE: Machine<OwnershipStatus> = {
   resource: 'wallet',
   table: 'wallets',
@@ -94,9 +134,11 @@ export function sourcesOf<S extends string>(machine: Machine<S>, to: S): S[] {
 export type EventType =
   | `transaction.${TransactionStatus}`
   | `settlement.${SettlementStatus}`
+  | `payment_intent.${PaymentIntentStatus}`
+  | `treasury_deposit.${TreasuryDepositStatus}`
   | 'quote.available'
   | 'wallet.verified';
 
-const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE] as Machine[];
+const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE, PAYMENT_INTENT_MACHINE, TREASURY_DEPOSIT_MACHINE] as Machine[];
 
 export const EVENT_TYPES: readonly EventType[] = MACHINES.flatMap((m) => m.announced.map((s) => `${m.resource}.${s}` as EventType));

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
+import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import type { EventScope } from './events.js';
 import { lockedBalance, postEntry } from './ledger.js';
@@ -62,7 +62,7 @@ export async function submitOfframp(deps: UnitDeps, config: Config, chain: Chain
     if (tx.status === 'created' && !(await moveTransaction(unit, tx, 'signing'))) return 'moved on';
     if (tx.status !== 'created' && tx.status !== 'signing') return `not submittable (${tx.status})`;
     const settlement = (await settlementOf(unit.em, tx.id, true))!;
-    const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id, tx.chain);
+    const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
     const total = minor(settlement.total_required);
     const available = await lockedBalance(unit.em, scopeOf(tx), walletUsdcAccount(wallet.id, tx.chain));
     if (available < total) {
@@ -136,8 +136,7 @@ async function lateDeposit(unit: Unit, settlement: SettlementRow, tx: Transactio
   };
   if (tx.status === 'action_required') {
     // Already waiting on the business: the reason it waits is now the late deposit.
-    const rows: TransactionRow[] = await unit.em.query(`UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1 RETURNING *`, [tx.id, JSON.stringify(failure)])
-      .then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as TransactionRow[]);
+    const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1 RETURNING *`, [tx.id, JSON.stringify(failure)]);
     // Same status, a new reason: announced like a status change, so webhook consumers see what the business must do now.
     unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
   } else if (tx.status !== 'completed') {
@@ -197,8 +196,12 @@ export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<
   return 'underpaid';
 }
 
-/** What arrived goes back: to the managed wallet's balance, or on-chain to the external wallet it came from. */
+/**
+ * What arrived goes back: to the managed wallet's balance, or on-chain to the external wallet it came from; a
+ * treasury-funded payout's whole amount goes back to the treasury's available balance.
+ */
 export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<Record<string, unknown> | null> {
+  if (tx.funding_type === 'treasury') return refundToTreasury(unit, tx);
   const settlement = await settlementOf(unit.em, tx.id, true);
   const received = settlement ? minor(settlement.received_amount) : 0n;
   // Only what has not gone back yet: a late deposit after a first refund is refunded on its own.
@@ -216,13 +219,27 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
       metadata: { transaction_id: tx.id },
       postings: [
         { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -due },
-        { account: walletUsdcAccount(tx.wallet_id, tx.chain), amount: due },
+        { account: walletUsdcAccount(tx.wallet_id!, tx.chain), amount: due },
       ],
     });
   } else {
-    hash = (await chain.refundExternal(unit, scope, { reference, chain: tx.chain, amount: due, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id })).hash;
+    hash = (await chain.refundExternal(unit, scope, { reference, chain: tx.chain, amount: due, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id! })).hash;
   }
   return { status: 'completed', amount: usdc(received), transaction_hash: hash };
+}
+
+async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<Record<string, unknown>> {
+  const total = minor(tx.total_required);
+  await postEntry(unit.em, scopeOf(tx), {
+    kind: 'treasury_payout_refund',
+    reference: `treasury-refund-${tx.id}`,
+    metadata: { transaction_id: tx.id, payment_intent_id: tx.payment_intent_id },
+    postings: [
+      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -total },
+      { account: { kind: 'treasury', asset: 'USDC' }, amount: total },
+    ],
+  });
+  return { status: 'completed', amount: usdc(total), transaction_hash: null };
 }
 
 /** The payout happened: the deposit leaves the clearing account for the provider, the platform keeps its fee. */

@@ -26,6 +26,11 @@ export interface QuoteInput {
   /** Exactly one of the two, as the client sent it (a decimal string in the side's unit). */
   source_amount?: string;
   destination_amount?: string;
+  /**
+   * Off-ramps only, instead of either amount: USDC on hand that must cover the whole total_required (a treasury payout
+   * spends what a payment brought in); the largest source whose total fits is priced.
+   */
+  total_budget?: string;
   /** Fiat units per 1 USDC, at most 8 fractional digits. */
   rate: string;
   platform_fee: PlatformFee;
@@ -84,6 +89,17 @@ function percentOf(amount: bigint, bps: number, what: string): bigint {
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
+/** The largest x in [0, budget] with total(x) <= budget, for a non-decreasing total (0 when none fits). */
+function largestWithin(budget: bigint, total: (x: bigint) => bigint): bigint {
+  let [lo, hi] = [0n, budget];
+  while (lo < hi) {
+    const mid = (lo + hi + 1n) / 2n;
+    if (total(mid) <= budget) lo = mid;
+    else hi = mid - 1n;
+  }
+  return lo;
+}
+
 export function priceQuote(input: QuoteInput): PricedQuote {
   const { direction, currency } = input;
   const corridor = requireCorridor(currency, input.payment_method);
@@ -105,15 +121,25 @@ export function priceQuote(input: QuoteInput): PricedQuote {
   const usdcToFiat: Ratio = { num: rate * pow10(fiatScale), den: pow10(USDC_SCALE + RATE_SCALE) };
   const ratio: Ratio = offramp ? usdcToFiat : { num: usdcToFiat.den, den: usdcToFiat.num };
 
-  const given = [input.source_amount, input.destination_amount].filter((a) => a !== undefined).length;
+  const given = [input.source_amount, input.destination_amount, input.total_budget].filter((a) => a !== undefined).length;
   if (given !== 1) {
     const detail = given === 0 ? 'source_amount or destination_amount is required' : 'give source_amount or destination_amount, not both';
     throw bodyIssue(given === 0 ? 'source_amount' : 'destination_amount', 'Give exactly one of source_amount or destination_amount.', detail);
   }
 
+  // Each minimum is stated in its own unit; a minimum in the destination's unit is charged in the source's, rounded up.
+  const providerMin = parseConfig(corridor.provider_fee.min, fiatScale, 'provider fee minimum');
+  const platformMin = parseConfig(input.platform_fee.min, USDC_SCALE, 'platform fee minimum');
+  const providerFeeOf = (s: bigint) => max(percentOf(s, corridor.provider_fee.bps, 'provider fee'), offramp ? chargeInSource(providerMin, ratio) : providerMin);
+  const platformFeeOf = (s: bigint) => max(percentOf(s, input.platform_fee.bps, 'platform fee'), offramp ? platformMin : chargeInSource(platformMin, ratio));
+
   let source: bigint;
   let destination: bigint;
-  if (input.source_amount !== undefined) {
+  if (input.total_budget !== undefined) {
+    if (!offramp) throw new AppError('internal_error', 'A total budget prices off-ramps only.');
+    source = largestWithin(parseConfig(input.total_budget, USDC_SCALE, 'total budget'), (s) => s + providerFeeOf(s) + platformFeeOf(s));
+    destination = destinationOf(source, ratio);
+  } else if (input.source_amount !== undefined) {
     source = parseAmount(input.source_amount, 'source_amount', sourceUnit, sourceScale);
     destination = destinationOf(source, ratio);
   } else {
@@ -133,11 +159,8 @@ export function priceQuote(input: QuoteInput): PricedQuote {
     );
   }
 
-  // Each minimum is stated in its own unit; a minimum in the destination's unit is charged in the source's, rounded up.
-  const providerMin = parseConfig(corridor.provider_fee.min, fiatScale, 'provider fee minimum');
-  const platformMin = parseConfig(input.platform_fee.min, USDC_SCALE, 'platform fee minimum');
-  const providerFee = max(percentOf(source, corridor.provider_fee.bps, 'provider fee'), offramp ? chargeInSource(providerMin, ratio) : providerMin);
-  const platformFee = max(percentOf(source, input.platform_fee.bps, 'platform fee'), offramp ? platformMin : chargeInSource(platformMin, ratio));
+  const providerFee = providerFeeOf(source);
+  const platformFee = platformFeeOf(source);
   const totalRequired = source + providerFee + platformFee;
   // An on-ramp collects total_required from the payer: that, fees included, is what the rail's limit bounds.
   if (!offramp && totalRequired > maxAmount) {

@@ -1,6 +1,12 @@
 // Exchange rates: fiat units per 1 USDC (CONTRACT §1). Sandbox quotes price from a fixed, documented table so
 // integrators can check our arithmetic by hand; live quotes read RATE_SOURCE_URL through the same interface.
+import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
+import type { Config } from '../config.js';
+import type { JobRequest } from '../queues/producer.js';
+import { jobId } from '../queues/registry.js';
+import type { Environment } from './chains.js';
+import { Decimal, formatRate } from './money.js';
 
 export interface RateQuote {
   /** Fiat units per 1 USDC, a decimal string with at most 8 fractional digits, trailing zeros trimmed. */
@@ -69,4 +75,42 @@ export function rateSourceFor(environment: 'sandbox' | 'live', rateSourceUrl: st
   if (environment === 'sandbox') return sandboxRateSource;
   if (!rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment (RATE_SOURCE_URL).', 60);
   return httpRateSource(rateSourceUrl);
+}
+
+// The latest rate per currency the pricing pool observed, kept in PostgreSQL: a payment intent is priced from it at
+// creation without the web process calling the rate source (the pricing pool refreshes it on demand).
+
+type RateStore = Pick<DataSource | EntityManager, 'query'>;
+
+/** Keeps the newer of the stored rate and this one. */
+export async function storeRate(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<void> {
+  await q.query(
+    `INSERT INTO exchange_rates AS r (environment, currency, rate, as_of) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (environment, currency) DO UPDATE SET rate = EXCLUDED.rate, as_of = EXCLUDED.as_of WHERE r.as_of < EXCLUDED.as_of`,
+    [environment, currency, quote.rate, quote.as_of],
+  );
+}
+
+/** The stored rate if it is younger than `maxAgeSeconds`, else null. */
+export async function storedFreshRate(q: RateStore, environment: Environment, currency: string, maxAgeSeconds: number): Promise<RateQuote | null> {
+  const rows: { rate: string; as_of: Date }[] = await q.query(
+    `SELECT rate::text, as_of FROM exchange_rates WHERE environment = $1 AND currency = $2 AND as_of > now() - make_interval(secs => $3)`,
+    [environment, currency, maxAgeSeconds],
+  );
+  return rows[0] ? { rate: formatRate(new Decimal(rows[0].rate)), as_of: rows[0].as_of.toISOString() } : null;
+}
+
+/** Workers: a rate straight from the source, refused when stale, and stored for the web process. */
+export async function freshRateFromSource(q: RateStore, config: Pick<Config, 'rateSourceUrl' | 'rateMaxAgeSeconds'>, environment: Environment, currency: string): Promise<RateQuote> {
+  const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
+  if (Date.now() - Date.parse(quote.as_of) > config.rateMaxAgeSeconds * 1000) {
+    throw AppError.unavailable(`The ${currency} rate is older than ${config.rateMaxAgeSeconds} s.`);
+  }
+  await storeRate(q, environment, currency, quote);
+  return quote;
+}
+
+/** One refresh per currency per few seconds, whoever asks: waiting requests share its job id. */
+export function refreshRateJob(environment: Environment, currency: string, now = Date.now()): JobRequest<'rate.refresh'> {
+  return { name: 'rate.refresh', id: jobId('rate.refresh', environment, currency, String(Math.floor(now / 5000))), data: { environment, currency } };
 }

@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { encodeFunctionData, erc20Abi, type Address } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
-import type { Unit } from '../db/unit-of-work.js';
+import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { allocateHdIndex, managedWalletAddress, treasuryAddress } from '../chain/hd-wallet.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
@@ -156,11 +156,12 @@ export async function recordTransfer(unit: Unit, settlement: SettlementRow, tran
     [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null],
   );
   if (!inserted.length) return { settlement, isNew: false };
-  const rows: SettlementRow[] = await unit.em.query(
+  const rows = await updateReturning<SettlementRow>(
+    unit.em,
     `UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = coalesce(block_number, $4),
        detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
-  ).then((r: unknown) => (Array.isArray(r) && Array.isArray(r[0]) ? r[0] : r) as SettlementRow[]);
+  );
   return { settlement: rows[0], isNew: true };
 }
 

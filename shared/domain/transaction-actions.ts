@@ -17,8 +17,11 @@ import type { JobRequest } from '../queues/producer.js';
  */
 export async function retryTransaction(unit: Unit, config: Config, scope: EventScope, id: string): Promise<TransactionRow> {
   const tx = await findTransaction(unit.em, scope, id, true);
-  if (tx.status !== 'action_required' || tx.funding_type !== 'managed_wallet' || !tx.stalled_at) {
-    throw new AppError('transaction_not_retryable', 'Only a managed-wallet transaction in action_required can be retried.', { status: tx.status, funding_type: tx.funding_type });
+  // The platform holds the funds of managed-wallet and treasury-funded transactions, so it can carry them on.
+  if (tx.status !== 'action_required' || !['managed_wallet', 'treasury'].includes(tx.funding_type ?? '') || !tx.stalled_at) {
+    throw new AppError('transaction_not_retryable', 'Only a managed-wallet or treasury-funded transaction in action_required can be retried.', {
+      status: tx.status, funding_type: tx.funding_type,
+    });
   }
   const step = tx.stalled_at;
   const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
+import { findScoped } from '../db/pagination.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
@@ -10,6 +11,7 @@ import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './ma
 import { recordCreation, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
+import { followPayout } from './treasury-payouts.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
@@ -32,9 +34,12 @@ export interface TransactionRow {
   provider_fee: string;
   platform_fee: string;
   beneficiary_id: string | null;
-  wallet_id: string;
-  wallet_address: string;
+  /** Null only for a payout funded from the treasury. */
+  wallet_id: string | null;
+  wallet_address: string | null;
   customer_id: string | null;
+  /** The payment intent whose payment a treasury-funded payout spends. */
+  payment_intent_id: string | null;
   funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | null;
   payer_phone: string | null;
   payer_network: string | null;
@@ -52,7 +57,7 @@ export interface TransactionRow {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference,
   t.destination_transaction_hash, t.failure, t.refund, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -82,7 +87,12 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     beneficiary_id: row.beneficiary_id,
     wallet_id: row.wallet_id,
     customer_id: row.customer_id,
-    funding_source: offramp ? { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address } : null,
+    payment_intent_id: row.payment_intent_id,
+    funding_source: offramp
+      ? row.funding_type === 'treasury'
+        ? { type: 'treasury', reference: row.payment_intent_id, address: row.wallet_address }
+        : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
+      : null,
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
     failure: row.failure,
     refund: row.refund,
@@ -93,13 +103,8 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
   };
 }
 
-export async function findTransaction(q: Queryable, scope: EventScope, id: string, lock = false): Promise<TransactionRow> {
-  const rows: TransactionRow[] = await q.query(
-    `SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 AND t.business_id = $2 AND t.environment = $3${lock ? ' FOR UPDATE' : ''}`,
-    [id, scope.businessId, scope.environment],
-  );
-  if (!rows[0]) throw AppError.notFound('transaction');
-  return rows[0];
+export function findTransaction(q: Queryable, scope: EventScope, id: string, lock = false): Promise<TransactionRow> {
+  return findScoped(q, { from: 'transactions t', columns: TRANSACTION_COLUMNS, resource: 'transaction' }, scope, id, lock);
 }
 
 /** For jobs, which carry ids only. */
@@ -135,9 +140,13 @@ export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: strin
 
 export interface NewTransaction {
   quote: QuoteRow;
-  wallet: { id: string; address: string; customer_id: string | null };
+  /** Null for a treasury-funded payout, which names its funding address and intent instead. */
+  wallet: { id: string; address: string; customer_id: string | null } | null;
+  fundingAddress?: string | null;
+  paymentIntentId?: string;
+  customerId?: string | null;
   status: TransactionStatus;
-  externalReference?: string;
+  externalReference?: string | null;
   fundingType?: TransactionRow['funding_type'];
   payer?: { phone_number: string; mobile_network: string };
 }
@@ -150,11 +159,12 @@ export async function insertTransaction(unit: Unit, scope: EventScope, input: Ne
     await unit.em.query(
       `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
          source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
-         payer_phone, payer_network)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+         payer_phone, payer_network, payment_intent_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
       [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
-        q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet.id,
-        input.wallet.address, input.wallet.customer_id, input.fundingType ?? null, input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null],
+        q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
+        input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
+        input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null],
     );
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
@@ -181,15 +191,20 @@ export async function usableWallet(em: EntityManager, scope: EventScope, walletI
   return { id: wallet.id, address: wallet.address, customer_id: wallet.customer_id, type: wallet.type, hd_index: rows[0]?.hd_index ?? null };
 }
 
-/** The one way a transaction's status moves (with its event and history); null when it was not in a status that may. */
-export function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view'> = {}) {
-  return transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
+/**
+ * The one way a transaction's status moves (with its event and history); null when it was not in a status that may.
+ * A treasury-funded payout's intent follows it (payout_status) in the same transaction.
+ */
+export async function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view'> = {}) {
+  const moved = await transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
     ...opts,
     scope: scopeOf(row),
     id: row.id,
     to,
     view: (updated) => transactionView(updated),
   });
+  if (moved?.row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(to)) await followPayout(unit, moved.row);
+  return moved;
 }
 
 /**

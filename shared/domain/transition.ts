@@ -1,7 +1,7 @@
 import type { Unit } from '../db/unit-of-work.js';
 import type { JobRequest } from '../queues/producer.js';
 import type { EventScope } from './events.js';
-import { postEntry, type EntryInput } from './ledger.js';
+import type { EntryInput } from './ledger.js';
 import { sourcesOf, type EventType, type Machine } from './machines.js';
 
 /** Sets a column to the database's clock in a transition's UPDATE. */
@@ -17,7 +17,7 @@ export interface TransitionInput<S extends string, R> {
   reason?: string;
   /** The resource as the API shows it, from the updated row: the event's data. */
   view: (row: R) => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /** The ledger entry this change makes, if any (its reference makes a repeat a no-op). */
+  /** The ledger entry this change makes, if any (its reference makes a repeat a no-op); posted last in the unit. */
   ledger?: (row: R) => EntryInput | null;
   /** Jobs this change starts, staged in the outbox and enqueued after the commit. */
   jobs?: (row: R) => JobRequest[];
@@ -71,7 +71,7 @@ export async function transition<S extends string, R extends Record<string, any>
 
   if (machine.announced.includes(input.to)) unit.event(input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
   const entry = input.ledger?.(row);
-  if (entry) await postEntry(unit.em, input.scope, entry);
+  if (entry) unit.post(input.scope, entry);
   for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
   return { row, from: previous };
 }

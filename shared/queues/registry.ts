@@ -28,6 +28,18 @@ export interface JobPayloads {
   'collection.request': { transactionId: string };
   /** Sends a funded on-ramp's USDC to its wallet. */
   'onramp.deliver': { transactionId: string };
+  /** Fetches a currency's rate from the source and stores it (payment intents are priced from the stored rate). */
+  'rate.refresh': { environment: 'sandbox' | 'live'; currency: string };
+  /** At a payment intent's expires_at: expired, if it is still awaiting payment. */
+  'intent.expire': { intentId: string };
+  /** Prompts a payment intent's payer (STK Push in live); each prompt is its own attempt. */
+  'intent.collect': { intentId: string; attempt: number };
+  /** A paid intent with a beneficiary: prices and starts its payout from the treasury. */
+  'intent.payout': { intentId: string };
+  /** Counts a USDC treasury deposit's confirmations; `round` keeps each check its own job. */
+  'deposit.confirm': { depositId: string; round: number };
+  /** Sandbox: the payer of a payment intent pays, by mobile money or USDC. */
+  'sandbox.pay': { intentId: string; method: 'mobile_money' | 'stablecoin'; key: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -53,6 +65,12 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'collection.request': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'onramp.deliver': { queue: 'settlement', attempts: 8, backoffMs: 500 },
   'sandbox.transfer': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
+  'rate.refresh': { queue: 'pricing', attempts: 3, backoffMs: 200 },
+  'intent.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
+  'intent.collect': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
+  'intent.payout': { queue: 'pricing', attempts: 5, backoffMs: 500 },
+  'deposit.confirm': { queue: 'settlement', attempts: 8, backoffMs: 500 },
+  'sandbox.pay': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
 };
 
 /** Which queue each job runs on. */

@@ -5,6 +5,9 @@ import { generateSync } from 'json-schema-faker';
 import { getAddress } from 'viem';
 import { plural, resolveRef, type OpenApi, type Operation, type Schema } from './operations.js';
 
+/** The pool an `<x>_id` field draws from: its last word's collection (`payment_intent_id` -> `intents`). */
+const poolOf = (field: string) => plural(field.replace(/_id$/, '').split('_').pop()!);
+
 export type Draw = fc.GeneratorValue;
 
 export interface FuzzRequest {
@@ -43,7 +46,7 @@ export class IdPools {
       if (isObject(item) && typeof item.id === 'string') this.add(op.produces, item.id);
       walk(item, (key, value) => {
         if (isObject(value) && typeof value.id === 'string') this.add(plural(key), value.id);
-        else if (key.endsWith('_id') && typeof value === 'string' && UUID.test(value)) this.add(plural(key.slice(0, -3)), value);
+        else if (key.endsWith('_id') && typeof value === 'string' && UUID.test(value)) this.add(poolOf(key), value);
       });
     }
   }
@@ -103,7 +106,7 @@ function realIds(ctx: FuzzContext, draw: Draw, value: unknown): unknown {
   if (!isObject(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    out[k] = k.endsWith('_id') && typeof v === 'string' ? (ctx.pools.pick(draw, plural(k.slice(0, -3))) ?? v) : realIds(ctx, draw, v);
+    out[k] = k.endsWith('_id') && typeof v === 'string' ? (ctx.pools.pick(draw, poolOf(k)) ?? v) : realIds(ctx, draw, v);
   }
   return out;
 }
@@ -113,11 +116,11 @@ export function validDraft(ctx: FuzzContext, draw: Draw, op: Operation): Draft {
   const query: [string, string][] = [];
   for (const p of op.params) {
     if (p.in === 'path') {
-      const pool = p.name === 'id' ? op.collection : plural(p.name.replace(/_id$/, ''));
+      const pool = p.name === 'id' ? op.collection : poolOf(p.name);
       pathValues[p.name] = ctx.pools.pick(draw, pool) ?? String(fake(ctx, draw, p.schema));
     } else if (p.in === 'query' && (p.required || draw(fc.nat, { max: 3 }) === 0)) {
       let value: unknown = p.name === 'starting_after' ? ctx.pools.cursor(draw, op.id) : undefined;
-      if (value === undefined && p.name.endsWith('_id')) value = ctx.pools.pick(draw, plural(p.name.slice(0, -3)));
+      if (value === undefined && p.name.endsWith('_id')) value = ctx.pools.pick(draw, poolOf(p.name));
       if (value === undefined && p.example !== undefined && draw(fc.nat, { max: 3 }) > 0) value = p.example;
       value ??= fake(ctx, draw, p.schema);
       query.push([p.name, String(value)]);

@@ -50,11 +50,14 @@ export function resolveRef(doc: OpenApi, schema: Schema): Schema {
   return s ?? {};
 }
 
-/** The collection a path's id names: the segment before the first `{param}`, or the first segment. */
+/**
+ * The collection a path's id names: the segment before the first `{param}`, or the first segment; its last word, as
+ * answers name their pools (`/payment-intents/{id}` -> `intents`, like the `PaymentIntent` schema).
+ */
 function collectionOf(path: string, base: string): string {
   const parts = path.slice(base.length).split('/').filter(Boolean);
   const firstParam = parts.findIndex((p) => p.startsWith('{'));
-  return (firstParam > 0 ? parts[firstParam - 1] : parts.filter((p) => p !== 'sandbox')[0]) ?? '';
+  return ((firstParam > 0 ? parts[firstParam - 1] : parts.filter((p) => p !== 'sandbox')[0]) ?? '').split('-').pop()!;
 }
 
 /**

@@ -92,6 +92,29 @@ describe('the engine: units of work and the one transition function', () => {
     expect(await api.deps.queues.webhooks.getJob(id)).to.equal(undefined);
   });
 
+  it('a unit chosen as a deadlock\'s victim runs again from the start, and both units commit', async () => {
+    const [a, b] = [(await externalWallet(api, key)).wallet.id, (await externalWallet(api, key)).wallet.id];
+    const runs = { first: 0, second: 0 };
+    let bothHoldOne!: () => void;
+    const ready = new Promise<void>((resolve) => (bothHoldOne = resolve));
+    let holding = 0;
+    // Each locks one wallet, waits until the other holds its own, then asks for the other's: PostgreSQL kills one.
+    const crossing = (name: 'first' | 'second', mine: string, theirs: string) =>
+      inUnit(api.deps, async (unit) => {
+        runs[name] += 1;
+        await unit.em.query(`UPDATE wallets SET label = $2 WHERE id = $1`, [mine, name]);
+        if (runs[name] === 1 && ++holding === 2) bothHoldOne();
+        if (runs[name] === 1) await ready;
+        await unit.em.query(`UPDATE wallets SET label = $2 WHERE id = $1`, [theirs, name]);
+        return name;
+      });
+    expect(await Promise.all([crossing('first', a, b), crossing('second', b, a)])).to.deep.equal(['first', 'second']);
+    expect(runs.first + runs.second, 'the victim ran twice').to.equal(3);
+    const labels = (await api.deps.ds.query(`SELECT label FROM wallets WHERE id = ANY($1)`, [[a, b]])).map((r: { label: string }) => r.label);
+    // The unit that committed last wrote both rows.
+    expect(new Set(labels).size).to.equal(1);
+  });
+
   it('archiving a wallet or a beneficiary goes through it too: one history row, and a repeat changes nothing', async () => {
     const { wallet } = await externalWallet(api, key);
     const ben = await api.http.post('/api/v1/business/beneficiaries').set({ Authorization: `Bearer ${key}`, 'Idempotency-Key': randomUUID() }).send({

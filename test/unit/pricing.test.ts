@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { listCorridors, type Corridor, type Direction } from '../../shared/domain/corridors.js';
-import { Decimal, formatRate, scaleOf, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { Decimal, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { DEFAULT_PLATFORM_FEE, priceQuote, type PlatformFee, type PricedQuote, type QuoteInput } from '../../shared/domain/pricing.js';
 import { SANDBOX_RATES, sandboxRateSource, sandboxRatesMarkdown } from '../../shared/domain/rates.js';
 import { AppError } from '../../shared/errors.js';
@@ -119,6 +119,21 @@ describe('pricing: worked examples at the sandbox rates', () => {
 });
 
 describe('pricing: refusals', () => {
+  it('prices an off-ramp from a total budget: the largest source whose total_required fits it', () => {
+    for (const budget of ['11.596443', '100', '1.000001', '1500.123456']) {
+      const priced = priceQuote({ direction: 'offramp', currency: 'KES', payment_method: 'mobile_money', rate: SANDBOX_RATES.KES, platform_fee: { bps: 75, min: '0.10' }, total_budget: budget });
+      const total = toMinor(priced.source.total_required, USDC_SCALE);
+      expect(total <= toMinor(budget, USDC_SCALE), `${budget}: total within the budget`).to.equal(true);
+      const oneMore = priceQuote({
+        direction: 'offramp', currency: 'KES', payment_method: 'mobile_money', rate: SANDBOX_RATES.KES, platform_fee: { bps: 75, min: '0.10' },
+        source_amount: fromMinor(priced.minor.source_amount + 1n, USDC_SCALE),
+      });
+      expect(toMinor(oneMore.source.total_required, USDC_SCALE) > toMinor(budget, USDC_SCALE), `${budget}: one more micro-USDC would not fit`).to.equal(true);
+    }
+    appError(() => priceQuote({ direction: 'onramp', currency: 'KES', payment_method: 'mobile_money', rate: SANDBOX_RATES.KES, platform_fee: DEFAULT_PLATFORM_FEE, total_budget: '10' }), 'internal_error');
+    appError(() => priceQuote({ direction: 'offramp', currency: 'KES', payment_method: 'mobile_money', rate: SANDBOX_RATES.KES, platform_fee: DEFAULT_PLATFORM_FEE, total_budget: '0.01' }), 'amount_out_of_range');
+  });
+
   it('refuses a fiat side outside the corridor with its limits', () => {
     const below = appError(() => kes('offramp', { source_amount: '0.05' }), 'amount_out_of_range'); // 6.46 KES
     expect(below.details).to.deep.equal({ min_amount: '10.00', max_amount: '250000.00', currency: 'KES' });

@@ -3,7 +3,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { loadQuote, markFailed, markPriced } from '../../shared/domain/quotes.js';
 import { priceQuote } from '../../shared/domain/pricing.js';
 import { platformFeeOf } from '../../shared/domain/fees.js';
-import { rateSourceFor } from '../../shared/domain/rates.js';
+import { freshRateFromSource } from '../../shared/domain/rates.js';
 import { defineJob } from '../job-definition.js';
 
 /** pending -> available (priced) or failed (a price outside the corridor's limits); a missing rate is retried. */
@@ -12,10 +12,7 @@ export const priceQuoteJob = defineJob({
   async process(job, deps) {
     const row = await loadQuote(deps.ds, job.data.quoteId);
     if (!row || row.status !== 'pending') return 'not pending';
-    const rate = await rateSourceFor(row.environment, deps.config.rateSourceUrl).rate(row.currency);
-    if (Date.now() - Date.parse(rate.as_of) > deps.config.rateMaxAgeSeconds * 1000) {
-      throw AppError.unavailable(`The ${row.currency} rate is older than ${deps.config.rateMaxAgeSeconds} s.`);
-    }
+    const rate = await freshRateFromSource(deps.ds, deps.config, row.environment, row.currency);
     let outcome: string;
     try {
       const priced = priceQuote({

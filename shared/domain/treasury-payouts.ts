@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
+import { treasuryAddress } from '../chain/hd-wallet.js';
+import { platformFeeOf } from './fees.js';
+import { InsufficientFundsError, postEntry } from './ledger.js';
+import { INTENT_PAYOUT_MACHINE, QUOTE_MACHINE, type PayoutStatus } from './machines.js';
+import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
+import { intentScope, loadPaymentIntent, paymentIntentView, type PaymentIntentRow } from './payment-intents.js';
+import { priceQuote } from './pricing.js';
+import { freshRateFromSource } from './rates.js';
+import { recordCreation, transition } from './transition.js';
+import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
+import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import type { QuoteRow } from './quotes.js';
+
+// The automatic payout of a paid intent (CONTRACT section 8): with settlement.beneficiary_id set, what the payment
+// brought into the treasury is paid out to the beneficiary by an off-ramp transaction funded from the treasury
+// (funding_source.type "treasury"). It is priced like a quote whose total_required is what the intent confirmed, so
+// the fees come out of the payment. payout_status follows the transaction; a payout that fails for good gives its
+// amount back to the treasury's available balance (the transaction's refund).
+
+const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_SCALE);
+
+function movePayout(unit: Unit, intent: PaymentIntentRow, to: PayoutStatus, set: Record<string, unknown>, reason: string) {
+  return transition<PayoutStatus, PaymentIntentRow>(unit, INTENT_PAYOUT_MACHINE, {
+    scope: intentScope(intent), id: intent.id, to, set, reason, view: (row) => paymentIntentView(row),
+  });
+}
+
+/** The payout cannot start (or ended badly): payout_status failed, with the reason the business sees. */
+export async function payoutNotStarted(unit: Unit, intentId: string, message: string): Promise<string> {
+  const intent = await loadPaymentIntent(unit.em, intentId, true);
+  if (!intent || intent.payout_status !== 'pending') return `not pending (${intent?.payout_status ?? 'gone'})`;
+  await movePayout(unit, intent, 'failed', { payout_error: message }, 'payout_not_started');
+  return 'failed';
+}
+
+/**
+ * The pricing pool's job: prices the payout from a fresh rate of the beneficiary's currency, then in one transaction
+ * writes its (already consumed) quote and transaction, debits the treasury (never below zero) and stages the payout.
+ */
+export async function startIntentPayout(deps: UnitDeps, config: Config, intentId: string): Promise<string> {
+  const intent = await loadPaymentIntent(deps.ds, intentId);
+  if (!intent || intent.payout_status !== 'pending' || !intent.beneficiary_id) return `not pending (${intent?.payout_status ?? 'gone'})`;
+  const scope = intentScope(intent);
+  const [beneficiary]: { currency: string; payment_method: string; status: string }[] = await deps.ds.query(
+    `SELECT currency, payment_method, status FROM beneficiaries WHERE id = $1`, [intent.beneficiary_id],
+  );
+  if (beneficiary.status !== 'active') return inUnit(deps, (unit) => payoutNotStarted(unit, intentId, 'The beneficiary was archived before the payout started; the funds stay in the treasury.'));
+  const rate = await freshRateFromSource(deps.ds, config, intent.environment, beneficiary.currency);
+  // What this intent's payments actually brought into the treasury (mobile money converts rounding down), at most its price.
+  const [{ credited }]: { credited: string }[] = await deps.ds.query(
+    `SELECT coalesce(sum(usdc_amount), 0)::text AS credited FROM treasury_deposits WHERE payment_intent_id = $1 AND status = 'confirmed' AND NOT late_payment`, [intent.id],
+  );
+  const brought = toMinor(formatAmount(credited, USDC_SCALE), USDC_SCALE);
+  const budget = fromMinor(brought < minor(intent.usdc_amount) ? brought : minor(intent.usdc_amount), USDC_SCALE);
+  let priced;
+  try {
+    priced = priceQuote({
+      direction: 'offramp', currency: beneficiary.currency, payment_method: beneficiary.payment_method, total_budget: budget, rate: rate.rate,
+      platform_fee: await platformFeeOf(deps.ds, intent.business_id),
+    });
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code === 'service_unavailable' || err.code === 'internal_error') throw err;
+    return inUnit(deps, (unit) => payoutNotStarted(unit, intentId, `The payout could not be priced: ${err.message} The funds stay in the treasury.`));
+  }
+  return inUnit(deps, async (unit) => {
+    const locked = (await loadPaymentIntent(unit.em, intentId, true))!;
+    if (locked.payout_status !== 'pending') return `not pending (${locked.payout_status})`;
+    const quoteId = randomUUID();
+    const [quote]: QuoteRow[] = await unit.em.query(
+      `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
+         exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
+       VALUES ($1, $2, $3, 'offramp', 'consumed', $4, $5, $6, 'source', $7, $8, $9, $10, $7, $11, $12, $13, $14, now())
+       RETURNING id, business_id, environment, direction, status, chain, currency, payment_method, beneficiary_id, wallet_id, exchange_rate::text, source_amount::text,
+         total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, created_at, updated_at`,
+      [quoteId, scope.businessId, scope.environment, intent.chain, priced.currency, priced.payment_method, priced.source.amount, intent.beneficiary_id, priced.exchange_rate,
+        rate.as_of, priced.source.total_required, priced.destination.amount, priced.fees.provider, priced.fees.platform],
+    );
+    await recordCreation(unit, QUOTE_MACHINE, { scope, id: quoteId, status: 'consumed', view: () => ({}) });
+    const seed = config.walletSeeds[scope.environment];
+    const tx = await insertTransaction(unit, scope, {
+      quote, wallet: null, fundingAddress: seed ? treasuryAddress(seed) : null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
+      externalReference: null, customerId: typeof intent.customer?.id === 'string' ? intent.customer.id : null,
+    });
+    try {
+      await postEntry(unit.em, scope, {
+        kind: 'treasury_payout_funding',
+        reference: `treasury-funding-${tx.id}`,
+        metadata: { transaction_id: tx.id, payment_intent_id: intent.id },
+        postings: [
+          { account: { kind: 'treasury', asset: 'USDC' }, amount: -minor(priced.source.total_required), noOverdraft: true },
+          { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: minor(priced.source.total_required) },
+        ],
+      });
+    } catch (err) {
+      if (!(err instanceof InsufficientFundsError)) throw err;
+      throw new AppError('invalid_state', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC, less than the ${priced.source.total_required} the payout needs.`);
+    }
+    const funded = (await moveTransaction(unit, tx, 'funded'))!;
+    await unit.stage(txJobs.payout(funded.row, stepDelay(config, scope.environment)), scope);
+    await movePayout(unit, locked, 'processing', { payout_transaction_id: tx.id, payout_error: null }, 'payout_started');
+    return tx.id;
+  }).catch(async (err: unknown) => {
+    // Spent elsewhere meanwhile (another payout from the same treasury): the business decides; nothing was written.
+    if (!(err instanceof AppError) || err.code !== 'invalid_state') throw err;
+    return inUnit(deps, (unit) => payoutNotStarted(unit, intentId, `${err.message} The payment stays in the treasury.`));
+  });
+}
+
+/** A treasury-funded transaction ended (or needs attention): its intent's payout_status follows, in the same transaction. */
+export async function followPayout(unit: Unit, tx: TransactionRow): Promise<void> {
+  if (tx.funding_type !== 'treasury' || !tx.payment_intent_id) return;
+  const intent = await loadPaymentIntent(unit.em, tx.payment_intent_id, true);
+  if (!intent) return;
+  if (tx.status === 'completed') await movePayout(unit, intent, 'completed', { payout_error: null }, 'payout_completed');
+  else if (tx.status === 'failed') await movePayout(unit, intent, 'failed', { payout_error: tx.failure?.message ?? 'The payout failed.' }, tx.failure?.code ?? 'payout_failed');
+  else if (tx.status === 'action_required') {
+    await unit.em.query(`UPDATE payment_intents SET payout_error = $2, updated_at = now() WHERE id = $1`, [intent.id, tx.failure?.message ?? 'The payout needs attention.']);
+  }
+}
