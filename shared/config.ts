@@ -57,6 +57,16 @@ export interface Config {
   outboxGraceMs: number;
   outboxPollMs: number;
   shutdownTimeoutMs: number;
+  webhooks: {
+    /** Sandbox endpoints may use http and loopback addresses (local development, the tests). Never in live. */
+    allowLoopback: boolean;
+    /** One attempt's whole exchange. */
+    timeoutMs: number;
+    /** The delays before each retry (ms); after the last one the message has failed and the endpoint is failing. */
+    retryScheduleMs: number[];
+    /** Deliveries in flight to one endpoint at once, across every webhooks worker: a slow endpoint keeps only these. */
+    endpointConcurrency: number;
+  };
   /** PUBLIC_BASE_URL was set: the localhost fallback is no address a provider can call back. */
   publicBaseUrlConfigured: boolean;
   /**
@@ -98,6 +108,19 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be an integer >= ${min}`);
   return Number(raw);
+}
+
+/**
+ * Exponential, about 3 days in all: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h, then every 12 h five times
+ * (each delay is jittered by up to a fifth when used). WEBHOOK_RETRY_SCHEDULE_MS replaces it (comma-separated ms).
+ */
+const WEBHOOK_RETRY_SCHEDULE_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, ...Array(5).fill(43_200_000)];
+
+function retrySchedule(raw: string | undefined): number[] {
+  if (raw === undefined || raw === '') return WEBHOOK_RETRY_SCHEDULE_MS;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (!parts.every((p) => /^\d{1,10}$/.test(p))) throw new ConfigError('WEBHOOK_RETRY_SCHEDULE_MS must be comma-separated whole milliseconds, e.g. 100,200,400');
+  return parts.map(Number);
 }
 
 const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -253,6 +276,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       callbackToken: env.DARAJA_CALLBACK_TOKEN || null,
     },
     rateSourceUrl: env.RATE_SOURCE_URL || null,
+    webhooks: {
+      allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true',
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100),
+      retryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE_MS),
+      endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1),
+    },
   };
 }
 

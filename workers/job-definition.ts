@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { Logger } from 'pino';
 import type { Config } from '../shared/config.js';
@@ -13,7 +14,11 @@ export interface WorkerDeps {
   log: Logger;
 }
 
-export type Processor<N extends JobName> = (job: Job<JobPayloads[N]>, deps: WorkerDeps & { log: Logger }) => Promise<unknown>;
+/**
+ * `token` is the worker's lock on the job, for a processor that puts its job back to wait (moveToDelayed); `redis` the
+ * pool's own connection, for processors that coordinate through Redis.
+ */
+export type Processor<N extends JobName> = (job: Job<JobPayloads[N]>, deps: WorkerDeps & { log: Logger; token?: string; redis?: Redis }) => Promise<unknown>;
 
 export type ProcessorTable = { [N in JobName]?: Processor<N> };
 

@@ -17,6 +17,7 @@ import { intentPayoutJob } from './pricing/intent-payout.job.js';
 import { collectIntentJob } from './providers/collect-intent.job.js';
 import { confirmDepositJob } from './settlement/confirm-deposit.job.js';
 import { sandboxPayJob } from './sandbox/sandbox-pay.job.js';
+import { deliverWebhookJob } from './webhooks/deliver-webhook.job.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
@@ -26,6 +27,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
+  deliverWebhookJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [
@@ -38,7 +40,8 @@ export interface PoolSpec {
   processors: ProcessorTable;
 }
 
-const CONCURRENCY: Record<Pool, number> = { pricing: 20, settlement: 10, providers: 20, sandbox: 50, webhooks: 20 };
+// Webhook deliveries mostly wait on the network; each endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY of these.
+const CONCURRENCY: Record<Pool, number> = { pricing: 20, settlement: 10, providers: 20, sandbox: 50, webhooks: 50 };
 
 /** Pool -> its processors (one queue per pool, jobs told apart by name). A job without a processor fails loudly. */
 export const REGISTRY: Record<Pool, PoolSpec> = Object.fromEntries(

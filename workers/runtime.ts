@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, PermanentJobError } from '../shared/errors.js';
 import { AmountError } from '../shared/domain/money.js';
@@ -51,13 +51,15 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     const spec = registry[pool];
     const worker = new Worker(
       pool,
-      async (job: Job) => {
-        const processor = spec.processors[job.name as JobName] as ((j: Job, d: WorkerDeps) => Promise<unknown>) | undefined;
+      async (job: Job, token?: string) => {
+        const processor = spec.processors[job.name as JobName] as ((j: Job, d: WorkerDeps & { token?: string; redis: Redis }) => Promise<unknown>) | undefined;
         if (!processor) throw new PermanentJobError(`no processor for job ${job.name} on pool ${pool}`);
         const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
         try {
-          return await processor(job, { ...deps, log });
+          return await processor(job, { ...deps, log, token, redis: options.connection });
         } catch (err) {
+          // The job put itself back to wait (moveToDelayed): not a failure, and not an attempt.
+          if (err instanceof DelayedError) throw err;
           const failure = asJobFailure(err);
           const final = failure instanceof PermanentJobError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
           const onFinal = FINAL_FAILURES.get(job.name as JobName);

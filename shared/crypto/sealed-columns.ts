@@ -3,7 +3,10 @@
 import type { Sealed } from './envelope.js';
 
 /** Every sealed column set in the database; key rotation re-seals all of them. Add new ones here. */
-export const SEALED_COLUMNS: readonly { table: string; prefix: string }[] = [{ table: 'beneficiaries', prefix: 'details' }];
+export const SEALED_COLUMNS: readonly { table: string; prefix: string }[] = [
+  { table: 'beneficiaries', prefix: 'details' },
+  { table: 'webhook_secrets', prefix: 'secret' },
+];
 
 const SUFFIXES = ['key_id', 'wrapped_key', 'iv', 'tag', 'ciphertext'] as const;
 

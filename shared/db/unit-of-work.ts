@@ -6,6 +6,8 @@ import { dispatchStaged, stageJobs, type OutboxScope } from '../queues/outbox.js
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
 import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
+import { endpointTakes } from '../webhooks/endpoints.js';
+import { webhookJobs } from '../webhooks/delivery.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
 export interface UnitDeps {
@@ -37,14 +39,26 @@ interface PendingEvent {
   data: Record<string, unknown>;
 }
 
-async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<void> {
-  if (!events.length) return;
+/**
+ * Writes the unit's events and, in the same statement, one webhook message per event and endpoint that takes it;
+ * answers the messages' first delivery jobs, to be staged in the outbox with the unit's other jobs.
+ */
+async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<{ job: JobRequest; scope: OutboxScope }[]> {
+  if (!events.length) return [];
   // In the order they happened: the identity `seq` follows the insertion order.
-  await em.query(
-    `INSERT INTO events (business_id, environment, type, data)
-     SELECT b, e, t, d FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o`,
+  const messages: { id: string; business_id: string; environment: string }[] = await em.query(
+    `WITH ev AS (
+       INSERT INTO events (business_id, environment, type, data)
+       SELECT b, e, t, d FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o
+       RETURNING id, business_id, environment, type)
+     INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment)
+     SELECT ev.id, w.id, ev.business_id, ev.environment FROM ev
+       JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
+      WHERE ${endpointTakes('ev.type')}
+     RETURNING id, business_id, environment`,
     [events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data))],
   );
+  return messages.map((m) => ({ job: webhookJobs.deliver(m.id, 0, 1), scope: { businessId: m.business_id, environment: m.environment } }));
 }
 
 const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));
@@ -86,7 +100,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Pro
         postings.push({ scope, entry });
       },
     });
-    await writeEvents(em, events);
+    jobs.push(...(await writeEvents(em, events)));
     const staged = await stageJobs(em, jobs);
     // Entries that lock a guarded account first: a stripe row this transaction touched before asking for a guarded
     // account's lock could be the very row another transaction, holding that lock, waits for (a deadlock).

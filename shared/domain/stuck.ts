@@ -5,6 +5,7 @@ import { jobForStep, txJobs } from './lifecycle-jobs.js';
 import type { Environment } from './chains.js';
 import { intentJobs } from './payment-intents.js';
 import { depositJobs } from './treasury-deposits.js';
+import { webhookJobs } from '../webhooks/delivery.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
 // Redis lost it, it failed for good without a handler). Each rule finds them by age and names the job, with the same
@@ -64,4 +65,8 @@ export const STUCK_RULES: StuckRule[] = [
     `SELECT id FROM payment_intents WHERE payout_status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => intentJobs.payout(r.id)),
   rule<{ id: string }>('treasury deposits still counting confirmations', TRANSACTION_STALE_SECONDS,
     `SELECT id FROM treasury_deposits WHERE status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => depositJobs.confirm(r.id, 0)),
+  // An attempt whose job was lost is made again under the same id (the receiver dedupes on webhook-id anyway).
+  rule<{ id: string; round: number; attempts: number }>('webhook deliveries whose attempt was lost', TRANSACTION_STALE_SECONDS,
+    `SELECT id, round, attempts FROM webhook_messages WHERE status = 'pending' AND coalesce(next_attempt_at, updated_at) < ${STALE} ORDER BY updated_at LIMIT $2`,
+    (r) => webhookJobs.deliver(r.id, r.round, r.attempts + 1)),
 ];

@@ -40,6 +40,8 @@ export interface JobPayloads {
   'deposit.confirm': { depositId: string; round: number };
   /** Sandbox: the payer of a payment intent pays, by mobile money or USDC. */
   'sandbox.pay': { intentId: string; method: 'mobile_money' | 'stablecoin'; key: string };
+  /** One attempt at delivering an event to one endpoint; `round` counts redeliveries, `attempt` the tries of a round. */
+  'webhook.deliver': { messageId: string; round: number; attempt: number };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -71,6 +73,8 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'intent.payout': { queue: 'pricing', attempts: 5, backoffMs: 500 },
   'deposit.confirm': { queue: 'settlement', attempts: 8, backoffMs: 500 },
   'sandbox.pay': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
+  // Its own retry schedule (WEBHOOK_RETRY_SCHEDULE_MS) is a new job per attempt; these attempts cover a failing database.
+  'webhook.deliver': { queue: 'webhooks', attempts: 5, backoffMs: 1000 },
 };
 
 /** Which queue each job runs on. */

@@ -44,10 +44,10 @@ describe(`hostile input fuzzed from the OpenAPI document (${LONG ? 'long' : 'bou
     const rpc = Object.fromEntries(CHAINS.map((chain, i) => [`RPC_URL_${chain.toUpperCase()}`, anvils[i].rpcUrl]));
     // Failed authentication is part of the fuzz: the per-IP limit on it is tested on its own (auth tests), and the
     // fuzz's failures are counted under its own Redis prefix so they never lock other test files out.
-    const env = { ...rpc, AUTH_FAIL_LIMIT: '100000000', REDIS_PREFIX: `${getConfig().redisPrefix}-fuzz` };
+    const env = { ...rpc, AUTH_FAIL_LIMIT: '100000000', REDIS_PREFIX: `${getConfig().redisPrefix}-fuzz`, WEBHOOKS_ALLOW_LOOPBACK: 'true' };
     api = await startApi({ env });
     // Every pool runs beside the web process, as in production: quotes get priced, transactions move.
-    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox'], { env });
+    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox', 'webhooks'], { env });
     server = httpServer(api.app, api.deps.log);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);

@@ -1,0 +1,200 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
+import type { Config } from '../config.js';
+import { inUnit, type Unit } from '../db/unit-of-work.js';
+import type { JobRequest, Queues } from '../queues/producer.js';
+import { jobId } from '../queues/registry.js';
+import { endpointTakes, signingSecrets, type EndpointStatus } from './endpoints.js';
+import { sendWebhook, type DeliveryResult } from './http-delivery.js';
+
+// Delivery (CONTRACT section 10): each event row fans out, in the transaction that wrote it, to one message per
+// matching endpoint, whose job the outbox gets to Redis. A delivery job signs the event per Standard Webhooks (the
+// event id is the webhook-id on every attempt and redelivery), sends it, records the attempt, and schedules the next
+// one on the retry schedule (or Retry-After, if longer), each attempt its own job. A 2xx ends it; a 410 disables
+// the endpoint; a schedule run out marks the endpoint failing.
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+export const webhookJobs = {
+  deliver: (messageId: string, round: number, attempt: number, delayMs = 0): JobRequest<'webhook.deliver'> => ({
+    name: 'webhook.deliver', id: jobId('webhook.deliver', messageId, String(round), String(attempt)), data: { messageId, round, attempt }, delayMs,
+  }),
+};
+
+export interface EventRow {
+  id: string;
+  type: string;
+  created_at: Date;
+  data: Record<string, unknown>;
+}
+
+/** The event as GET /events/{id} shows it, and as every delivery's body carries it. */
+export function eventView(row: EventRow): Record<string, unknown> {
+  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data };
+}
+
+interface MessageRow {
+  id: string;
+  business_id: string;
+  environment: 'sandbox' | 'live';
+  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
+  round: number;
+  endpoint_id: string;
+  url: string;
+  endpoint_status: EndpointStatus;
+  event_id: string;
+  event_type: string;
+  event_created_at: Date;
+  event_data: Record<string, unknown>;
+}
+
+async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
+  const rows: MessageRow[] = await q.query(
+    `SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status,
+            e.id AS event_id, e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data
+       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** The signed request: `webhook-signature` carries one `v1,` signature per live secret (two during a rotation). */
+export function signedHeaders(secrets: string[], eventId: string, body: string, at = new Date()): Record<string, string> {
+  return {
+    'webhook-id': eventId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': secrets.map((s) => new Webhook(s).sign(eventId, at, body)).join(' '),
+  };
+}
+
+/** Up to a fifth either way, so endpoints that failed together do not all come back at the same instant. */
+function jittered(ms: number): number {
+  return Math.round(ms * (0.8 + Math.random() * 0.4));
+}
+
+/** How long before the next attempt, or null when the schedule has run out. Retry-After wins when it asks for longer. */
+export function nextDelayMs(schedule: number[], attempt: number, retryAfterSeconds: number | null): number | null {
+  if (attempt > schedule.length) return null;
+  return Math.max(jittered(schedule[attempt - 1]), (retryAfterSeconds ?? 0) * 1000);
+}
+
+export interface DeliveryDeps {
+  ds: DataSource;
+  redis: Redis;
+  queues: Queues;
+  log: Logger;
+  config: Config;
+}
+
+/** Another delivery may not start now: the endpoint already has its share in flight. */
+export class EndpointBusy extends Error {}
+
+export type Sender = typeof sendWebhook;
+
+/**
+ * One attempt: the message's event, signed and sent to its endpoint within the endpoint's concurrency share (a slot
+ * leased in Redis, so a slow endpoint holds only its own share of the pool), then recorded.
+ */
+export async function deliverMessage(deps: DeliveryDeps, data: { messageId: string; round: number; attempt: number }, send: Sender = sendWebhook): Promise<string> {
+  const message = await loadMessage(deps.ds, data.messageId);
+  if (!message || message.status !== 'pending' || message.round !== data.round) return `moved on (${message?.status ?? 'gone'})`;
+  if (message.endpoint_status === 'disabled' || message.endpoint_status === 'deleted') {
+    await deps.ds.query(`UPDATE webhook_messages SET status = 'cancelled', updated_at = now() WHERE id = $1 AND status = 'pending'`, [message.id]);
+    return `cancelled (endpoint ${message.endpoint_status})`;
+  }
+  const slot = await EndpointSlots.take(deps, message.endpoint_id, `${message.id}:${data.round}:${data.attempt}`);
+  if (!slot) throw new EndpointBusy(`endpoint ${message.endpoint_id} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
+  let result: DeliveryResult;
+  try {
+    const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, created_at: message.event_created_at, data: message.event_data }));
+    const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
+    const policy = { environment: message.environment, allowLoopback: message.environment === 'sandbox' && deps.config.webhooks.allowLoopback };
+    result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy });
+  } finally {
+    await slot.release();
+  }
+  return inUnit(deps, (unit) => recordAttempt(unit, deps.config, message, data, result));
+}
+
+async function recordAttempt(unit: Unit, config: Config, message: MessageRow, data: { round: number; attempt: number }, result: DeliveryResult): Promise<string> {
+  const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  const gone = result.statusCode === 410;
+  const delay = ok || gone ? null : nextDelayMs(config.webhooks.retryScheduleMs, data.attempt, result.retryAfterSeconds);
+  const nextAt = delay === null ? null : new Date(Date.now() + delay);
+  await unit.em.query(
+    `INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
+      Math.round(result.latencyMs), result.error, nextAt],
+  );
+  const status = ok ? 'delivered' : delay === null ? 'failed' : 'pending';
+  await unit.em.query(
+    `UPDATE webhook_messages SET status = $2, attempts = attempts + 1, next_attempt_at = $3, delivered_at = CASE WHEN $2 = 'delivered' THEN now() END, updated_at = now()
+      WHERE id = $1 AND round = $4`,
+    [message.id, status, nextAt, data.round],
+  );
+  if (ok) {
+    // Any success means the endpoint works again.
+    await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL, status = 'enabled', updated_at = now() WHERE id = $1 AND status IN ('enabled', 'failing')`, [message.endpoint_id]);
+    return 'delivered';
+  }
+  if (gone) {
+    await unit.em.query(
+      `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'The endpoint answered 410 Gone.', updated_at = now() WHERE id = $1 AND status IN ('enabled', 'failing')`,
+      [message.endpoint_id],
+    );
+    return 'endpoint disabled (410)';
+  }
+  await unit.em.query(`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE id = $1 AND status IN ('enabled', 'failing')`, [message.endpoint_id]);
+  if (delay !== null) {
+    await unit.stage(webhookJobs.deliver(message.id, data.round, data.attempt + 1, delay), { businessId: message.business_id, environment: message.environment });
+    return `retry in ${delay} ms`;
+  }
+  // The whole schedule (about 3 days) without a success since it started failing: its owner sees `failing`.
+  await unit.em.query(`UPDATE webhook_endpoints SET status = 'failing', updated_at = now() WHERE id = $1 AND status = 'enabled' AND failing_since IS NOT NULL`, [message.endpoint_id]);
+  return 'failed';
+}
+
+/**
+ * Leases of in-flight deliveries per endpoint, in Redis (a sorted set of lease expiries), shared by every webhooks
+ * worker. A worker killed mid-delivery leaves a lease that lapses after the timeout.
+ */
+const TAKE = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+  return 1
+end
+return 0`;
+
+export const EndpointSlots = {
+  async take(deps: DeliveryDeps, endpointId: string, member: string): Promise<{ release(): Promise<void> } | null> {
+    const redis = deps.redis;
+    const key = `${deps.config.redisPrefix}:webhook-slots:${endpointId}`;
+    const now = Date.now();
+    const taken = await redis.eval(TAKE, 1, key, String(now), String(now + deps.config.webhooks.timeoutMs + 5000), member, String(deps.config.webhooks.endpointConcurrency));
+    if (taken !== 1) return null;
+    return { release: async () => void (await redis.zrem(key, member).catch(() => undefined)) };
+  },
+};
+
+/**
+ * POST /events/{id}/redeliver: a new round for each endpoint that takes the event (or the one named), whatever became
+ * of the earlier rounds; the webhook-id stays the event's id. Answers the endpoints it queued for.
+ */
+export async function redeliverEvent(unit: Unit, scope: { businessId: string; environment: string }, eventId: string, endpointId?: string): Promise<string[]> {
+  const rows: { id: string; round: number; endpoint_id: string }[] = await unit.em.query(
+    `INSERT INTO webhook_messages AS m (event_id, endpoint_id, business_id, environment)
+     SELECT e.id, w.id, e.business_id, e.environment FROM events e
+       JOIN webhook_endpoints w ON w.business_id = e.business_id AND w.environment = e.environment AND w.status IN ('enabled', 'failing')
+      WHERE e.id = $1 AND e.business_id = $2 AND e.environment = $3 AND ($4::uuid IS NULL OR w.id = $4) AND ${endpointTakes('e.type')}
+     ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', round = m.round + 1, attempts = 0, next_attempt_at = NULL, delivered_at = NULL, updated_at = now()
+     RETURNING m.id, m.round, m.endpoint_id`,
+    [eventId, scope.businessId, scope.environment, endpointId ?? null],
+  );
+  for (const row of rows) await unit.stage(webhookJobs.deliver(row.id, row.round, 1), scope);
+  return rows.map((r) => r.endpoint_id);
+}
