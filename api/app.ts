@@ -13,6 +13,7 @@ import { gate } from './middleware/gate.js';
 import { errorHandler, notFoundRoute } from './middleware/error-handler.js';
 import { ApiKeyCache } from './middleware/api-key-cache.js';
 import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
+import { mountDocsPage } from './docs-page.js';
 
 export interface BuiltApp {
   app: Express;
@@ -68,6 +69,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(documentJson);
   });
+  mountDocsPage(app, { title: document.info.title, specUrl: '/openapi.json' });
   if (deps.config.adminUser && deps.config.adminPassword) {
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
   }

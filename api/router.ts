@@ -38,7 +38,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       const query = checkParams(validator, { ...(req.query as Record<string, unknown>) }, 'query');
       let body: unknown = req.body;
       if (route.body) {
-        if (body === undefined && req.headers['content-length'] && !req.is('application/json')) {
+        if (body === undefined && Number(req.headers['content-length'] ?? 0) > 0 && !req.is('application/json')) {
           throw AppError.invalid('Content-Type must be application/json.');
         }
         if (body === undefined && route.body.required !== false) throw AppError.invalid('A JSON request body is required.', [{ path: '(body)', in: 'body', message: 'is required' }]);
@@ -47,7 +47,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
         throw AppError.invalid('This operation takes no request body.');
       }
       const reply = await route.handler({ deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log: req.state.log });
-      await sendJson(req, res, deps, reply.status, reply.body, reply.headers);
+      await sendJson(req, res, deps, reply.status, reply.body, reply.headers, 'replayBody' in reply ? reply.replayBody : reply.body);
     } catch (err) {
       next(err);
     }

@@ -127,8 +127,9 @@ await parallel(DEPOSITS, WIDTH, (i) => inUnit(deps, (unit) => unit.stage(intentJ
 await until(`SELECT count(*) AS n FROM treasury_deposits WHERE payment_intent_id = ANY($1) AND status = 'confirmed'`, [intentIds], DEPOSITS, 'deposits');
 const depositSeconds = (performance.now() - depositStart) / 1000;
 const [{ sound }] = await ds.query(
+  // Stored balances are in minor units (micro-USDC); deposits are decimal USDC.
   `SELECT (SELECT balance FROM ledger_accounts WHERE business_id = $1 AND environment = 'sandbox' AND account_key = 'treasury:USDC')
-        = (SELECT sum(usdc_amount) FROM treasury_deposits WHERE business_id = $1 AND status = 'confirmed') AS sound`,
+        = (SELECT sum(usdc_amount) * 1000000 FROM treasury_deposits WHERE business_id = $1 AND status = 'confirmed') AS sound`,
   [scope.businessId],
 );
 

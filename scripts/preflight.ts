@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import { databaseSettings } from '../shared/config.js';
 
 const PG_HINT = "start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start  (or set DATABASE_URL)";
-const REDIS_HINT = 'start it with: redis-server --daemonize yes --port 6379  (or set REDIS_URL)';
+/** The hint names the port REDIS_URL asks for, not Redis's default. */
+const redisHint = (url: URL) => `start it with: redis-server --daemonize yes --port ${url.port || '6379'}  (or set REDIS_URL)`;
 
 export class PreflightError extends Error {}
 
@@ -49,7 +50,7 @@ export async function ensureRedis(redisUrl: string): Promise<void> {
     await redis.connect();
     await redis.ping();
   } catch (err) {
-    throw new PreflightError(`Redis is unreachable at ${new URL(redisUrl).host} (${(err as Error).message}); ${REDIS_HINT}`);
+    throw new PreflightError(`Redis is unreachable at ${new URL(redisUrl).host} (${(err as Error).message}); ${redisHint(new URL(redisUrl))}`);
   } finally {
     redis.disconnect();
   }

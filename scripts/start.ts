@@ -1,11 +1,51 @@
 // npm start: the one-machine default. Checks PostgreSQL and Redis, creates the database if absent,
 // applies migrations, then runs the web process and every worker pool, restarting nothing silently.
-import { spawn, type ChildProcess } from 'node:child_process';
+// SIGTERM or SIGINT reaches every child once; it exits when they all have, and no child outlives it.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { getConfig } from '../shared/config.js';
 import { createDataSource, runMigrations } from '../shared/db/data-source.js';
 import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
 
+const say = (line: string) => process.stderr.write(`npm start: ${line}\n`);
+
+/**
+ * The processes that launched this one, up to npm: npm -> sh -c -> tsx -> this. sh dies of the SIGTERM npm forwards
+ * without passing it on, so nothing would ever signal this process: it watches them instead. Not under npm, or
+ * without `ps`: the parent only.
+ */
+function launchers(): number[] {
+  if (!process.env.npm_lifecycle_event) return [process.ppid];
+  const ps = (pid: number) => execFileSync('ps', ['-o', 'ppid=,args=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const chain: number[] = [];
+  try {
+    for (let pid = process.ppid; chain.length < 5; ) {
+      chain.push(pid);
+      const [, ppid, args] = /^(\d+)\s+(.*)$/.exec(ps(pid).trim()) ?? [];
+      if (!ppid) break;
+      if (/(^|[\s/])npm(-cli\.js)?(\s|$)/.test(args)) return chain;
+      pid = Number(ppid);
+    }
+  } catch {
+    // no ps (a slim image): the parent is all there is to watch
+  }
+  return [process.ppid];
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
 const config = getConfig();
+const parentPid = process.ppid;
+const watched = launchers();
+/** The pid of a launcher that is gone, or null. */
+const goneLauncher = () => (process.ppid !== parentPid ? parentPid : watched.find((pid) => !alive(pid)) ?? null);
+
 try {
   await ensureDatabase(config.databaseUrl);
   await ensureRedis(config.redisUrl);
@@ -17,26 +57,88 @@ const ds = createDataSource({ poolSize: 2, statementTimeoutMs: 0 });
 await ds.initialize();
 await runMigrations(ds);
 await ds.destroy();
+if (goneLauncher() !== null) {
+  say(`the process that started it (pid ${goneLauncher()}) is gone; not starting anything`);
+  process.exit(1);
+}
 
-// node itself (tsx as its loader, no wrapper process): the SIGTERM sent below reaches the process that drains.
-const children: ChildProcess[] = [
-  spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { stdio: 'inherit' }),
-  spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts', 'all'], { stdio: 'inherit' }),
+// Loaded into each child: when this process is gone, even killed by SIGKILL (which no handler sees), the child's IPC
+// pipe closes and it sends itself SIGTERM, draining as usual. Unref'd, so the pipe never keeps a child alive.
+const ORPHAN_GUARD = `data:text/javascript,${encodeURIComponent(
+  "process.on('disconnect', () => process.kill(process.pid, 'SIGTERM')); process.channel?.unref();",
+)}`;
+// Children get this long past their own drain limit (SHUTDOWN_TIMEOUT_MS) before they are killed.
+const KILL_GRACE_MS = 5_000;
+
+const PROCESSES: [name: string, args: string[]][] = [
+  ['web', ['api/main.ts']],
+  ['worker', ['workers/main.ts', 'all']],
 ];
-let exiting = false;
-const stopAll = (signal: NodeJS.Signals) => {
-  if (exiting) return;
-  exiting = true;
-  for (const child of children) child.kill(signal);
-};
+
+// node itself, tsx as its loader: no wrapper process to swallow a signal. Detached, each child leads its own process
+// group: a terminal's Ctrl-C reaches it once, through stop(), and a signal to the group reaches all it starts.
+const children = PROCESSES.map(([name, args]) => ({
+  name,
+  proc: spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, ...args], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    detached: true,
+  }),
+  exited: false,
+}));
+
+let stopping = false;
+let failed = false;
+const running = () => children.filter((c) => !c.exited);
+const names = (list: { name: string }[]) => list.map((c) => c.name).join(' and ') || 'nothing';
+
+function signal(proc: ChildProcess, sig: NodeJS.Signals): void {
+  if (proc.pid === undefined) return;
+  try {
+    process.kill(-proc.pid, sig);
+  } catch {
+    proc.kill(sig); // the group is gone (or never formed): the process itself, if it is still there
+  }
+}
+
+function stop(sig: NodeJS.Signals): void {
+  if (stopping) return;
+  stopping = true;
+  for (const child of running()) signal(child.proc, sig);
+  setTimeout(() => {
+    say(`${names(running())} still running ${config.shutdownTimeoutMs + KILL_GRACE_MS} ms after ${sig}; killing`);
+    failed = true;
+    for (const child of running()) signal(child.proc, 'SIGKILL');
+  }, config.shutdownTimeoutMs + KILL_GRACE_MS).unref();
+}
+
+function exited(child: (typeof children)[number], how: string, ok: boolean): void {
+  if (child.exited) return;
+  child.exited = true;
+  if (!stopping) {
+    failed = true;
+    say(`${child.name} (pid ${child.proc.pid ?? 'none'}) ${how}; stopping ${names(running())}`);
+    stop('SIGTERM');
+  } else if (!ok) {
+    failed = true;
+    say(`${child.name} (pid ${child.proc.pid}) ${how} while stopping`);
+  }
+  if (running().length === 0) process.exit(failed ? 1 : 0);
+}
+
 for (const child of children) {
-  child.on('exit', (code) => {
-    if (!exiting) {
-      process.stderr.write(`a process exited (code ${code}); stopping the others\n`);
-      stopAll('SIGTERM');
-    }
-    if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(code ?? 0);
+  child.proc.on('exit', (code, sig) => exited(child, sig ? `was killed by ${sig}` : `exited with code ${code}`, code === 0));
+  child.proc.on('error', (err) => {
+    if (child.proc.pid === undefined) exited(child, `could not start (${err.message})`, false);
   });
 }
-process.on('SIGTERM', () => stopAll('SIGTERM'));
-process.on('SIGINT', () => stopAll('SIGTERM'));
+
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));
+// The children handle SIGTERM and SIGINT only: a closed terminal drains them like a SIGTERM.
+process.on('SIGHUP', () => stop('SIGTERM'));
+setInterval(() => {
+  const gone = goneLauncher();
+  if (stopping || gone === null) return;
+  say(`the process that started it (pid ${gone}) is gone; stopping ${names(running())}`);
+  stop('SIGTERM');
+}, 500).unref();

@@ -1,5 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { AppError } from '../../shared/errors.js';
 import type { RouteDef } from '../routes/route.js';
 import { fullPath, type OpenApiDocument } from './document.js';
@@ -66,6 +67,9 @@ function newAjv(useDefaults: boolean): Ajv2020 {
   ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
   // The shape only: the EIP-55 checksum and the zero address are refused by the domain, with their own messages.
   ajv.addFormat('evm-address', /^0x[0-9a-fA-F]{40}$/);
+  // RFC 3339 allows year 0000; PostgreSQL's timestamptz does not (it has no year zero): such a filter is a 400, not a 500.
+  const rfc3339 = fullFormats['date-time'] as { validate: (s: string) => boolean };
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339.validate(s) && !s.startsWith('0000') });
   ajv.addVocabulary(OPENAPI_KEYS);
   ajv.addKeyword({ keyword: 'x-required-scope' });
   ajv.addKeyword({ keyword: 'x-sandbox-only' });

@@ -290,6 +290,7 @@ export const routes: RouteDef[] = [
     tag: 'Payment intents',
     scope: 'payment_intents:write',
     pathParams: { id: uuidParam },
+    body: { schema: { type: 'object', additionalProperties: false, properties: {}, description: 'No fields; an empty body or `{}`.' }, required: false },
     responses: { '200': { description: 'The cancelled intent.', schema: ref('PaymentIntent') } },
     handler: async ({ deps, auth, params }) => ({ status: 200, body: paymentIntentView(await inUnit(deps, (unit) => cancelPaymentIntent(unit, auth, byId(params)))) }),
   },

@@ -30,6 +30,8 @@ export interface Reply {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** What a replay with the same Idempotency-Key answers, when it must differ: a secret is shown once, never stored in Redis. */
+  replayBody?: unknown;
 }
 
 /**

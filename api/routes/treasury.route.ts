@@ -55,7 +55,7 @@ export const schemas: Record<string, JsonSchema> = {
     required: ['id', 'kind', 'reference', 'description', 'metadata', 'created_at', 'postings'],
     properties: {
       id: ref('Uuid'),
-      kind: { type: 'string', description: 'What caused it: `sandbox_funding`, `offramp_payout`, `treasury_deposit`, ...' },
+      kind: { type: 'string', description: 'What caused it: `sandbox_funding`, `offramp_payout`, `treasury_deposit_pending`, `treasury_deposit_confirmed`, `treasury_payout_funding`, ...' },
       reference: { type: ['string', 'null'], description: 'The business fact it records (one entry per reference).' },
       description: { type: ['string', 'null'] },
       metadata: { type: 'object' },

@@ -53,7 +53,7 @@ export const schemas: Record<string, JsonSchema> = {
       },
       failing_since: { ...NULLABLE_TIME, description: 'When deliveries started failing (null after a success).' },
       disabled_reason: { type: ['string', 'null'] },
-      secret: { type: 'string', pattern: '^whsec_', description: 'Only on creation and rotation: the signing secret (Standard Webhooks). Store it; it is not shown again.' },
+      secret: { type: 'string', pattern: '^whsec_', description: 'Only in the answer to creation and rotation (a replay with the same Idempotency-Key omits it): the signing secret (Standard Webhooks). Store it; it is not shown again.' },
       created_at: ref('Timestamp'),
       updated_at: ref('Timestamp'),
     },
@@ -108,15 +108,16 @@ export const routes: RouteDef[] = [
     scope: 'webhooks:read',
     query: {
       ...paginationQuery,
-      type: { schema: { type: 'string', enum: EVENT_FILTERS.filter((f) => f !== '*') }, description: 'An event type, or a wildcard such as `transaction.*`.' },
+      type: { schema: { type: 'string', enum: [...EVENT_FILTERS] }, description: 'An event type, or a wildcard such as `transaction.*` (`*`: every type).' },
       created_gte: { schema: TIME, description: 'Created at or after this instant.' },
       created_lte: { schema: TIME, description: 'Created at or before this instant.' },
     },
     responses: { '200': { description: 'A page of events.', schema: ref('EventList') } },
     handler: async ({ deps, auth, query }) => {
       const q = query as EventQuery;
-      const wildcard = q.type?.endsWith('.*');
-      const filters = { ...q, type: wildcard ? undefined : q.type, resource: wildcard ? q.type!.slice(0, -2) : undefined };
+      const type = q.type === '*' ? undefined : q.type;
+      const wildcard = type?.endsWith('.*');
+      const filters = { ...q, type: wildcard ? undefined : type, resource: wildcard ? type!.slice(0, -2) : undefined };
       const { where, params } = scopedWhere('e', auth, filters, [
         ['type', 'e.type = $'], ['resource', `split_part(e.type, '.', 1) = $`], ['created_gte', 'e.created_at >= $'], ['created_lte', 'e.created_at <= $'],
       ]);
@@ -186,7 +187,7 @@ export const routes: RouteDef[] = [
       const input = body as CreateEndpointInput;
       const url = await checkEndpointUrl(input.url, { environment: auth.environment, allowLoopback: auth.environment === 'sandbox' && deps.config.webhooks.allowLoopback });
       const { row, secret } = await inUnit(deps, (unit) => createEndpoint(unit, deps.config.encryptionKeys, auth, url, input));
-      return { status: 201, body: endpointView(row, secret) };
+      return { status: 201, body: endpointView(row, secret), replayBody: endpointView(row) };
     },
   },
   {
@@ -239,7 +240,7 @@ export const routes: RouteDef[] = [
     responses: { '200': { description: 'The endpoint, with its new secret.', schema: ref('WebhookEndpoint') } },
     handler: async ({ deps, auth, params }) => {
       const { row, secret } = await inUnit(deps, (unit) => rotateSecret(unit, deps.config.encryptionKeys, auth, byId(params)));
-      return { status: 200, body: endpointView(row, secret) };
+      return { status: 200, body: endpointView(row, secret), replayBody: endpointView(row) };
     },
   },
   {

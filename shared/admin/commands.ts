@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { ENVIRONMENTS, type Environment } from '../domain/chains.js';
 import { MAX_ALLOWED_IPS, SCOPES, generateApiKey, isScope, normalizeIp, type Scope } from '../domain/api-keys.js';
 import type { Config } from '../config.js';
-import { platformBpsProblem, platformMinProblem, updatePlatformFee } from '../domain/fees.js';
+import { feeColumns, feeFromRow, platformBpsProblem, platformMinProblem, updatePlatformFee, type FeeRow } from '../domain/fees.js';
+import { TREASURY_PATH, treasuryAddress } from '../chain/hd-wallet.js';
 
 export class AdminError extends Error {}
 
@@ -28,6 +29,21 @@ const MAX_RATE_WINDOW_SECONDS = 86_400;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+const isEnvironment = (value: string): value is Environment => (ENVIRONMENTS as readonly string[]).includes(value);
+
+/** Scopes as an operator writes them (README): a scope, every scope of a resource (`customers:*`), or all (`*`). */
+export function expandScopes(requested: string[]): Scope[] {
+  const scopes = new Set<Scope>();
+  for (const scope of requested) {
+    const matched = scope === '*' ? SCOPES
+      : scope.endsWith(':*') ? SCOPES.filter((known) => known.startsWith(scope.slice(0, -1)))
+      : isScope(scope) ? [scope] : [];
+    if (matched.length === 0) throw new AdminError(`unknown scope "${scope}"; known: ${SCOPES.join(', ')} (resource:* for all of a resource's, * for all)`);
+    for (const known of matched) scopes.add(known);
+  }
+  return [...scopes];
+}
+
 async function announceKeyChange(deps: AdminDeps): Promise<void> {
   if (!deps.redis) return;
   await deps.redis.publish(`${deps.config.redisPrefix}:api-keys:changed`, 'changed').catch(() => undefined);
@@ -38,10 +54,8 @@ export async function createKey(
   opts: { businessId: string; environment: string; scopes?: string[]; allowedIps?: string[]; rateLimit?: number; rateWindowSeconds?: number },
 ): Promise<CreatedKey> {
   if (!UUID.test(opts.businessId)) throw new AdminError('--business must be a business id (UUID)');
-  if (!(ENVIRONMENTS as readonly string[]).includes(opts.environment)) throw new AdminError('--environment must be sandbox or live');
-  const scopes = opts.scopes ?? [...SCOPES];
-  const badScope = scopes.find((s) => !isScope(s));
-  if (badScope) throw new AdminError(`unknown scope "${badScope}"; known: ${SCOPES.join(', ')}`);
+  if (!isEnvironment(opts.environment)) throw new AdminError('--environment must be sandbox or live');
+  const scopes = opts.scopes === undefined ? [...SCOPES] : expandScopes(opts.scopes);
   const ips = (opts.allowedIps ?? []).map((raw) => {
     const ip = normalizeIp(raw);
     if (!ip) throw new AdminError(`"${raw}" is not an IPv4 or IPv6 address`);
@@ -59,9 +73,9 @@ export async function createKey(
   const rows: { id: string }[] = await deps.ds.query(
     `INSERT INTO api_keys (business_id, environment, prefix, key_hash, scopes, allowed_ips, rate_limit, rate_window_seconds)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-    [opts.businessId, environment, generated.prefix, generated.hash, [...new Set(scopes)], [...new Set(ips)], rateLimit, window],
+    [opts.businessId, environment, generated.prefix, generated.hash, scopes, [...new Set(ips)], rateLimit, window],
   );
-  return { id: rows[0].id, environment, key: generated.key, scopes: [...new Set(scopes)] as Scope[], allowed_ips: [...new Set(ips)] };
+  return { id: rows[0].id, environment, key: generated.key, scopes, allowed_ips: [...new Set(ips)] };
 }
 
 export async function createBusiness(deps: AdminDeps, opts: { name: string }): Promise<{ business_id: string; name: string; keys: CreatedKey[] }> {
@@ -113,4 +127,62 @@ export async function setFees(deps: AdminDeps, opts: { businessId: string; platf
   if (!fee) throw new AdminError(`no business ${opts.businessId}`);
   await announceKeyChange(deps);
   return { business_id: opts.businessId, platform_bps: fee.bps, platform_min: fee.min };
+}
+
+export interface BusinessSummary {
+  id: string;
+  name: string;
+  status: string;
+  live_enabled: boolean;
+  platform_bps: number;
+  platform_min: string;
+  created_at: string;
+}
+
+export async function listBusinesses(deps: AdminDeps): Promise<BusinessSummary[]> {
+  const rows: (FeeRow & { id: string; name: string; status: string; live_enabled: boolean; created_at: Date })[] = await deps.ds.query(
+    `SELECT b.id, b.name, b.status, b.live_enabled, b.created_at, ${feeColumns('b')} FROM businesses b ORDER BY b.created_at, b.id`,
+  );
+  return rows.map((r) => {
+    const fee = feeFromRow(r);
+    return { id: r.id, name: r.name, status: r.status, live_enabled: r.live_enabled, platform_bps: fee.bps, platform_min: fee.min, created_at: r.created_at.toISOString() };
+  });
+}
+
+/** A key as an operator may see it: never the key itself, nor its hash. */
+export interface KeySummary {
+  id: string;
+  environment: Environment;
+  prefix: string;
+  scopes: string[];
+  allowed_ips: string[];
+  rate_limit: { limit: number; window_seconds: number };
+  revoked: boolean;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+export async function listKeys(deps: AdminDeps, opts: { businessId: string }): Promise<KeySummary[]> {
+  if (!UUID.test(opts.businessId)) throw new AdminError('--business must be a business id (UUID)');
+  const exists: unknown[] = await deps.ds.query(`SELECT 1 FROM businesses WHERE id = $1`, [opts.businessId]);
+  if (exists.length === 0) throw new AdminError(`no business ${opts.businessId}`);
+  const rows: { id: string; environment: Environment; prefix: string; scopes: string[]; allowed_ips: string[]; rate_limit: number; rate_window_seconds: number; revoked_at: Date | null; created_at: Date }[] =
+    await deps.ds.query(
+      `SELECT id, environment, prefix, scopes, allowed_ips, rate_limit, rate_window_seconds, revoked_at, created_at
+         FROM api_keys WHERE business_id = $1 ORDER BY created_at, id`,
+      [opts.businessId],
+    );
+  return rows.map((r) => ({
+    id: r.id, environment: r.environment, prefix: r.prefix, scopes: r.scopes, allowed_ips: r.allowed_ips,
+    rate_limit: { limit: r.rate_limit, window_seconds: r.rate_window_seconds },
+    revoked: r.revoked_at !== null, revoked_at: r.revoked_at?.toISOString() ?? null, created_at: r.created_at.toISOString(),
+  }));
+}
+
+/** The environment's treasury hot wallet, derived from its seed (no database needed). */
+export function treasuryWallet(config: Config, opts: { environment: string }): { environment: Environment; address: `0x${string}`; path: string } {
+  if (!isEnvironment(opts.environment)) throw new AdminError('--environment must be sandbox or live');
+  const seed = config.walletSeeds[opts.environment];
+  if (!seed) throw new AdminError('WALLET_SEED_LIVE is not set, so live has no treasury wallet yet: set it to its own BIP-39 mnemonic');
+  return { environment: opts.environment, address: treasuryAddress(seed), path: TREASURY_PATH };
 }

@@ -48,8 +48,10 @@ async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<{
   // In the order they happened: the identity `seq` follows the insertion order.
   const messages: { id: string; business_id: string; environment: string }[] = await em.query(
     `WITH ev AS (
-       INSERT INTO events (business_id, environment, type, data)
-       SELECT b, e, t, d FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o
+       INSERT INTO events (business_id, environment, type, data, created_at)
+       -- A microsecond apart, so lists ordered by created_at show a unit's events in the order they happened.
+       SELECT b, e, t, d, now() + (o - 1) * interval '1 microsecond'
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o
        RETURNING id, business_id, environment, type)
      INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment)
      SELECT ev.id, w.id, ev.business_id, ev.environment FROM ev

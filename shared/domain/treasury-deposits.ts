@@ -157,7 +157,8 @@ export interface Recorded {
 export async function recordPayment(unit: Unit, config: Config, intentId: string, payment: Payment, chain?: ChainAdapter): Promise<Recorded> {
   const intent = (await loadPaymentIntent(unit.em, intentId, true))!;
   const scope = intentScope(intent);
-  const late = !['awaiting_payment', 'processing'].includes(intent.status);
+  // After a cancel, an expiry or a payment that already covered the price, a payment is extra: credited, flagged.
+  const late = !['awaiting_payment', 'processing'].includes(intent.status) || minor(intent.received_amount) >= minor(intent.usdc_amount);
   const required = payment.method === 'mobile_money' ? 0 : intent.required_confirmations;
   const inserted: DepositRow[] = await unit.em.query(
     `INSERT INTO treasury_deposits AS d (id, business_id, environment, payment_intent_id, payment_method, status, payment_key, currency, amount, usdc_amount, chain,

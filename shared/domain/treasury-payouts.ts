@@ -23,10 +23,16 @@ import type { QuoteRow } from './quotes.js';
 
 const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_SCALE);
 
-function movePayout(unit: Unit, intent: PaymentIntentRow, to: PayoutStatus, set: Record<string, unknown>, reason: string) {
-  return transition<PayoutStatus, PaymentIntentRow>(unit, INTENT_PAYOUT_MACHINE, {
+/**
+ * payout_status moves (history row) and the intent is announced again under its own status, with the new payout
+ * fields: a webhook consumer learns how the payout went without polling.
+ */
+async function movePayout(unit: Unit, intent: PaymentIntentRow, to: PayoutStatus, set: Record<string, unknown>, reason: string) {
+  const moved = await transition<PayoutStatus, PaymentIntentRow>(unit, INTENT_PAYOUT_MACHINE, {
     scope: intentScope(intent), id: intent.id, to, set, reason, view: (row) => paymentIntentView(row),
   });
+  if (moved) unit.event(intentScope(intent), `payment_intent.${moved.row.status}`, paymentIntentView(moved.row));
+  return moved;
 }
 
 /** The payout cannot start (or ended badly): payout_status failed, with the reason the business sees. */

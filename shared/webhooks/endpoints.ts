@@ -139,12 +139,15 @@ export async function deleteEndpoint(unit: Unit, scope: EventScope, id: string):
   return rows[0];
 }
 
-/** A new secret, shown once; the previous ones keep signing for 24 h more (or less, if they were expiring sooner). */
+/** A new secret, shown once; the one it replaces keeps signing for 24 h, an older one stops at once. */
 export async function rotateSecret(unit: Unit, keys: readonly MasterKey[], scope: EventScope, id: string): Promise<{ row: EndpointRow; secret: string }> {
-  const row = await findEndpoint(unit.em, scope, id, true);
+  await findEndpoint(unit.em, scope, id, true);
+  // The secret in use keeps signing for 24 h; one rotated out earlier stops now, so a delivery carries two signatures at most.
   await unit.em.query(
-    `UPDATE webhook_secrets SET expires_at = least(coalesce(expires_at, 'infinity'), now() + make_interval(hours => $2)) WHERE endpoint_id = $1`,
+    `UPDATE webhook_secrets SET expires_at = CASE WHEN expires_at IS NULL THEN now() + make_interval(hours => $2) ELSE least(expires_at, now()) END
+      WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now())`,
     [id, ROTATION_OVERLAP_HOURS],
   );
+  const [row] = await updateReturning<EndpointRow>(unit.em, `UPDATE webhook_endpoints w SET updated_at = now() WHERE id = $1 RETURNING ${ENDPOINT_COLUMNS}`, [id]);
   return { row, secret: await addSecret(unit, keys, row) };
 }

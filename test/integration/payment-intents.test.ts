@@ -201,7 +201,7 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
   it('cancels only from awaiting_payment; the sandbox payer and collect are then refused and nothing changes', async () => {
     const i = await intent({ accepted_payment_methods: ['mobile_money', 'stablecoin'] });
     const res = await cancel(i.id);
-    expect(res.status).to.equal(200);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body.status).to.equal('cancelled');
     expect(res.body.cancelled_at).to.be.a('string');
     for (const second of [await cancel(i.id), await pay(i.id, 'mobile_money'), await collect(i.id)]) {
@@ -241,6 +241,24 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     const after = await treasury();
     const settled = fiatToUsdc('1500.00', 'KES', SANDBOX_RATES.KES, 'down');
     expect(minor(after.available) - minor(before.available)).to.equal(2n * settled);
+  });
+
+  it('a payment beyond what already paid the price is extra: credited and flagged, whatever the intent\'s status', async () => {
+    const ds = await getDs();
+    const i = await intent({ accepted_payment_methods: ['mobile_money', 'stablecoin'] });
+    const row = (await loadPaymentIntent(ds, i.id))!;
+    // A USDC transfer of the whole price (its confirmations still counting), then a mobile-money payment on top.
+    await inUnit(api.deps, (unit) =>
+      recordPayment(unit, api.deps.config, i.id, { method: 'stablecoin', key: `usdc-${i.id}`, currency: 'USDC', amount: row.usdc_amount, usdcAmount: minor(row.usdc_amount), reference: null }),
+    );
+    const after = (await loadPaymentIntent(ds, i.id))!;
+    expect(after.status).to.equal('processing');
+    const { deposit } = await inUnit(api.deps, (unit) => recordPayment(unit, api.deps.config, i.id, mobileMoneyPayment(after, `EXTRA-${i.id}`), chainFor('sandbox', api.deps.config)));
+    expect(deposit).to.deep.include({ late_payment: true, intent_status: 'processing' });
+    expect((await get(i.id)).amount_received).to.equal(i.settlement.amount);
+    const cancelBody = await api.http.post(`${BASE}/payment-intents/${(await intent()).id}/cancel`).set(writeHeaders(key)).send({ reason: 'x' });
+    expect(cancelBody.status).to.equal(400);
+    expect(cancelBody.body.error.details[0]).to.include({ in: 'body' });
   });
 
   it('cancel racing an arriving payment has exactly one outcome', async () => {
@@ -294,6 +312,10 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     await pay(failing.id, 'mobile_money');
     const failed = await untilIntent(failing.id, (x) => x.settlement.payout_status === 'failed' || x.settlement.payout_status === 'completed');
     expect(failed.settlement.payout_status).to.equal('failed');
+    // Each payout step is announced: the last event about the intent carries how its payout ended.
+    const announced = await (await getDs()).query(`SELECT type, data FROM events WHERE business_id = $1 AND data->>'id' = $2 ORDER BY seq`, [businessId, failing.id]);
+    expect(announced.map((e: { type: string }) => e.type).slice(-3)).to.deep.equal(['payment_intent.completed', 'payment_intent.completed', 'payment_intent.completed']);
+    expect(announced[announced.length - 1].data.settlement.payout_status).to.equal('failed');
     expect(failed.settlement.payout_error).to.match(/rejected/);
     const failedTx = (await api.http.get(`${BASE}/transactions/${failed.settlement.payout_transaction_id}`).set(bearer(key))).body;
     expect(failedTx.status).to.equal('failed');

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { testDatabaseUrl } from '../env.js';
 
@@ -21,6 +21,33 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<boolean
   return false;
 }
 
+// The README's command itself, in its own session (as a terminal runs a job) so a test can press Ctrl-C on it.
+function npmStart(env: Record<string, string>) {
+  const child = spawn('npm', ['start'], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // Every process holding the output (npm's children too) has closed it: all of them have ended.
+  const closed = new Promise<void>((resolve) => child.stdout.on('close', resolve));
+  return { pid: child.pid!, out, exit, closed };
+}
+
+const ps = (...args: string[]) => spawnSync('ps', args, { encoding: 'utf8' }).stdout.trim();
+
+/** Every process below `pid`, by parent pid, recursively. */
+function descendants(pid: number): number[] {
+  return ps('-o', 'pid=', '--ppid', String(pid)).split('\n').filter(Boolean).map(Number).flatMap((p) => [p, ...descendants(p)]);
+}
+
+/** Those of `pids` still running (a zombie has ended: only its exit status waits for a reaper). */
+function running(pids: number[]): number[] {
+  return ps('-o', 'pid=,stat=', '-p', pids.join(',')).split('\n').filter(Boolean).map((l) => l.trim().split(/\s+/))
+    .filter(([, stat]) => !stat.startsWith('Z')).map(([pid]) => Number(pid));
+}
+
+const commandOf = (pid: number) => ps('-o', 'args=', '-p', String(pid));
+
 describe('npm start on a fresh database (the newcomer path)', function () {
   this.timeout(90_000);
   const fresh = new URL(testDatabaseUrl());
@@ -35,21 +62,82 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     await client.end();
   });
 
-  it('creates the database, migrates, serves web and workers, and drains both on SIGTERM', async () => {
-    const port = String(20000 + (process.pid % 20000));
-    const { child, out, exit } = run('scripts/start.ts', { DATABASE_URL: fresh.toString(), PORT: port });
-    const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/ready`)).status === 200, 60_000);
-    expect(up, out.stderr + out.stdout).to.equal(true);
+  // npm start's own settings: its own database, port and Redis prefix (its workers must not take this run's jobs).
+  const SHUTDOWN_MS = 10_000;
+  const BUDGET_MS = SHUTDOWN_MS + 2_000;
+  const startEnv = () => ({ DATABASE_URL: fresh.toString(), PORT: String(20000 + (process.pid % 20000)), REDIS_PREFIX: `${process.env.REDIS_PREFIX}-start`, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_MS) });
+  let tree: number[] = [];
+  afterEach(() => {
+    for (const pid of running(tree)) process.kill(pid, 'SIGKILL'); // a failed test leaves nothing behind either
+    tree = [];
+  });
+
+  /** Starts `npm start`, waits until it serves and its workers run, and returns it with every process it started. */
+  async function startAll() {
+    const started = npmStart(startEnv());
+    const up = await until(async () => (await fetch(`http://127.0.0.1:${startEnv().PORT}/ready`)).status === 200 && started.out.stdout.includes('workers started'), 60_000);
+    expect(up, started.out.stderr + started.out.stdout).to.equal(true);
+    tree = [started.pid, ...descendants(started.pid)];
+    const find = (part: string) => tree.find((pid) => commandOf(pid).includes(part));
+    const pids = { web: find('api/main.ts'), worker: find('workers/main.ts'), start: find('preflight.cjs') };
+    expect(pids.web, 'web process').to.be.a('number');
+    expect(pids.worker, 'worker process').to.be.a('number');
+    expect(pids.start, 'scripts/start.ts process').to.be.a('number');
+    return { ...started, pids: pids as Record<keyof typeof pids, number> };
+  }
+
+  /** Within the shutdown budget: npm start has exited and not one process it started is running. */
+  async function allGone(started: { exit: Promise<unknown>; closed: Promise<void> }, since: number) {
+    const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), BUDGET_MS).unref());
+    expect(await Promise.race([started.exit.then(() => 'exited'), timeout]), 'npm start exited').to.equal('exited');
+    expect(await until(async () => running(tree).length === 0, BUDGET_MS - (Date.now() - since)), `still running: ${running(tree).map(commandOf).join('; ')}`).to.equal(true);
+    await started.closed;
+  }
+
+  it('creates the database, migrates, serves web and workers, and SIGTERM to npm start drains them all, leaving no process', async () => {
+    const started = await startAll();
     const tables = new pg.Client({ connectionString: fresh.toString() });
     await tables.connect();
     const { rows } = await tables.query(`SELECT count(*)::int AS n FROM schema_migrations`);
     await tables.end();
     expect(rows[0].n).to.be.at.least(1);
-    expect(await until(async () => out.stdout.includes('workers started'), 20_000)).to.equal(true);
-    child.kill('SIGTERM');
-    expect(await exit).to.equal(0);
-    expect(out.stdout).to.include('web stopped');
-    expect(out.stdout).to.include('workers stopped');
+
+    const since = Date.now();
+    process.kill(started.pid, 'SIGTERM'); // npm only, as a process manager would
+    await allGone(started, since);
+    expect(started.out.stdout).to.include('web stopped');
+    expect(started.out.stdout).to.include('workers stopped');
+    expect(started.out.stderr).not.to.match(/npm start: (web|worker) .*(exited with code|was killed)/);
+  });
+
+  it('Ctrl-C (SIGINT to the terminal\'s process group) drains web and workers, leaving no process', async () => {
+    const started = await startAll();
+    const since = Date.now();
+    process.kill(-started.pid, 'SIGINT');
+    await allGone(started, since);
+    expect(started.out.stdout).to.include('web stopped');
+    expect(started.out.stdout).to.include('workers stopped');
+    expect(started.out.stderr).not.to.match(/npm start: (web|worker) .*(exited with code|was killed)/);
+  });
+
+  it('a worker that dies takes the others down, and npm start exits non-zero naming it', async () => {
+    const started = await startAll();
+    const since = Date.now();
+    process.kill(started.pids.worker, 'SIGKILL');
+    await allGone(started, since);
+    expect((await started.exit).code, started.out.stderr).to.equal(1);
+    expect(started.out.stderr).to.match(new RegExp(`^npm start: worker \\(pid ${started.pids.worker}\\) was killed by SIGKILL; stopping web$`, 'm'));
+    expect(started.out.stdout).to.include('web stopped');
+  });
+
+  it('no child outlives its supervisor, even one killed with SIGKILL: each drains itself', async () => {
+    const started = await startAll();
+    const since = Date.now();
+    process.kill(started.pids.start, 'SIGKILL');
+    await allGone(started, since);
+    expect((await started.exit).code).not.to.equal(0);
+    expect(started.out.stdout).to.include('web stopped');
+    expect(started.out.stdout).to.include('workers stopped');
   });
 
   it('says which service is unreachable and how to start it', async () => {

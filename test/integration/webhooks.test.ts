@@ -255,8 +255,24 @@ describe('events and signed webhooks', function () {
     const [got] = await r.until(1);
     expect((got.headers['webhook-signature'] as string).split(' ')).to.have.length(2);
     for (const secret of [ep.secret, rotated.body.secret]) expect(() => new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).to.not.throw();
-    const [{ expires_at }] = await (await getDs()).query(`SELECT expires_at FROM webhook_secrets WHERE endpoint_id = $1 AND expires_at IS NOT NULL`, [ep.id]);
-    expect(new Date(expires_at).getTime() - Date.now()).to.be.closeTo(24 * 3600_000, 60_000);
+    expect(Date.parse(rotated.body.updated_at)).to.be.greaterThan(Date.parse(ep.updated_at));
+    // A replay of the rotation (same Idempotency-Key) does not show the secret again: it was never stored outside the database.
+    const headers = writeHeaders(key);
+    const third = await api.http.post(`${BASE}/webhook-endpoints/${ep.id}/rotate-secret`).set(headers);
+    const replay = await api.http.post(`${BASE}/webhook-endpoints/${ep.id}/rotate-secret`).set(headers);
+    expect(third.body.secret).to.match(/^whsec_/);
+    expect(replay.headers['idempotent-replayed']).to.equal('true');
+    expect(replay.body.secret).to.equal(undefined);
+    // Rotated twice: only the newest and the one it replaced sign.
+    await emit();
+    const [, second] = await r.until(2);
+    const signatures = (second.headers['webhook-signature'] as string).split(' ');
+    expect(signatures).to.have.length(2);
+    expect(() => new Webhook(third.body.secret).verify(second.body, second.headers as Record<string, string>)).to.not.throw();
+    expect(() => new Webhook(ep.secret).verify(second.body, second.headers as Record<string, string>)).to.throw();
+    const live = await (await getDs()).query(`SELECT expires_at FROM webhook_secrets WHERE endpoint_id = $1 AND expires_at > now()`, [ep.id]);
+    expect(live).to.have.length(1);
+    expect(new Date(live[0].expires_at).getTime() - Date.now()).to.be.closeTo(24 * 3600_000, 60_000);
   });
 
   it('checks the address it connects to at delivery: an endpoint that now resolves to loopback is refused (live rules)', async () => {
@@ -292,6 +308,14 @@ describe('events and signed webhooks', function () {
     expect(list.data.every((e: Record<string, unknown>) => e.secret === undefined)).to.equal(true);
     const removed = await api.http.delete(`${BASE}/webhook-endpoints/${ids[0]}`).set(writeHeaders(key));
     expect(removed.body.status).to.equal('deleted');
+    // Creating with an Idempotency-Key twice: the replay is the endpoint without its secret.
+    const once = writeHeaders(key);
+    const made = await api.http.post(`${BASE}/webhook-endpoints`).set(once).send({ url: r.url });
+    const again = await api.http.post(`${BASE}/webhook-endpoints`).set(once).send({ url: r.url });
+    expect(made.body.secret).to.match(/^whsec_/);
+    const { secret: _secret, ...withoutSecret } = made.body;
+    expect(again.body).to.deep.equal(withoutSecret);
+    await api.http.delete(`${BASE}/webhook-endpoints/${made.body.id}`).set(writeHeaders(key));
     expect((await api.http.get(`${BASE}/webhook-endpoints/${ids[0]}`).set(bearer(key))).status).to.equal(404);
     expect((await api.http.post(`${BASE}/webhook-endpoints`).set(writeHeaders(key)).send({ url: r.url })).status).to.equal(201);
     for (const body of [{ url: r.url, events: ['transaction.paid'] }, { url: 'ftp://example.com/x' }, { url: 'http://10.0.0.8/hook' }, { url: 'not a url' }]) {
@@ -327,6 +351,15 @@ describe('events and signed webhooks', function () {
     const other = await makeBusiness();
     expect((await api.http.get(`${BASE}/events/${all[0].id}`).set(bearer(other.sandboxKey))).status).to.equal(404);
     expect((await api.http.get(`${BASE}/events?type=transaction.paid`).set(bearer(key))).status).to.equal(400);
+    expect((await api.http.get(`${BASE}/events?type=*`).set(bearer(key))).body.data).to.have.length(3);
+    // PostgreSQL has no year 0: refused as input, not a 500.
+    expect((await api.http.get(`${BASE}/events?created_gte=0000-01-01T00:00:00Z`).set(bearer(key))).status).to.equal(400);
+    // One unit's events keep the order they happened in.
+    await inUnit(api.deps, async (unit) => {
+      for (const type of ['transaction.created', 'transaction.awaiting_funds', 'transaction.funded'] as const) unit.event({ businessId, environment: 'sandbox' }, type, { id: 'ordered' });
+    });
+    const ordered = (await api.http.get(`${BASE}/events?limit=3`).set(bearer(key))).body.data.map((e: { type: string }) => e.type);
+    expect(ordered).to.deep.equal(['transaction.funded', 'transaction.awaiting_funds', 'transaction.created']);
   });
 
   it('a webhooks worker killed mid-delivery: another delivers it again, with the same webhook-id', async () => {

@@ -1,0 +1,215 @@
+import { parseAbiItem, type Address, type Hex, type PublicClient } from 'viem';
+import type { Config } from '../config.js';
+import { inUnit, type UnitDeps } from '../db/unit-of-work.js';
+import type { Chain, Environment } from '../domain/chains.js';
+import { fromMinor, USDC_SCALE } from '../domain/money.js';
+import { observeTransfer } from '../domain/offramps.js';
+import { loadSettlement } from '../domain/settlements.js';
+import { recordPayment } from '../domain/treasury-deposits.js';
+
+// The core of the live settlement watcher: one pass over a chain for one environment.
+//
+// - The cursor (`chain_cursors`, per environment and chain) is the next block to scan. With no row yet, the first scan
+//   starts at the chain head: nothing before the watcher existed is scanned (a deposit address is created after its
+//   watcher, so nothing of ours can be there; an operator who wants older blocks sets `next_block` by hand).
+// - It asks for every ERC-20 Transfer log of the token over [cursor, min(head, cursor + maxRange - 1)], with no
+//   `to` filter: one request whatever the number of open deposit addresses. A range the RPC refuses is halved, down
+//   to one block, and the rest of the range is then asked for in pieces of the width that worked.
+// - The distinct recipients are matched in one query against every open deposit address of the environment and
+//   chain: settlements awaiting a transfer (or closed, so that a late deposit is still recorded) and every payment
+//   intent's deposit address (late payments are recorded and flagged by recordPayment).
+// - Each matching log is applied in its own unit of work, in chain order. Applying is idempotent by
+//   (transaction hash, log index), so a range scanned twice (a crash before the cursor moved, two scanners) counts
+//   every transfer once. A log that fails to apply fails the scan before the cursor moves: the next scan retries it.
+// - Then the cursor moves to `to + 1`, unless another scanner moved it meanwhile (compare-and-set).
+
+export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+
+/**
+ * Settlement statuses whose deposit address still records transfers: every one (expired and underpaid ones as late
+ * deposits, a confirmed one as an overpayment), so no USDC sent to an address of ours goes unrecorded.
+ */
+export const WATCHED_SETTLEMENT_STATUSES = ['awaiting_transfer', 'confirming', 'confirmed', 'underpaid', 'expired'] as const;
+
+export interface ScanInput {
+  environment: Environment;
+  chain: Chain;
+  client: PublicClient;
+  /** The token contract whose Transfer logs are read (the chain's USDC). */
+  token: Address;
+  /** The widest block range asked for in one scan (SETTLEMENT_MAX_BLOCK_RANGE). */
+  maxRange: bigint;
+}
+
+export interface ScanResult {
+  /** The first block scanned. */
+  from: bigint;
+  /** The last block scanned (from - 1 when there was nothing to scan yet). */
+  to: bigint;
+  /** Transfer logs of the token in the range. */
+  logs: number;
+  /** Of those, the logs to an open deposit address (applied; a rescan matches them again and changes nothing). */
+  matched: number;
+}
+
+export interface TransferLog {
+  to: string;
+  value: bigint;
+  transactionHash: Hex;
+  logIndex: number;
+  blockNumber: bigint;
+  blockHash: Hex;
+}
+
+interface Match {
+  kind: 'settlement' | 'payment_intent';
+  id: string;
+  address: string;
+}
+
+/** The cursor: the next block to scan, or null before the first scan. */
+export async function readCursor(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain): Promise<bigint | null> {
+  const rows: { next_block: string }[] = await deps.ds.query(`SELECT next_block::text FROM chain_cursors WHERE environment = $1 AND chain = $2`, [environment, chain]);
+  return rows[0] ? BigInt(rows[0].next_block) : null;
+}
+
+/**
+ * Moves the cursor to `next` if it still stands at `expected` (null: no row yet). Answers whether it moved: false when
+ * another scanner got there first (its scan covered the same blocks; applying is idempotent, so nothing is lost).
+ */
+export async function advanceCursor(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain, expected: bigint | null, next: bigint): Promise<boolean> {
+  const rows: unknown[] = await deps.ds.query(
+    `INSERT INTO chain_cursors AS c (environment, chain, next_block, updated_at) VALUES ($1, $2, $3, now())
+     ON CONFLICT (environment, chain) DO UPDATE SET next_block = EXCLUDED.next_block, updated_at = now()
+      WHERE c.next_block IS NOT DISTINCT FROM $4::bigint
+     RETURNING 1`,
+    [environment, chain, next.toString(), expected === null ? null : expected.toString()],
+  );
+  return rows.length > 0;
+}
+
+/** Whether an eth_getLogs error is the RPC refusing the range (as opposed to the RPC being down). */
+export function isRangeRefusal(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { message, details, code } = e as { message?: unknown; details?: unknown; code?: unknown };
+    if (code === -32005) return true; // EIP-1474 limit exceeded
+    if ([message, details].some((m) => typeof m === 'string' && /range|limit|too many|exceed/i.test(m))) return true;
+  }
+  return false;
+}
+
+/**
+ * Every Transfer log of the token in [from, to], asking for at most `width` blocks at a time and halving the width
+ * whenever the RPC refuses (a refusal, or any error while more than one block is asked for). A single block that
+ * still fails throws.
+ */
+export async function fetchTransferLogs(
+  client: PublicClient,
+  token: Address,
+  from: bigint,
+  to: bigint,
+  onHalve?: (info: { from: bigint; to: bigint; width: bigint; err: unknown }) => void,
+): Promise<TransferLog[]> {
+  const out: TransferLog[] = [];
+  let width = to - from + 1n;
+  let pos = from;
+  while (pos <= to) {
+    const end = pos + width - 1n < to ? pos + width - 1n : to;
+    let logs;
+    try {
+      logs = await client.getLogs({ address: token, event: TRANSFER_EVENT, fromBlock: pos, toBlock: end, strict: true });
+    } catch (err) {
+      const asked = end - pos + 1n;
+      // A refusal (isRangeRefusal) or any other error while more than one block was asked for: ask for half. One block
+      // that still fails is the RPC failing, whatever it says.
+      if (asked <= 1n) throw err;
+      width = (asked + 1n) / 2n; // ceil(asked / 2): at least one block less each time, down to 1
+      onHalve?.({ from: pos, to: end, width, err });
+      continue;
+    }
+    for (const log of logs) {
+      // Pending logs carry no block: eth_getLogs over mined blocks never answers one.
+      if (log.blockNumber === null || log.transactionHash === null || log.logIndex === null || log.blockHash === null) continue;
+      out.push({ to: log.args.to, value: log.args.value, transactionHash: log.transactionHash, logIndex: log.logIndex, blockNumber: log.blockNumber, blockHash: log.blockHash });
+    }
+    pos = end + 1n;
+  }
+  return out;
+}
+
+/** The open deposit addresses of the environment and chain among `addresses` (lowercase), in one query. */
+export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain, addresses: string[]): Promise<Match[]> {
+  if (!addresses.length) return [];
+  return deps.ds.query(
+    `SELECT 'settlement' AS kind, s.id, lower(s.to_address) AS address FROM settlements s
+      WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[])
+     UNION ALL
+     SELECT 'payment_intent' AS kind, i.id, lower(i.deposit_address) AS address FROM payment_intents i
+      WHERE i.environment = $1 AND i.chain = $2 AND lower(i.deposit_address) = ANY($4::text[])`,
+    [environment, chain, [...WATCHED_SETTLEMENT_STATUSES], addresses],
+  );
+}
+
+/** One pass of the watcher over a chain for an environment: see the notes at the top of this file. */
+export async function scanChain(deps: UnitDeps & { config: Config }, input: ScanInput): Promise<ScanResult> {
+  const { environment, chain, client, token } = input;
+  if (input.maxRange < 1n) throw new RangeError('maxRange must be at least 1');
+  const cursor = await readCursor(deps, environment, chain);
+  const head = await client.getBlockNumber({ cacheTime: 0 });
+  // First scan: from the head (nothing before the watcher existed).
+  const from = cursor ?? head;
+  if (from > head) {
+    // Nothing new since the last scan (or a node behind the one that served it): wait for the chain.
+    if (cursor === null) await advanceCursor(deps, environment, chain, null, from);
+    return { from, to: from - 1n, logs: 0, matched: 0 };
+  }
+  const to = from + input.maxRange - 1n < head ? from + input.maxRange - 1n : head;
+  const logs = await fetchTransferLogs(client, token, from, to, ({ from: f, to: t, width, err }) =>
+    deps.log.warn({ chain, environment, from: f.toString(), to: t.toString(), width: width.toString(), refusal: isRangeRefusal(err), err: (err as Error).message?.slice(0, 300) }, 'eth_getLogs range refused; halving'),
+  );
+
+  const recipients = [...new Set(logs.map((l) => l.to.toLowerCase()))];
+  const matches = await matchDepositAddresses(deps, environment, chain, recipients);
+  const byAddress = new Map(matches.map((m) => [m.address, m]));
+  const matching = logs
+    .filter((l) => byAddress.has(l.to.toLowerCase()))
+    .sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
+
+  for (const log of matching) {
+    const match = byAddress.get(log.to.toLowerCase())!;
+    await applyTransfer(deps, match, log);
+  }
+
+  if (!(await advanceCursor(deps, environment, chain, cursor, to + 1n))) {
+    deps.log.info({ chain, environment, to: to.toString() }, 'chain cursor moved by another scanner meanwhile; left as it is');
+  }
+  if (matching.length) deps.log.info({ chain, environment, from: from.toString(), to: to.toString(), logs: logs.length, matched: matching.length }, 'chain scanned');
+  return { from, to, logs: logs.length, matched: matching.length };
+}
+
+/** Records one matching log, in its own unit of work (idempotent by transaction hash and log index). */
+async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, log: TransferLog): Promise<void> {
+  if (match.kind === 'settlement') {
+    await inUnit(deps, async (unit) => {
+      const settlement = await loadSettlement(unit.em, match.id);
+      if (!settlement) return;
+      await observeTransfer(unit, deps.config, settlement, {
+        transactionHash: log.transactionHash, logIndex: log.logIndex, amount: log.value, blockNumber: log.blockNumber, blockHash: log.blockHash,
+      });
+    });
+    return;
+  }
+  await inUnit(deps, (unit) =>
+    recordPayment(unit, deps.config, match.id, {
+      method: 'stablecoin',
+      key: `${log.transactionHash}-${log.logIndex}`,
+      currency: 'USDC',
+      amount: fromMinor(log.value, USDC_SCALE),
+      usdcAmount: log.value,
+      reference: log.transactionHash,
+      transactionHash: log.transactionHash,
+      blockNumber: log.blockNumber,
+      blockHash: log.blockHash,
+    }),
+  );
+}
