@@ -28,6 +28,9 @@ export interface Config {
   rateMaxAgeSeconds: number;
   /** How long an off-ramp settlement waits for its transfer. */
   settlementTtlSeconds: number;
+  /** How often the settlement pool scans each chain with open deposit addresses, and the widest block range it asks for. */
+  settlementPollMs: number;
+  settlementMaxBlockRange: number;
   /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
   providerMaxAttempts: number;
   providerRetryBaseMs: number;
@@ -245,6 +248,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
     rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
+    settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
+    settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),

@@ -18,6 +18,10 @@ import { collectIntentJob } from './providers/collect-intent.job.js';
 import { confirmDepositJob } from './settlement/confirm-deposit.job.js';
 import { sandboxPayJob } from './sandbox/sandbox-pay.job.js';
 import { deliverWebhookJob } from './webhooks/deliver-webhook.job.js';
+import { scanChainJob } from './settlement/scan-chain.job.js';
+import { chainReceiptJob } from './settlement/chain-receipt.job.js';
+import { CHAINS } from '../shared/domain/chains.js';
+import { getConfig } from '../shared/config.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
@@ -27,12 +31,14 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
-  deliverWebhookJob,
+  deliverWebhookJob, scanChainJob, chainReceiptJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
+  // The live chains' watchers (sandbox deposits arrive through the sandbox controls).
+  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: getConfig().settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
 ];
 
 export interface PoolSpec {

@@ -4,6 +4,7 @@ import { SETTLEMENT_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/m
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
+import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -175,7 +176,10 @@ export const routes: RouteDef[] = [
     path: '/transactions/{id}/confirm',
     operationId: 'confirmTransaction',
     summary: 'Tell us the hash of your transfer to the deposit address.',
-    description: 'Answers 202; the settlement pool checks the transfer. Only for an off-ramp still waiting for its funds (else 409 `invalid_state`).',
+    description:
+      'Answers 202. Live: the settlement pool reads that transaction\'s receipt at once and records its USDC transfers to the deposit address (a hash that pays ' +
+      'nothing of ours changes nothing; the chain scan would find the transfer anyway). Sandbox: the hash is noted; play the transfer with the sandbox control. ' +
+      'Only for an off-ramp still waiting for its funds (else 409 `invalid_state`).',
     tag: TAG,
     scope: 'transactions:write',
     requiresLiveEnabled: true,
@@ -189,9 +193,12 @@ export const routes: RouteDef[] = [
           throw AppError.invalidState(`An ${found.direction === 'offramp' ? 'off-ramp' : 'on-ramp'} that is ${found.status} does not wait for a transfer.`, { status: found.status });
         }
         if (found.funding_type === 'managed_wallet') throw AppError.invalidState('The platform sends the transfer of a managed-wallet off-ramp itself.');
+        const hash = (body as { transaction_hash: string }).transaction_hash.toLowerCase();
         await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE transaction_id = $1`, [
-          found.id, JSON.stringify({ claimed: { transaction_hash: (body as { transaction_hash: string }).transaction_hash.toLowerCase() } }),
+          found.id, JSON.stringify({ claimed: { transaction_hash: hash } }),
         ]);
+        // Live: the settlement pool reads that receipt at once. Sandbox transfers are played with the sandbox control.
+        if (auth.environment === 'live') await unit.stage(receiptJob('live', found.chain, hash), auth);
         return found;
       });
       return { status: 202, body: transactionView(tx) };

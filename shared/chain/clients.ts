@@ -37,3 +37,18 @@ export function publicClientFor(config: Config, chain: Chain): PublicClient {
   }
   return client;
 }
+
+// The settlement pool's scans may wait longer and retry (with viem's backoff): a slow RPC delays a scan, never a request.
+const SCAN_TIMEOUT_MS = 15_000;
+const scanClients = new Map<string, PublicClient>();
+
+/** The scanning client of a chain, separate from the request path's (it retries and waits longer). */
+export function scanClientFor(config: Config, chain: Chain): PublicClient {
+  const rpcUrl = rpcUrlFor(config, chain);
+  let client = scanClients.get(rpcUrl);
+  if (!client) {
+    client = createPublicClient({ transport: http(rpcUrl, { timeout: SCAN_TIMEOUT_MS, retryCount: 3, retryDelay: 250 }), cacheTime: 0 });
+    scanClients.set(rpcUrl, client);
+  }
+  return client;
+}

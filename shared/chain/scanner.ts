@@ -1,5 +1,7 @@
-import { parseAbiItem, type Address, type Hex, type PublicClient } from 'viem';
+import { parseAbiItem, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import type { Config } from '../config.js';
+import type { JobRequest } from '../queues/producer.js';
+import { jobId } from '../queues/registry.js';
 import { inUnit, type UnitDeps } from '../db/unit-of-work.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { fromMinor, USDC_SCALE } from '../domain/money.js';
@@ -185,6 +187,29 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
   }
   if (matching.length) deps.log.info({ chain, environment, from: from.toString(), to: to.toString(), logs: logs.length, matched: matching.length }, 'chain scanned');
   return { from, to, logs: logs.length, matched: matching.length };
+}
+
+/** The receipt job of a hash a business named (one per hash: naming it again is the same job). */
+export const receiptJob = (environment: Environment, chain: Chain, transactionHash: string): JobRequest<'chain.receipt'> => ({
+  name: 'chain.receipt', id: jobId('chain.receipt', environment, chain, transactionHash), data: { environment, chain, transactionHash },
+});
+
+/**
+ * The business's hint (POST /transactions/{id}/confirm): the receipt of the transaction it names is read directly, and
+ * its token transfers to our deposit addresses are recorded, as a scan would record them later. A hash of another
+ * token, another chain or a failed transaction matches nothing and changes nothing; one not mined yet throws (the job
+ * retries).
+ */
+export async function applyReceipt(deps: UnitDeps & { config: Config }, input: Omit<ScanInput, 'maxRange'> & { transactionHash: Hex }): Promise<number> {
+  const receipt = await input.client.getTransactionReceipt({ hash: input.transactionHash });
+  if (receipt.status !== 'success') return 0;
+  const logs: TransferLog[] = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs, strict: true })
+    .filter((l) => l.address.toLowerCase() === input.token.toLowerCase())
+    .map((l) => ({ to: l.args.to, value: l.args.value, transactionHash: l.transactionHash!, logIndex: l.logIndex!, blockNumber: l.blockNumber!, blockHash: l.blockHash! }));
+  const matches = new Map((await matchDepositAddresses(deps, input.environment, input.chain, [...new Set(logs.map((l) => l.to.toLowerCase()))])).map((m) => [m.address, m]));
+  const matching = logs.filter((l) => matches.has(l.to.toLowerCase()));
+  for (const log of matching) await applyTransfer(deps, matches.get(log.to.toLowerCase())!, log);
+  return matching.length;
 }
 
 /** Records one matching log, in its own unit of work (idempotent by transaction hash and log index). */

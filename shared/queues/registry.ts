@@ -42,6 +42,10 @@ export interface JobPayloads {
   'sandbox.pay': { intentId: string; method: 'mobile_money' | 'stablecoin'; key: string };
   /** One attempt at delivering an event to one endpoint; `round` counts redeliveries, `attempt` the tries of a round. */
   'webhook.deliver': { messageId: string; round: number; attempt: number };
+  /** Reads a chain's USDC transfers since its cursor and records those to our deposit addresses. */
+  'chain.scan': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
+  /** The business named the hash of its transfer: its receipt is read and its transfers to our addresses recorded. */
+  'chain.receipt': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; transactionHash: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -75,6 +79,10 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'sandbox.pay': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   // Its own retry schedule (WEBHOOK_RETRY_SCHEDULE_MS) is a new job per attempt; these attempts cover a failing database.
   'webhook.deliver': { queue: 'webhooks', attempts: 5, backoffMs: 1000 },
+  // A scheduled scan: a failed one is simply the next one.
+  'chain.scan': { queue: 'settlement', attempts: 1, backoffMs: 1000 },
+  // Not mined yet: asked again (2 s, 4 s, ... about 2 minutes in all); the scan finds it anyway.
+  'chain.receipt': { queue: 'settlement', attempts: 7, backoffMs: 2000 },
 };
 
 /** Which queue each job runs on. */

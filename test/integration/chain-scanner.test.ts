@@ -19,6 +19,10 @@ import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { closeQueues, createQueues, type Queues } from '../../shared/queues/producer.js';
 import type { Redis } from 'ioredis';
 import type { UnitDeps } from '../../shared/db/unit-of-work.js';
+import { scanChainJob } from '../../workers/settlement/scan-chain.job.js';
+import { chainReceiptJob } from '../../workers/settlement/chain-receipt.job.js';
+import { SCHEDULES } from '../../workers/registry.js';
+import { CHAINS } from '../../shared/domain/chains.js';
 
 // The settlement watcher's scan against a real Anvil (chain id 8453 plays base) and the real test database. Off-ramp
 // settlements and payment intents are created in a test business's SANDBOX environment and the scan is run for
@@ -309,5 +313,36 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     const err = await scan(down).then(() => null, (e: Error) => e);
     expect(err?.message).to.match(/connection refused/);
     expect(await readCursor(deps, ENV, CHAIN)).to.equal(last + 1n);
+  });
+
+  it('the scheduled chain.scan job reads the chain through RPC_URL_<CHAIN> and USDC_ADDRESS_<CHAIN>; one scan per chain is scheduled for live', async () => {
+    const [intent] = await intents(1);
+    await cursorAfterHead();
+    await send(intent.deposit_address, minor(intent.usdc_amount));
+    const config = { ...deps.config, chains: { ...deps.config.chains, base: { ...deps.config.chains.base, rpcUrl: anvil.rpcUrl, usdcAddress: token } } };
+    const result = (await scanChainJob.process({ data: { environment: ENV, chain: CHAIN } } as never, { ...deps, config })) as { matched: number };
+    expect(result.matched).to.equal(1);
+    expect(await depositsOf(intent.id)).to.have.length(1);
+    // A chain with nothing to watch costs one query and no RPC call (this RPC URL answers nothing).
+    const idle = { ...config, chains: { ...config.chains, avalanche: { ...config.chains.avalanche, rpcUrl: 'http://127.0.0.1:9' } } };
+    expect(await scanChainJob.process({ data: { environment: 'live', chain: 'avalanche' } } as never, { ...deps, config: idle })).to.equal('nothing open');
+    expect(SCHEDULES.filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
+  });
+
+  it('a hash the business names is read at once (chain.receipt): its transfers to our addresses recorded once, a foreign one changes nothing', async () => {
+    const [intent] = await intents(1);
+    const paid = await send(intent.deposit_address, minor(intent.usdc_amount));
+    const foreign = await send(newAccount().address, 1_000_000n);
+    const config = { ...deps.config, chains: { ...deps.config.chains, base: { ...deps.config.chains.base, rpcUrl: anvil.rpcUrl, usdcAddress: token } } };
+    const run = (hash: Hex) => chainReceiptJob.process({ data: { environment: ENV, chain: CHAIN, transactionHash: hash } } as never, { ...deps, config });
+    expect(await run(paid)).to.deep.equal({ matched: 1 });
+    expect(await run(paid)).to.deep.equal({ matched: 1 }); // applied again: still one deposit
+    expect(await depositsOf(intent.id)).to.have.length(1);
+    expect((await depositsOf(intent.id))[0].transaction_hash).to.equal(paid);
+    expect(await run(foreign)).to.deep.equal({ matched: 0 });
+    // Not mined (unknown hash): the job fails, to be retried.
+    let thrown = false;
+    await run(`0x${'ab'.repeat(32)}`).catch(() => (thrown = true));
+    expect(thrown).to.equal(true);
   });
 });
