@@ -24,7 +24,7 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'webhook_endpoint' | 'webhook_message';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -106,6 +106,30 @@ export const INTENT_PAYOUT_MACHINE: Machine<PayoutStatus> = {
   table: 'payment_intents',
   column: 'payout_status',
   moves: { pending: ['processing', 'failed'], processing: ['completed', 'failed'] },
+  announced: [],
+};
+
+export const WEBHOOK_ENDPOINT_STATUSES = ['enabled', 'failing', 'disabled', 'deleted'] as const;
+export type WebhookEndpointStatus = (typeof WEBHOOK_ENDPOINT_STATUSES)[number];
+
+/** A webhook endpoint: `failing` after a whole retry schedule without success, back at the next success; 410 disables it. */
+export const WEBHOOK_ENDPOINT_MACHINE: Machine<WebhookEndpointStatus> = {
+  resource: 'webhook_endpoint',
+  table: 'webhook_endpoints',
+  column: 'status',
+  moves: { enabled: ['failing', 'disabled', 'deleted'], failing: ['enabled', 'disabled', 'deleted'], disabled: ['deleted'] },
+  announced: [],
+};
+
+export const WEBHOOK_MESSAGE_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+export type WebhookMessageStatus = (typeof WEBHOOK_MESSAGE_STATUSES)[number];
+
+/** One event for one endpoint. A redelivery starts a new round from any status, a pending one included. */
+export const WEBHOOK_MESSAGE_MACHINE: Machine<WebhookMessageStatus> = {
+  resource: 'webhook_message',
+  table: 'webhook_messages',
+  column: 'status',
+  moves: { pending: ['delivered', 'failed', 'cancelled', 'pending'], delivered: ['pending'], failed: ['pending'], cancelled: ['pending'] },
   announced: [],
 };
 

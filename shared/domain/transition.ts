@@ -55,9 +55,10 @@ export async function transition<S extends string, R extends Record<string, any>
   const t = machine.table;
   params.push(machine.resource, input.reason ?? null);
   const [resourceParam, reasonParam] = [params.length - 1, params.length];
-  // One round trip: lock, conditional update and the history row.
+  // One round trip: lock, conditional update and the history row. The lock is NO KEY UPDATE, as the UPDATE's own: a
+  // status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
-    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE),
+    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR NO KEY UPDATE),
      moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[]) RETURNING ${t}.*, prev.status AS previous_status),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
                  SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)

@@ -7,6 +7,8 @@ import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { JobRequest, Queues } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { endpointTakes, signingSecrets, type EndpointStatus } from './endpoints.js';
+import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
+import { NOW, transition } from '../domain/transition.js';
 import { sendWebhook, type DeliveryResult } from './http-delivery.js';
 
 // Delivery (CONTRACT section 10): each event row fans out, in the transaction that wrote it, to one message per
@@ -101,7 +103,7 @@ export async function deliverMessage(deps: DeliveryDeps, data: { messageId: stri
   const message = await loadMessage(deps.ds, data.messageId);
   if (!message || message.status !== 'pending' || message.round !== data.round) return `moved on (${message?.status ?? 'gone'})`;
   if (message.endpoint_status === 'disabled' || message.endpoint_status === 'deleted') {
-    await deps.ds.query(`UPDATE webhook_messages SET status = 'cancelled', updated_at = now() WHERE id = $1 AND status = 'pending'`, [message.id]);
+    await inUnit(deps, (unit) => moveMessage(unit, message, 'cancelled', {}, `endpoint_${message.endpoint_status}`));
     return `cancelled (endpoint ${message.endpoint_status})`;
   }
   const slot = await EndpointSlots.take(deps, message.endpoint_id, `${message.id}:${data.round}:${data.attempt}`);
@@ -129,32 +131,42 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
     [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
       Math.round(result.latencyMs), result.error, nextAt],
   );
-  const status = ok ? 'delivered' : delay === null ? 'failed' : 'pending';
-  await unit.em.query(
-    `UPDATE webhook_messages SET status = $2, attempts = attempts + 1, next_attempt_at = $3, delivered_at = CASE WHEN $2 = 'delivered' THEN now() END, updated_at = now()
-      WHERE id = $1 AND round = $4`,
-    [message.id, status, nextAt, data.round],
-  );
+  // A redelivery started a new round meanwhile: this attempt is history; the new round decides the message's status.
+  const [current]: { round: number }[] = await unit.em.query(`SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`, [message.id]);
+  if (current.round !== data.round) return 'superseded by a redelivery';
   if (ok) {
-    // Any success means the endpoint works again.
-    await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL, status = 'enabled', updated_at = now() WHERE id = $1 AND status IN ('enabled', 'failing')`, [message.endpoint_id]);
+    await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW });
+    // Any success means the endpoint works again (a healthy endpoint's row is not touched: deliveries never queue on it).
+    if (message.endpoint_status === 'failing') await moveEndpoint(unit, message, 'enabled', { failing_since: null }, 'delivered');
+    else await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [message.endpoint_id]);
     return 'delivered';
   }
   if (gone) {
-    await unit.em.query(
-      `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'The endpoint answered 410 Gone.', updated_at = now() WHERE id = $1 AND status IN ('enabled', 'failing')`,
-      [message.endpoint_id],
-    );
+    await moveMessage(unit, message, 'failed', { attempts: data.attempt, next_attempt_at: null }, 'gone');
+    await moveEndpoint(unit, message, 'disabled', { disabled_reason: 'The endpoint answered 410 Gone.' }, 'gone');
     return 'endpoint disabled (410)';
   }
-  await unit.em.query(`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE id = $1 AND status IN ('enabled', 'failing')`, [message.endpoint_id]);
+  await unit.em.query(`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE id = $1`, [message.endpoint_id]);
   if (delay !== null) {
+    // Still pending: not a status change, only the attempt count and the next attempt's time.
+    await unit.em.query(`UPDATE webhook_messages SET attempts = $2, next_attempt_at = $3, updated_at = now() WHERE id = $1`, [message.id, data.attempt, nextAt]);
     await unit.stage(webhookJobs.deliver(message.id, data.round, data.attempt + 1, delay), { businessId: message.business_id, environment: message.environment });
     return `retry in ${delay} ms`;
   }
+  await moveMessage(unit, message, 'failed', { attempts: data.attempt, next_attempt_at: null }, 'schedule_exhausted');
   // The whole schedule (about 3 days) without a success since it started failing: its owner sees `failing`.
-  await unit.em.query(`UPDATE webhook_endpoints SET status = 'failing', updated_at = now() WHERE id = $1 AND status = 'enabled' AND failing_since IS NOT NULL`, [message.endpoint_id]);
+  await moveEndpoint(unit, message, 'failing', {}, 'schedule_exhausted');
   return 'failed';
+}
+
+const scopeOf = (message: MessageRow) => ({ businessId: message.business_id, environment: message.environment });
+
+function moveMessage(unit: Unit, message: MessageRow, to: WebhookMessageStatus, set: Record<string, unknown>, reason?: string) {
+  return transition<WebhookMessageStatus, MessageRow>(unit, WEBHOOK_MESSAGE_MACHINE, { scope: scopeOf(message), id: message.id, to, set, reason, view: () => ({}) });
+}
+
+function moveEndpoint(unit: Unit, message: MessageRow, to: WebhookEndpointStatus, set: Record<string, unknown>, reason: string) {
+  return transition<WebhookEndpointStatus, Record<string, unknown>>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope: scopeOf(message), id: message.endpoint_id, to, set, reason, view: () => ({}) });
 }
 
 /**
@@ -185,16 +197,29 @@ export const EndpointSlots = {
  * POST /events/{id}/redeliver: a new round for each endpoint that takes the event (or the one named), whatever became
  * of the earlier rounds; the webhook-id stays the event's id. Answers the endpoints it queued for.
  */
-export async function redeliverEvent(unit: Unit, scope: { businessId: string; environment: string }, eventId: string, endpointId?: string): Promise<string[]> {
-  const rows: { id: string; round: number; endpoint_id: string }[] = await unit.em.query(
-    `INSERT INTO webhook_messages AS m (event_id, endpoint_id, business_id, environment)
-     SELECT e.id, w.id, e.business_id, e.environment FROM events e
-       JOIN webhook_endpoints w ON w.business_id = e.business_id AND w.environment = e.environment AND w.status IN ('enabled', 'failing')
-      WHERE e.id = $1 AND e.business_id = $2 AND e.environment = $3 AND ($4::uuid IS NULL OR w.id = $4) AND ${endpointTakes('e.type')}
-     ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = 'pending', round = m.round + 1, attempts = 0, next_attempt_at = NULL, delivered_at = NULL, updated_at = now()
-     RETURNING m.id, m.round, m.endpoint_id`,
-    [eventId, scope.businessId, scope.environment, endpointId ?? null],
+export async function redeliverEvent(unit: Unit, scope: { businessId: string; environment: 'sandbox' | 'live' }, eventId: string, endpointId?: string): Promise<string[]> {
+  // Every endpoint that takes the event gets a message (one registered after the event has none yet), then each of
+  // them starts its next round through the message machine.
+  const targets = `SELECT e.id AS event_id, w.id AS endpoint_id FROM events e
+      JOIN webhook_endpoints w ON w.business_id = e.business_id AND w.environment = e.environment AND w.status IN ('enabled', 'failing')
+     WHERE e.id = $1 AND e.business_id = $2 AND e.environment = $3 AND ($4::uuid IS NULL OR w.id = $4) AND ${endpointTakes('e.type')}`;
+  const params = [eventId, scope.businessId, scope.environment, endpointId ?? null];
+  await unit.em.query(
+    `INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment) SELECT event_id, endpoint_id, $2, $3 FROM (${targets}) t
+     ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+    params,
   );
-  for (const row of rows) await unit.stage(webhookJobs.deliver(row.id, row.round, 1), scope);
-  return rows.map((r) => r.endpoint_id);
+  const rows: { id: string; round: number; endpoint_id: string }[] = await unit.em.query(
+    `SELECT m.id, m.round, m.endpoint_id FROM webhook_messages m JOIN (${targets}) t USING (event_id, endpoint_id)`, params,
+  );
+  const queued: string[] = [];
+  for (const row of rows) {
+    const moved = await transition<WebhookMessageStatus, { round: number }>(unit, WEBHOOK_MESSAGE_MACHINE, {
+      scope, id: row.id, to: 'pending', set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
+    });
+    if (!moved) continue;
+    await unit.stage(webhookJobs.deliver(row.id, row.round + 1, 1), scope);
+    queued.push(row.endpoint_id);
+  }
+  return queued;
 }

@@ -6,7 +6,8 @@ import { findScoped } from '../db/pagination.js';
 import { openJson, sealJson, type MasterKey } from '../crypto/envelope.js';
 import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto/sealed-columns.js';
 import type { EventScope } from '../domain/events.js';
-import { EVENT_TYPES } from '../domain/machines.js';
+import { EVENT_TYPES, WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_ENDPOINT_STATUSES } from '../domain/machines.js';
+import { NOW, transition } from '../domain/transition.js';
 
 // Webhook endpoints (CONTRACT section 10): where a business wants its events, which ones, and the secrets deliveries
 // are signed with. A secret is shown once, at creation or rotation, and kept sealed like beneficiary details; after a
@@ -16,7 +17,7 @@ type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
 export const MAX_ENDPOINTS = 16;
 export const ROTATION_OVERLAP_HOURS = 24;
-export const ENDPOINT_STATUSES = ['enabled', 'failing', 'disabled', 'deleted'] as const;
+export const ENDPOINT_STATUSES = WEBHOOK_ENDPOINT_STATUSES;
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 
 export interface EndpointRow {
@@ -133,10 +134,8 @@ export function findEndpoint(q: Queryable, scope: EventScope, id: string, lock =
 /** DELETE: no more deliveries (those pending are cancelled when their turn comes); its history stays. */
 export async function deleteEndpoint(unit: Unit, scope: EventScope, id: string): Promise<EndpointRow> {
   await findEndpoint(unit.em, scope, id, true);
-  const rows = await updateReturning<EndpointRow>(
-    unit.em, `UPDATE webhook_endpoints w SET status = 'deleted', deleted_at = now(), updated_at = now() WHERE id = $1 RETURNING ${ENDPOINT_COLUMNS}`, [id],
-  );
-  return rows[0];
+  const moved = await transition<EndpointStatus, EndpointRow>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope, id, to: 'deleted', set: { deleted_at: NOW }, reason: 'deleted', view: () => ({}) });
+  return moved!.row;
 }
 
 /** A new secret, shown once; the one it replaces keeps signing for 24 h, an older one stops at once. */

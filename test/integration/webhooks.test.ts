@@ -200,6 +200,15 @@ describe('events and signed webhooks', function () {
     await emit();
     const disabled = await eventually(() => endpoint(ep.id), (e) => e.status === 'disabled');
     expect(disabled.disabled_reason).to.match(/410/);
+    // Both moves went through the one transition function: each left its history row.
+    const history = await (await getDs()).query(
+      `SELECT resource_type, from_status, to_status, reason FROM status_history WHERE resource_id = $1 OR resource_id IN (SELECT id FROM webhook_messages WHERE endpoint_id = $1) ORDER BY id`,
+      [ep.id],
+    );
+    expect(history).to.deep.equal([
+      { resource_type: 'webhook_message', from_status: 'pending', to_status: 'failed', reason: 'gone' },
+      { resource_type: 'webhook_endpoint', from_status: 'enabled', to_status: 'disabled', reason: 'gone' },
+    ]);
     await emit();
     await new Promise((res) => setTimeout(res, 400));
     expect(r.received).to.have.length(1);
