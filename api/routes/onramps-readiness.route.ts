@@ -96,8 +96,11 @@ async function rateSourceCheck(config: Config, currencies: string[]): Promise<Ch
 }
 
 function darajaCredentialsCheck(config: Config): Check {
-  const { consumerKey, consumerSecret, shortcode, passkey } = config.daraja;
-  const missing = Object.entries({ DARAJA_CONSUMER_KEY: consumerKey, DARAJA_CONSUMER_SECRET: consumerSecret, DARAJA_SHORTCODE: shortcode, DARAJA_PASSKEY: passkey })
+  const d = config.daraja;
+  const missing = Object.entries({
+    DARAJA_CONSUMER_KEY: d.consumerKey, DARAJA_CONSUMER_SECRET: d.consumerSecret, DARAJA_SHORTCODE: d.shortcode, DARAJA_PASSKEY: d.passkey,
+    DARAJA_B2C_SHORTCODE: d.b2cShortcode, DARAJA_INITIATOR_NAME: d.initiatorName, DARAJA_SECURITY_CREDENTIAL: d.securityCredential,
+  })
     .filter(([, value]) => !value)
     .map(([name]) => name);
   return missing.length ? unset(missing) : pass;
@@ -145,7 +148,7 @@ export const schemas: Record<string, JsonSchema> = {
         type: 'object',
         additionalProperties: ref('ReadinessCheck'),
         description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (WALLET_SEED_LIVE), ' +
-          '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
+          '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
           '`rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check.',
       },
     },

@@ -17,10 +17,14 @@ const SECRETS = {
   DARAJA_SHORTCODE: '174379',
   DARAJA_PASSKEY: 'pk-bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919',
   DARAJA_CALLBACK_TOKEN: 'cbtok_Qx81mZr0aLs94Kd2Wn7y',
+  DARAJA_B2C_SHORTCODE: '600981',
+  DARAJA_INITIATOR_NAME: 'rampway-initiator',
+  DARAJA_SECURITY_CREDENTIAL: 'sc-Zm9vYmFyYmF6cXV4',
 };
 const UNCONFIGURED = {
   RPC_URL_BASE: '', WALLET_SEED_LIVE: '', PUBLIC_BASE_URL: '', RATE_SOURCE_URL: '',
   DARAJA_CONSUMER_KEY: '', DARAJA_CONSUMER_SECRET: '', DARAJA_SHORTCODE: '', DARAJA_PASSKEY: '', DARAJA_CALLBACK_TOKEN: '',
+  DARAJA_B2C_SHORTCODE: '', DARAJA_INITIATOR_NAME: '', DARAJA_SECURITY_CREDENTIAL: '',
 };
 
 /** A rate source that answers KES fresh under /, and a rate ten minutes old under /stale. */
@@ -95,7 +99,9 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       for (const name of CHECKS) expect(res.body.checks[name].ok, name).to.equal(false);
       expect(res.body.checks.chain_rpc.message).to.match(/RPC_URL_BASE is not set/);
       expect(res.body.checks.treasury_wallet.message).to.match(/WALLET_SEED_LIVE/);
-      expect(res.body.checks.daraja_credentials.message).to.equal('DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY are not set.');
+      expect(res.body.checks.daraja_credentials.message).to.equal(
+        'DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL are not set.',
+      );
       expect(res.body.checks.callback_url.message).to.equal('PUBLIC_BASE_URL, DARAJA_CALLBACK_TOKEN are not set.');
       expect(res.body.checks.rate_source.message).to.equal('RATE_SOURCE_URL is not set.');
     } finally {
@@ -158,17 +164,19 @@ describe('GET /api/v1/business/onramps/readiness', function () {
         ...configured(),
         USDC_ADDRESS_BASE: eoa,
         RATE_SOURCE_URL: `${rates.url}/stale`,
-        DARAJA_PASSKEY: '',
-        DARAJA_CALLBACK_TOKEN: 'short/secret',
       });
       expect(body.enabled).to.equal(false);
       expect(body.checks.chain_rpc).to.deep.equal({ ok: false, message: `USDC_ADDRESS_BASE (${eoa}) holds no contract on base.` });
       expect(body.checks.rate_source.ok).to.equal(false);
       expect(body.checks.rate_source.message).to.match(/KES rate is \d+ s old; RATE_MAX_AGE_SECONDS allows 60 s/);
-      expect(body.checks.daraja_credentials).to.deep.equal({ ok: false, message: 'DARAJA_PASSKEY is not set.' });
-      expect(body.checks.callback_url.ok).to.equal(false);
-      expect(body.checks.callback_url.message).to.match(/DARAJA_CALLBACK_TOKEN must be/).and.not.to.contain('short/secret');
+      expect(body.checks.daraja_credentials).to.deep.equal({ ok: true, message: null });
       expect(body.checks.treasury_wallet).to.deep.equal({ ok: true, message: null });
+    });
+
+    it('a half-configured M-Pesa rail refuses to boot, naming what is missing and never a value', async () => {
+      const bootError = (env: Record<string, string>) => startApi({ env }).then(async (h) => (await h.close(), ''), (err: Error) => err.message);
+      expect(await bootError({ ...configured(), DARAJA_PASSKEY: '' })).to.equal('The M-Pesa Daraja rail is half configured: DARAJA_PASSKEY is missing');
+      expect(await bootError({ ...configured(), DARAJA_CALLBACK_TOKEN: 'short/secret' })).to.match(/DARAJA_CALLBACK_TOKEN must be/).and.not.to.contain('short/secret');
     });
 
     it('an RPC that does not answer, or a rate source that is down, fails within its bound', async () => {
