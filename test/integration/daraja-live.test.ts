@@ -176,4 +176,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     await quote(rail.api, rail.key, { direction: 'onramp', source_amount: '600', wallet_id: walletId });
     expect(rail.rates.requests - asked).to.equal(1);
   });
+
+  it('every job of this file shared one OAuth token', () => {
+    expect(rail.fake.tokenRequests).to.equal(1);
+  });
 });

@@ -5,7 +5,9 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, type TestBusiness } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { responseAjv } from '../fuzz/operations.js';
-import { deployTestUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
+import type { Address } from 'viem';
+import { deployTestUsdc, mintUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
+import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 
 const PATH = '/api/v1/business/onramps/readiness';
 const CHECKS = ['callback_url', 'chain_rpc', 'daraja_credentials', 'rate_source', 'treasury_wallet'];
@@ -116,6 +118,10 @@ describe('GET /api/v1/business/onramps/readiness', function () {
     before(async () => {
       [anvil, rates] = await Promise.all([startAnvil(), startRateSource()]);
       usdc = await deployTestUsdc(anvil);
+      // The treasury hot wallet live on-ramps deliver from: some USDC and some gas.
+      const treasury = treasuryAddress(process.env.WALLET_SEED_LIVE!);
+      await mintUsdc(anvil, usdc as Address, treasury, 1_000_000n);
+      await anvil.walletClient.sendTransaction({ account: anvil.deployer, to: treasury, value: 10n ** 16n, chain: anvil.chain });
     });
     after(async () => {
       await anvil?.stop();
@@ -170,7 +176,13 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       expect(body.checks.rate_source.ok).to.equal(false);
       expect(body.checks.rate_source.message).to.match(/KES rate is \d+ s old; RATE_MAX_AGE_SECONDS allows 60 s/);
       expect(body.checks.daraja_credentials).to.deep.equal({ ok: true, message: null });
-      expect(body.checks.treasury_wallet).to.deep.equal({ ok: true, message: null });
+      expect(body.checks.treasury_wallet.ok).to.equal(false);
+    });
+
+    it('a treasury hot wallet without USDC is not ready', async () => {
+      const body = await readiness({ ...configured(), WALLET_SEED_LIVE: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about' });
+      expect(body.enabled).to.equal(false);
+      expect(body.checks.treasury_wallet.message).to.match(/^The treasury hot wallet \(0x[0-9a-fA-F]{40}\) holds no USDC and no gas on base/);
     });
 
     it('a half-configured M-Pesa rail refuses to boot, naming what is missing and never a value', async () => {
@@ -186,7 +198,8 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       expect(body.enabled).to.equal(false);
       expect(body.checks.chain_rpc).to.deep.equal({ ok: false, message: 'The base RPC (RPC_URL_BASE) did not answer within 2 s.' });
       expect(body.checks.rate_source).to.deep.equal({ ok: false, message: 'The rate source (RATE_SOURCE_URL) gave no usable KES rate within 2 s.' });
-      for (const name of ['daraja_credentials', 'callback_url', 'treasury_wallet']) expect(body.checks[name].ok, name).to.equal(true);
+      for (const name of ['daraja_credentials', 'callback_url']) expect(body.checks[name].ok, name).to.equal(true);
+      expect(body.checks.treasury_wallet).to.deep.equal({ ok: false, message: 'The treasury hot wallet\'s balances on base could not be read within 2 s.' });
     });
 
     it('a sandbox key is not affected by live configuration', async () => {
