@@ -86,10 +86,11 @@ export async function settleCollection(unit: Unit, config: Config, tx: Transacti
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
   if (tx.direction !== 'offramp' || tx.status !== 'processing') return `unchanged (${tx.status})`;
+  // `answered`: M-Pesa itself gave this result, so a retry after a temporary one sends again without asking first.
   await unit.em.query(
     `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
         AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
-    [tx.id, JSON.stringify(outcome)],
+    [tx.id, JSON.stringify({ ...outcome, answered: true })],
   );
   const reference = outcome.provider_reference ?? tx.provider_reference;
   if (outcome.status === 'succeeded') {

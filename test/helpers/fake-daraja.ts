@@ -2,7 +2,8 @@
 // B2B, Transaction Status, and the result callbacks it posts). It keeps a request log, and the last four digits of
 // the payer or receiver pick what it does, so a test reads its scenario from its data:
 //   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice;
-//   payouts:     0002 invalid receiver (2040), 0003 HTTP 503 on the first request, 0099 result lost,
+//   payouts:     0001 our float short (ResultCode 1) on the first request, 0002 invalid receiver (2040),
+//                0003 HTTP 503 on the first request, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -148,9 +149,15 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
         failedOnce.add(ours);
         return send(503, { message: 'Service Unavailable' });
       }
-      const code = suffix === '0002' ? '2040' : '0';
+      const shortOnce = suffix === '0001' && !failedOnce.has(ours);
+      if (shortOnce) failedOnce.add(ours);
+      const code = suffix === '0002' ? '2040' : shortOnce ? '1' : '0';
+      const descriptions: Record<string, string> = {
+        '0': 'The service request is processed successfully.', '1': 'The balance is insufficient for the transaction.',
+        '2040': 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',
+      };
       const p: Payment = {
-        kind: 'payout', key: ours, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',
+        kind: 'payout', key: ours, resultCode: code, resultDesc: descriptions[code],
         conversationId: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, originator: b2c ? ours : `${randomUUID().slice(0, 5)}-${Date.now()}`, receipt: `SFP${randomUUID().slice(0, 7).toUpperCase()}`, amount: body.Amount,
       };
       payments.set(ours, p);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../shared/config.js';
 import { DarajaClient, darajaTimestamp, forgetDarajaTokens, stkPassword } from '../../shared/providers/daraja/daraja-client.js';
 import { startApi } from '../helpers/harness.js';
@@ -6,7 +7,9 @@ import { getDs } from '../helpers/shared.js';
 import { darajaEnv, startFakeDaraja, type FakeDaraja } from '../helpers/fake-daraja.js';
 
 const TOKEN = 'cbtok_client_test_0123456789';
-const STK_BODY = { Body: { stkCallback: { MerchantRequestID: 'm-1', CheckoutRequestID: 'ws_CO_allowlist', ResultCode: 0, ResultDesc: 'ok' } } };
+// Unique per run: callbacks are kept, and the test database outlives a run.
+const CHECKOUT = `ws_CO_allowlist_${randomUUID()}`;
+const STK_BODY = { Body: { stkCallback: { MerchantRequestID: 'm-1', CheckoutRequestID: CHECKOUT, ResultCode: 0, ResultDesc: 'ok' } } };
 
 describe('the Daraja client and callback gate', function () {
   this.timeout(20_000);
@@ -59,7 +62,7 @@ describe('the Daraja client and callback gate', function () {
     try {
       const res = await api.http.post(`/providers/daraja/${TOKEN}/stk`).send(STK_BODY);
       expect(res.status).to.equal(404);
-      const rows = await (await getDs()).query(`SELECT 1 FROM provider_callbacks WHERE body::text LIKE '%ws_CO_allowlist%'`);
+      const rows = await (await getDs()).query(`SELECT 1 FROM provider_callbacks WHERE body::text LIKE '%' || $1 || '%'`, [CHECKOUT]);
       expect(rows).to.deep.equal([]);
     } finally {
       await api.close();
@@ -71,7 +74,7 @@ describe('the Daraja client and callback gate', function () {
       expect(res.body).to.deep.equal({ ResultCode: 0, ResultDesc: 'Accepted' });
       // The same body again: acknowledged, stored once.
       expect((await open.http.post(`/providers/daraja/${TOKEN}/stk`).send(STK_BODY)).status).to.equal(200);
-      const rows = await (await getDs()).query(`SELECT 1 FROM provider_callbacks WHERE body::text LIKE '%ws_CO_allowlist%'`);
+      const rows = await (await getDs()).query(`SELECT 1 FROM provider_callbacks WHERE body::text LIKE '%' || $1 || '%'`, [CHECKOUT]);
       expect(rows).to.have.length(1);
     } finally {
       await open.close();

@@ -135,6 +135,20 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest']);
   });
 
+  it('a temporary result (1: our float short) leaves it action_required; retry sends again, without asking first, and pays', async () => {
+    const { id } = await payout('mobile_money', { phone_number: '+254712340001', mobile_network: 'safaricom' });
+    const stalled = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(stalled.status).to.equal('action_required');
+    expect(stalled.failure.code).to.equal('provider_unavailable');
+    expect(stalled.failure.message).to.match(/code 1\b/);
+    const retried = await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key));
+    expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
+    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+    const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
+    expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/b2c/v3/paymentrequest']);
+    expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'action_required', 'funded', 'processing', 'completed']);
+  });
+
   it('a lost payout result is recovered by Transaction Status', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340099', mobile_network: 'safaricom' });
     expect((await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
@@ -175,6 +189,27 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     await quote(rail.api, rail.key, { direction: 'onramp', source_amount: '500', wallet_id: walletId });
     await quote(rail.api, rail.key, { direction: 'onramp', source_amount: '600', wallet_id: walletId });
     expect(rail.rates.requests - asked).to.equal(1);
+  });
+
+  it('payment intent: collect prompts by STK Push, the callback completes it with one treasury deposit; a declined prompt lets it wait again', async () => {
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(create.status, JSON.stringify(create.body)).to.equal(201);
+    const id = create.body.id;
+    const collect = (phone: string) => rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key)).send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
+    const get = async () => (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
+    const untilStatus = async (status: string) => {
+      for (let i = 0; i < 200 && (await get()).status !== status; i++) await new Promise((r) => setTimeout(r, 25));
+      return get();
+    };
+    expect((await collect('+254712340001')).status).to.equal(202);
+    for (let i = 0; i < 200 && (await get()).last_payment_error === null; i++) await new Promise((r) => setTimeout(r, 25));
+    expect((await get()).status).to.equal('awaiting_payment');
+    expect((await get()).last_payment_error.code).to.equal('collection_declined');
+    expect((await collect('+254712340013')).status).to.equal(202);
+    expect((await untilStatus('completed')).status).to.equal('completed');
+    const deposits = await (await getDs()).query(`SELECT status, amount::text FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
+    expect(deposits).to.deep.equal([{ status: 'confirmed', amount: '1500.00' }]);
+    expect(stkFor('+254712340013')[0].body.Amount).to.equal(1500);
   });
 
   it('every job of this file shared one OAuth token', () => {

@@ -22,4 +22,8 @@ export const applyCallbackJob = defineJob({
       return result;
     });
   },
+  // Still matching nothing of ours after every retry (forged with a valid token, or for another system): kept, marked.
+  async onFinalFailure(job, _err, deps) {
+    await deps.ds.query(`UPDATE provider_callbacks SET processed_at = now(), result = 'unmatched' WHERE id = $1 AND processed_at IS NULL`, [job.data.callbackId]);
+  },
 });

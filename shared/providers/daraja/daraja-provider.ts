@@ -11,7 +11,8 @@ import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-clien
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 
-type Stored = ProviderOutcome | { status: 'sending'; provider_reference: string | null };
+/** `answered`: the outcome came from M-Pesa's own result (a callback), not from a refused or unanswered request. */
+type Stored = (ProviderOutcome & { answered?: boolean }) | { status: 'sending'; provider_reference: string | null; answered?: boolean };
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
 function wholeKes(currency: string, amount: string): number {
@@ -73,8 +74,9 @@ export class DarajaProvider implements PaymentProvider {
     const body = this.payoutBody(req, amount);
     const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
     if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
-    if (previous) {
-      // The first request may have reached M-Pesa (a crash, a timeout, a 5xx): ask before paying again.
+    if (previous && !previous.answered) {
+      // The first request may have reached M-Pesa (a crash, a timeout, a 5xx): ask before paying again. After M-Pesa's
+      // own temporary result (our float short, 1) it is known not to have paid, and asking would only echo that.
       const known = await this.queryStatus('payout', req.reference);
       if (known) return this.store('payout', req.reference, known);
     }
