@@ -6,6 +6,7 @@ import type { Environment } from './chains.js';
 import { intentJobs } from './payment-intents.js';
 import { depositJobs } from './treasury-deposits.js';
 import { webhookJobs } from '../webhooks/delivery.js';
+import { providerJobs } from './provider-results.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
 // Redis lost it, it failed for good without a handler). Each rule finds them by age and names the job, with the same
@@ -18,6 +19,11 @@ export interface StuckRule {
 const STALE_AFTER_SECONDS = 10;
 /** A transaction step that has not moved for this long has lost its job (steps take milliseconds to seconds). */
 const TRANSACTION_STALE_SECONDS = 60;
+/**
+ * Longer than a live request's whole check schedule at the default DARAJA_STATUS_QUERY_AFTER_MS (5 checks a minute
+ * apart, then action_required): a transaction still waiting on M-Pesa after this has lost its check job.
+ */
+const PROVIDER_STALE_SECONDS = 600;
 
 interface StuckTransaction {
   id: string;
@@ -50,6 +56,10 @@ export const STUCK_RULES: StuckRule[] = [
     `SELECT id, retry_count, environment, direction, status, funding_type FROM transactions
       WHERE status IN ('created', 'signing', 'awaiting_funds', 'funded') AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
     (tx) => jobForStep(tx, tx.status, 0, 0)),
+  rule<{ id: string }>('live transactions waiting on the provider whose status check was lost', PROVIDER_STALE_SECONDS,
+    `SELECT id FROM transactions WHERE environment = 'live' AND ((direction = 'onramp' AND status = 'awaiting_funds') OR (direction = 'offramp' AND status = 'processing'))
+        AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
+    (r) => providerJobs.check({ transactionId: r.id, round: 0 }, 0)),
   rule<{ transaction_id: string }>('settlements past their expiry', STALE_AFTER_SECONDS,
     `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`,
     (r) => txJobs.expire(r.transaction_id, 0)),

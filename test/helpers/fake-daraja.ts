@@ -4,7 +4,8 @@
 //   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice;
 //   payouts:     0001 our float short (ResultCode 1) on the first request, 0002 invalid receiver (2040),
 //                0003 HTTP 503 on the first request, 0099 result lost,
-//                0077 the request is held `holdMs` before its answer (a worker can die meanwhile).
+//                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
+//                0088 accepted and then silence (no result, and Transaction Status never answers either).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -40,6 +41,8 @@ export interface FakeDaraja {
   callbackDelayMs: number;
   holdMs: number;
   payoutsTo(reference: string): LoggedRequest[];
+  /** A result exactly as the fake would post it for a payout it made (tests replay or alter it). */
+  resultFor(reference: string): Record<string, any> | null;
   close(): Promise<void>;
 }
 
@@ -74,6 +77,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
   const fake: FakeDaraja = {
     url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0,
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
+    resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 
@@ -163,13 +167,14 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       payments.set(ours, p);
       if (suffix === '0077' && fake.holdMs) await delay(fake.holdMs);
       send(200, { ConversationID: p.conversationId, OriginatorConversationID: p.originator, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
-      if (suffix !== '0099') void post(body.ResultURL, resultCallback(p));
+      if (suffix !== '0099' && suffix !== '0088') void post(body.ResultURL, resultCallback(p));
       return;
     }
     if (url.pathname === '/mpesa/transactionstatus/v1/query') {
       const p = payments.get(body.OriginalConversationID);
       if (!p) return send(400, { requestId: randomUUID(), errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid OriginalConversationID' });
       send(200, { OriginatorConversationID: randomUUID(), ConversationID: `AG_${randomUUID().slice(0, 12)}`, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
+      if (body.OriginalConversationID && fake.log.some((r) => r.body.OriginatorConversationID === body.OriginalConversationID && last4(r.body.PartyB) === '0088')) return;
       void post(body.ResultURL, {
         Result: {
           ResultType: 0, ResultCode: 0, ResultDesc: 'The service request is processed successfully.', OriginatorConversationID: randomUUID(), ConversationID: p.conversationId, TransactionID: p.receipt,

@@ -12,6 +12,7 @@ import { forgetDarajaTokens } from '../../shared/providers/daraja/daraja-client.
 import { startApi, type ApiHarness } from './harness.js';
 import { makeBusiness, writeHeaders, type TestBusiness } from './factories.js';
 import { getDs } from './shared.js';
+import { quote } from './ramps.js';
 import { startPools, type RunningPools } from './workers.js';
 import type { Pool } from '../../shared/queues/registry.js';
 import { BASE, createCustomer } from './wallets.js';
@@ -70,4 +71,23 @@ export async function liveBeneficiary(rail: LiveRail, paymentMethod: 'mobile_mon
   const res = await rail.api.http.post(`${BASE}/beneficiaries`).set(writeHeaders(rail.key)).send({ currency: 'KES', payment_method: paymentMethod, account_holder_name: 'Amina W', details });
   expect(res.status, JSON.stringify(res.body)).to.equal(201);
   return res.body.id;
+}
+
+/** A live on-ramp of 1500 KES paid by `phone` (the fake reads its scenario from the last four digits). */
+export async function liveOnramp(rail: LiveRail, phone: string): Promise<string> {
+  const walletId = await fundedLiveWallet(rail, '0');
+  const q = await quote(rail.api, rail.key, { direction: 'onramp', source_amount: '1500', wallet_id: walletId });
+  const res = await rail.api.http.post(`${BASE}/onramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  return res.body.id;
+}
+
+/** A live off-ramp of 20 USDC from a managed wallet holding 100, to a new beneficiary. */
+export async function livePayout(rail: LiveRail, method: 'mobile_money' | 'paybill' | 'buy_goods', details: Record<string, string>): Promise<{ id: string; walletId: string }> {
+  const walletId = await fundedLiveWallet(rail, '100');
+  const beneficiaryId = await liveBeneficiary(rail, method, details);
+  const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId, payment_method: method });
+  const res = await rail.api.http.post(`${BASE}/offramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, funding_source: { wallet_id: walletId } });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  return { id: res.body.id, walletId };
 }

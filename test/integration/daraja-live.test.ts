@@ -3,7 +3,7 @@ import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound, history, quote, until } from '../helpers/ramps.js';
-import { CALLBACK_TOKEN, fundedLiveWallet, liveBeneficiary, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { CALLBACK_TOKEN, fundedLiveWallet, liveBeneficiary, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 
 // Live on-ramps and payouts end to end on our fake Daraja (test/helpers/fake-daraja.ts: the payer's or receiver's
 // last four digits pick the scenario), with the sandbox chain adapter standing in for the live chain.
@@ -19,22 +19,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
   after(() => rail?.close());
   afterEach(expectLedgerSound);
 
-  async function onramp(phone: string): Promise<string> {
-    const walletId = (await fundedLiveWallet(rail, '0')).toString();
-    const q = await quote(rail.api, rail.key, { direction: 'onramp', source_amount: '1500', wallet_id: walletId });
-    const res = await rail.api.http.post(`${BASE}/onramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
-    expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    return res.body.id;
-  }
-
-  async function payout(method: 'mobile_money' | 'paybill' | 'buy_goods', details: Record<string, string>): Promise<{ id: string; walletId: string }> {
-    const walletId = await fundedLiveWallet(rail, '100');
-    const beneficiaryId = await liveBeneficiary(rail, method, details);
-    const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId, payment_method: method });
-    const res = await rail.api.http.post(`${BASE}/offramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, funding_source: { wallet_id: walletId } });
-    expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    return { id: res.body.id, walletId };
-  }
+  const onramp = (phone: string) => liveOnramp(rail, phone);
+  const payout = (method: 'mobile_money' | 'paybill' | 'buy_goods', details: Record<string, string>) => livePayout(rail, method, details);
 
   const stkFor = (phone: string) => rail.fake.log.filter((r) => r.path === STK && r.body.PhoneNumber === phone.replace('+', ''));
 

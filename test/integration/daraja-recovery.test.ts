@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { getDs } from '../helpers/shared.js';
+import { expectLedgerSound, history, until } from '../helpers/ramps.js';
+import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { providerJobs } from '../../shared/domain/provider-results.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+
+// What arrives late, twice, out of order, or never: nothing moves a transaction twice or backwards, and nothing waits
+// for ever.
+
+describe('live M-Pesa results late, out of order, or never', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    // Checks a second apart: long enough for the sweeper test to lose one before it runs.
+    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '1000' } });
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  const postCallback = (kind: string, body: unknown) =>
+    fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/${kind}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+  async function settled(ms = 600): Promise<void> {
+    await new Promise((r) => setTimeout(r, ms));
+  }
+
+  it('a failure result after the payout completed (late, out of order) changes nothing: no second move, no refund', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712341012', mobile_network: 'safaricom' });
+    await until(rail.api, rail.key, id, ['completed']);
+    const result = rail.fake.resultFor(id)!;
+    result.Result.ResultCode = 2040;
+    result.Result.ResultDesc = 'late refusal';
+    expect((await postCallback('result', result)).status).to.equal(200);
+    // The Transaction Status result for it, saying Failed, comes too.
+    expect((await postCallback('status', {
+      Result: { ResultType: 0, ResultCode: 0, ResultDesc: 'ok', OriginatorConversationID: 'q-1', ConversationID: result.Result.ConversationID, TransactionID: '',
+        ResultParameters: { ResultParameter: [{ Key: 'TransactionStatus', Value: 'Failed' }] }, ReferenceData: { ReferenceItem: { Key: 'Occasion', Value: id } } },
+    })).status).to.equal(200);
+    await settled();
+    const tx = await until(rail.api, rail.key, id, ['completed', 'failed']);
+    expect(tx.status).to.equal('completed');
+    expect(tx.refund).to.equal(null);
+    expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
+  });
+
+  it('a declined STK result after the on-ramp was paid changes nothing', async () => {
+    const id = await liveOnramp(rail, '+254712341013');
+    const tx = await until(rail.api, rail.key, id, ['completed']);
+    const checkout = tx.payment_source.reference;
+    expect((await postCallback('stk', { Body: { stkCallback: { MerchantRequestID: 'late', CheckoutRequestID: checkout, ResultCode: 1032, ResultDesc: 'Request cancelled by user' } } })).status).to.equal(200);
+    await settled();
+    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+    expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
+  });
+
+  it('a payout M-Pesa never answers for (no result, no status) goes action_required after the status checks', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712340088', mobile_network: 'safaricom' });
+    let tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing']);
+    for (let i = 0; i < 100 && tx.status === 'processing'; i++) tx = (await settled(100), await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing']));
+    expect(tx.status).to.equal('action_required');
+    expect(tx.failure).to.deep.equal({ code: 'provider_unavailable', message: 'M-Pesa gave no result after 5 status checks.' });
+    expect(rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id).length).to.equal(5);
+    expect(rail.fake.payoutsTo(id)).to.have.length(1);
+  });
+
+  it('a status check Redis lost is found by the sweeper, and the lost callback recovered', async () => {
+    const id = await liveOnramp(rail, '+254712340099');
+    await until(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
+    // The delayed check job is lost before it runs, and the transaction has waited past the sweeper's limit.
+    await rail.pools.deps.queues.providers.remove(providerJobs.check({ transactionId: id, round: 1 }, 0).id);
+    await (await getDs()).query(`UPDATE transactions SET updated_at = now() - interval '11 minutes' WHERE id = $1`, [id]);
+    await settled();
+    expect((await until(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['live transactions waiting on the provider whose status check was lost']).to.be.at.least(1);
+    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+  });
+});
