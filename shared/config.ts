@@ -5,6 +5,7 @@ import { validateMnemonic } from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
 import { checksumAddress } from './chain/address.js';
+import { allowedIps, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
 
 export interface Config {
   nodeEnv: string;
@@ -221,40 +222,6 @@ function walletSeed(name: string, raw: string | undefined): string | null {
   const words = raw.trim().split(/\s+/).join(' ');
   if (!validateMnemonic(words, english)) throw new ConfigError(`${name} is not a valid BIP-39 English mnemonic (word count, spelling or checksum)`);
   return words;
-}
-
-function darajaBaseUrl(raw: string | undefined): string {
-  const value = raw || 'https://sandbox.safaricom.co.ke';
-  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value)) throw new ConfigError('DARAJA_BASE_URL must be an absolute http(s) URL');
-  return value.replace(/\/+$/, '');
-}
-
-function allowedIps(raw: string | undefined): string[] {
-  const entries = (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean);
-  const bad = entries.find((e) => !isIP(e));
-  if (bad !== undefined) throw new ConfigError('DARAJA_CALLBACK_ALLOWED_IPS must be comma-separated IP addresses');
-  return entries;
-}
-
-function liveChainOverride(raw: string | undefined, production: boolean): 'sandbox' | null {
-  if (!raw) return null;
-  if (raw !== 'sandbox' || production) throw new ConfigError('RAMPWAY_TEST_LIVE_CHAIN is for tests only: "sandbox", never in production');
-  return 'sandbox';
-}
-
-/**
- * A live M-Pesa rail set up halfway would take money it cannot pay out (or the reverse): any DARAJA_ credential set
- * means all of them, and the callback token and public URL too.
- */
-function checkDaraja(env: NodeJS.ProcessEnv): void {
-  const names = ['DARAJA_CONSUMER_KEY', 'DARAJA_CONSUMER_SECRET', 'DARAJA_SHORTCODE', 'DARAJA_PASSKEY', 'DARAJA_B2C_SHORTCODE', 'DARAJA_INITIATOR_NAME',
-    'DARAJA_SECURITY_CREDENTIAL', 'DARAJA_CALLBACK_TOKEN'];
-  const set = names.filter((n) => env[n]);
-  if (set.length === 0) return;
-  const missing = names.filter((n) => !env[n]);
-  if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
-  if (missing.length) throw new ConfigError(`The M-Pesa Daraja rail is half configured: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} missing`);
-  if (!/^[A-Za-z0-9_-]{16,200}$/.test(env.DARAJA_CALLBACK_TOKEN!)) throw new ConfigError('DARAJA_CALLBACK_TOKEN must be 16 to 200 characters of A-Z, a-z, 0-9, _ and -');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -22,6 +22,7 @@ import { scanChainJob } from './settlement/scan-chain.job.js';
 import { chainReceiptJob } from './settlement/chain-receipt.job.js';
 import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
+import { resendPayoutJob } from './providers/resend-payout.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
 import { getConfig } from '../shared/config.js';
 
@@ -34,7 +35,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
   deliverWebhookJob, scanChainJob, chainReceiptJob,
-  applyCallbackJob, checkProviderJob,
+  applyCallbackJob, checkProviderJob, resendPayoutJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [

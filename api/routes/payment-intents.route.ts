@@ -219,7 +219,7 @@ export const routes: RouteDef[] = [
     responses: { '201': { description: 'The payment intent, awaiting payment.', schema: ref('PaymentIntent') } },
     handler: async ({ deps, auth, body }) => {
       const input = body as CreatePaymentIntentInput;
-      const { currency } = checkIntentAmount(input);
+      const { currency } = checkIntentAmount(input, auth.environment);
       const rate = await intentRate(deps, auth, currency);
       const intent = await inUnit(deps, (unit) => createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate));
       return { status: 201, body: paymentIntentView(intent) };

@@ -14,6 +14,7 @@ import { getCorridor, listCorridors } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
 import type { RateQuote } from './rates.js';
+import { wholeFiatRail } from './pricing.js';
 import { NOW, recordCreation, transition } from './transition.js';
 
 // Payment intents (CONTRACT section 8): a business asks for a fiat amount; its payer pays by mobile money (a
@@ -154,7 +155,7 @@ export function fiatToUsdc(amount: string, currency: string, rate: string, round
 }
 
 /** The currency and amount an intent may ask for, with the methods it accepts; 422 for what we cannot collect. */
-export function checkIntentAmount(input: CreatePaymentIntentInput): { currency: string; amount: string; methods: IntentPaymentMethod[] } {
+export function checkIntentAmount(input: CreatePaymentIntentInput, environment: 'sandbox' | 'live'): { currency: string; amount: string; methods: IntentPaymentMethod[] } {
   const currency = input.amount.currency.toUpperCase();
   const corridors = listCorridors().filter((c) => c.currency === currency);
   if (!corridors.length) throw new AppError('unsupported_corridor', `We do not serve ${currency}.`, { currency });
@@ -180,6 +181,10 @@ export function checkIntentAmount(input: CreatePaymentIntentInput): { currency: 
         min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency,
       });
     }
+    // Checked here, not at the prompt: an amount the live rail cannot collect is refused before anyone waits for it.
+    if (wholeFiatRail(environment, currency, 'mobile_money') && minor % 10n ** BigInt(scaleOf(currency)) !== 0n) {
+      throw invalid('amount.value', `must be a whole number of ${currency}: live M-Pesa collects whole units`);
+    }
   }
   return { currency, amount: fromMinor(minor, scaleOf(currency)), methods };
 }
@@ -189,7 +194,7 @@ export function checkIntentAmount(input: CreatePaymentIntentInput): { currency: 
  * pool observed), records its creation and stages its expiry, in the caller's transaction.
  */
 export async function createPaymentIntent(unit: Unit, config: Config, scope: EventScope, id: string, input: CreatePaymentIntentInput, rate: RateQuote): Promise<PaymentIntentRow> {
-  const { currency, amount, methods } = checkIntentAmount(input);
+  const { currency, amount, methods } = checkIntentAmount(input, scope.environment);
   const usdcMinor = fiatToUsdc(amount, currency, rate.rate, 'up');
   if (usdcMinor > MAX_INTENT_USDC_MINOR) {
     throw new AppError('amount_out_of_range', 'A payment intent may ask for at most the value of 1000000000 USDC.', { currency, max_usdc: '1000000000' });

@@ -16,17 +16,22 @@ import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } fr
 import { NOW } from './transition.js';
 
 /** What a provider check is about: a transaction's step, or a payment intent's collection attempt. */
-export type CheckSubject = { transactionId: string; round: number } | { intentId: string; attempt: number; round: number };
+export type CheckSubject = { transactionId: string; round: number; send?: number } | { intentId: string; attempt: number; round: number };
 
 export const providerJobs = {
   /** After DARAJA_STATUS_QUERY_AFTER_MS without a result, the provider is asked (STK Query, Transaction Status). */
   check: (subject: CheckSubject, delayMs: number): JobRequest<'provider.check'> => ({
     name: 'provider.check',
-    id: 'transactionId' in subject ? jobId('provider.check', subject.transactionId, String(subject.round)) : jobId('provider.check', subject.intentId, String(subject.attempt), String(subject.round)),
+    id: 'transactionId' in subject
+      ? jobId('provider.check', subject.transactionId, String(subject.send ?? 1), String(subject.round))
+      : jobId('provider.check', subject.intentId, String(subject.attempt), String(subject.round)),
     data: subject,
     delayMs,
   }),
   callback: (callbackId: string): JobRequest<'provider.callback'> => ({ name: 'provider.callback', id: jobId('provider.callback', callbackId), data: { callbackId } }),
+  resend: (transactionId: string, send: number, delayMs: number): JobRequest<'payout.resend'> => ({
+    name: 'payout.resend', id: jobId('payout.resend', transactionId, String(send)), data: { transactionId, send }, delayMs,
+  }),
 };
 
 /** The callback's subject is not written yet (the request's own unit has not committed): the job tries again. */
@@ -82,7 +87,10 @@ export async function settleCollection(unit: Unit, config: Config, tx: Transacti
   return outcome.status;
 }
 
-/** processing -> completed, failed with the refund (permanent), or action_required (temporary: retry sends again). */
+/**
+ * processing -> completed, or failed with the refund (permanent). A temporary result is sent again after a backoff
+ * while PROVIDER_MAX_ATTEMPTS allows, then action_required (retry sends again).
+ */
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
   if (tx.direction !== 'offramp' || tx.status !== 'processing') return `unchanged (${tx.status})`;
@@ -104,7 +112,14 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
     return 'failed';
   }
   if (outcome.status === 'temporary_failure') {
-    const failure = { code: 'provider_unavailable', message: outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.' };
+    const [{ attempts }]: { attempts: number }[] = await unit.em.query(
+      `SELECT attempts FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [tx.id],
+    );
+    if (attempts < config.providerMaxAttempts) {
+      await unit.stage(providerJobs.resend(tx.id, attempts + 1, config.providerRetryBaseMs * 2 ** (attempts - 1)), scopeOf(tx));
+      return 'sending again';
+    }
+    const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${attempts} attempts)` };
     await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
     return 'action_required';
   }

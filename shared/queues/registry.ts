@@ -49,7 +49,9 @@ export interface JobPayloads {
   /** A stored provider callback (M-Pesa Daraja) is applied to what it concerns. */
   'provider.callback': { callbackId: string };
   /** No result came in time: the provider is asked (STK Query, Transaction Status); `round` keeps each ask its own job. */
-  'provider.check': { transactionId: string; round: number } | { intentId: string; attempt: number; round: number };
+  'provider.check': { transactionId: string; round: number; send?: number } | { intentId: string; attempt: number; round: number };
+  /** M-Pesa answered a payout with a temporary result: the request is made again (`send` counts them). */
+  'payout.resend': { transactionId: string; send: number };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -88,6 +90,7 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   // The subject's own unit may not have committed when its callback arrives: a few quick retries.
   'provider.callback': { queue: 'providers', attempts: 6, backoffMs: 250 },
   'provider.check': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
+  'payout.resend': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   // Not mined yet: asked again (2 s, 4 s, ... about 2 minutes in all); the scan finds it anyway.
   'chain.receipt': { queue: 'settlement', attempts: 7, backoffMs: 2000 },
 };

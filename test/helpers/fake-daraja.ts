@@ -2,7 +2,7 @@
 // B2B, Transaction Status, and the result callbacks it posts). It keeps a request log, and the last four digits of
 // the payer or receiver pick what it does, so a test reads its scenario from its data:
 //   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice;
-//   payouts:     0001 our float short (ResultCode 1) on the first request, 0002 invalid receiver (2040),
+//   payouts:     0001 our float short (ResultCode 1) on the first request, 0011 on every request, 0002 invalid receiver (2040),
 //                0003 HTTP 503 on the first request, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
@@ -155,7 +155,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       }
       const shortOnce = suffix === '0001' && !failedOnce.has(ours);
       if (shortOnce) failedOnce.add(ours);
-      const code = suffix === '0002' ? '2040' : shortOnce ? '1' : '0';
+      const code = suffix === '0002' ? '2040' : shortOnce || suffix === '0011' ? '1' : '0';
       const descriptions: Record<string, string> = {
         '0': 'The service request is processed successfully.', '1': 'The balance is insufficient for the transaction.',
         '2040': 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',

@@ -121,18 +121,26 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest']);
   });
 
-  it('a temporary result (1: our float short) leaves it action_required; retry sends again, without asking first, and pays', async () => {
+  it('a temporary result (1: our float short) is sent again after a backoff, without asking first, and pays', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340001', mobile_network: 'safaricom' });
+    expect((await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
+    expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/b2c/v3/paymentrequest']);
+    expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
+  });
+
+  it('temporary results until PROVIDER_MAX_ATTEMPTS: action_required; retry sends once more', async () => {
+    const { id } = await payout('mobile_money', { phone_number: '+254712340011', mobile_network: 'safaricom' });
     const stalled = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(stalled.status).to.equal('action_required');
     expect(stalled.failure.code).to.equal('provider_unavailable');
-    expect(stalled.failure.message).to.match(/code 1\b/);
+    expect(stalled.failure.message).to.match(/code 1\b.*after 2 attempts/);
+    expect(rail.fake.payoutsTo(id)).to.have.length(2);
     const retried = await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key));
     expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
-    const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
-    expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/b2c/v3/paymentrequest']);
-    expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'action_required', 'funded', 'processing', 'completed']);
+    for (let i = 0; i < 200 && rail.fake.payoutsTo(id).length < 3; i++) await new Promise((r) => setTimeout(r, 25));
+    expect((await until(rail.api, rail.key, id, ['failed', 'action_required'])).status).to.equal('action_required');
+    expect(rail.fake.payoutsTo(id)).to.have.length(3);
   });
 
   it('a lost payout result is recovered by Transaction Status', async () => {
@@ -196,6 +204,9 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     const deposits = await (await getDs()).query(`SELECT status, amount::text FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
     expect(deposits).to.deep.equal([{ status: 'confirmed', amount: '1500.00' }]);
     expect(stkFor('+254712340013')[0].body.Amount).to.equal(1500);
+    const cents = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500.50' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(cents.status).to.equal(400);
+    expect(cents.body.error.message).to.equal('amount.value must be a whole number of KES: live M-Pesa collects whole units.');
   });
 
   it('every job of this file shared one OAuth token', () => {

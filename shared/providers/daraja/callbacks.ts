@@ -2,7 +2,7 @@
 // Status `Result`. Each is schema-checked before it is stored; parsing reads our reference and the outcome.
 import { Ajv } from 'ajv';
 import type { ProviderCallback, ProviderKind } from '../provider.js';
-import { outcomeOf } from './result-codes.js';
+import { outcomeOf, safeDescription } from './result-codes.js';
 
 /** The path segment Daraja posts to, by the request that named it. */
 export const DARAJA_CALLBACK_KINDS = ['stk', 'result', 'status', 'timeout'] as const;
@@ -88,10 +88,11 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const reference = params(r.ReferenceData?.ReferenceItem).Occasion;
     if (String(r.ResultCode) !== '0' || typeof reference !== 'string') return null;
     const p = params(r.ResultParameters?.ResultParameter);
-    const completed = p.TransactionStatus === 'Completed';
-    const outcome = completed
+    // Only Completed is final here: a failed attempt says nothing of why (the reason came in the lost result), so the
+    // payout is sent again, and a permanent refusal then answers for itself.
+    const outcome = p.TransactionStatus === 'Completed'
       ? { status: 'succeeded' as const, provider_reference: r.ConversationID }
-      : outcomeOf('payout', String(p.ResultCode ?? 'failed'), `M-Pesa reports the payout ${String(p.TransactionStatus ?? 'not completed')}.`, r.ConversationID);
+      : outcomeOf('payout', '1037', `M-Pesa reports the payout ${safeDescription(p.TransactionStatus ?? 'not completed')}.`, r.ConversationID);
     return { kind: 'payout', reference, outcome, receipt: typeof p.ReceiptNo === 'string' ? p.ReceiptNo : undefined };
   }
   const code = which === 'timeout' ? '1037' : String(r.ResultCode);
