@@ -15,15 +15,19 @@ import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import { NOW } from './transition.js';
 
-/** What a provider check is about: a transaction's step, or a payment intent's collection attempt. */
-export type CheckSubject = { transactionId: string; round: number; send?: number } | { intentId: string; attempt: number; round: number };
+/**
+ * What a provider check is about: a transaction's request (`after` names which one: `r<retry count>` for a step's
+ * request, `s<n>` for a payout sent again, `sweep` for the sweeper's), or a payment intent's collection attempt. Each
+ * request gets its own chain of checks, so a retried transaction is checked again.
+ */
+export type CheckSubject = { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
 
 export const providerJobs = {
   /** After DARAJA_STATUS_QUERY_AFTER_MS without a result, the provider is asked (STK Query, Transaction Status). */
   check: (subject: CheckSubject, delayMs: number): JobRequest<'provider.check'> => ({
     name: 'provider.check',
     id: 'transactionId' in subject
-      ? jobId('provider.check', subject.transactionId, String(subject.send ?? 1), String(subject.round))
+      ? jobId('provider.check', subject.transactionId, subject.after, String(subject.round))
       : jobId('provider.check', subject.intentId, String(subject.attempt), String(subject.round)),
     data: subject,
     delayMs,

@@ -59,7 +59,7 @@ export const STUCK_RULES: StuckRule[] = [
   rule<{ id: string }>('live transactions waiting on the provider whose status check was lost', PROVIDER_STALE_SECONDS,
     `SELECT id FROM transactions WHERE environment = 'live' AND ((direction = 'onramp' AND status = 'awaiting_funds') OR (direction = 'offramp' AND status = 'processing'))
         AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
-    (r) => providerJobs.check({ transactionId: r.id, round: 0 }, 0)),
+    (r) => providerJobs.check({ transactionId: r.id, round: 1, after: 'sweep' }, 0)),
   rule<{ transaction_id: string }>('settlements past their expiry', STALE_AFTER_SECONDS,
     `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`,
     (r) => txJobs.expire(r.transaction_id, 0)),

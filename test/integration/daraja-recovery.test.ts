@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { getDs } from '../helpers/shared.js';
+import { writeHeaders } from '../helpers/factories.js';
+import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound, history, until } from '../helpers/ramps.js';
 import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { providerJobs } from '../../shared/domain/provider-results.js';
@@ -60,7 +62,14 @@ describe('live M-Pesa results late, out of order, or never', function () {
     for (let i = 0; i < 100 && tx.status === 'processing'; i++) tx = (await settled(100), await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing']));
     expect(tx.status).to.equal('action_required');
     expect(tx.failure).to.deep.equal({ code: 'provider_unavailable', message: 'M-Pesa gave no result after 5 status checks.' });
-    expect(rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id).length).to.equal(5);
+    const statusQueries = () => rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id).length;
+    expect(statusQueries()).to.equal(5);
+    expect(rail.fake.payoutsTo(id)).to.have.length(1);
+    // Retry: M-Pesa took the request, so it is not sent again; the checks start over.
+    expect((await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key))).status).to.equal(202);
+    for (let i = 0; i < 150 && statusQueries() < 10; i++) await settled(100);
+    expect((await until(rail.api, rail.key, id, ['action_required', 'failed', 'completed'])).status).to.equal('action_required');
+    expect(statusQueries()).to.equal(10);
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
   });
 
@@ -68,7 +77,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
     const id = await liveOnramp(rail, '+254712340099');
     await until(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
     // The delayed check job is lost before it runs, and the transaction has waited past the sweeper's limit.
-    await rail.pools.deps.queues.providers.remove(providerJobs.check({ transactionId: id, round: 1 }, 0).id);
+    await rail.pools.deps.queues.providers.remove(providerJobs.check({ transactionId: id, round: 1, after: 'r0' }, 0).id);
     await (await getDs()).query(`UPDATE transactions SET updated_at = now() - interval '11 minutes' WHERE id = $1`, [id]);
     await settled();
     expect((await until(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
