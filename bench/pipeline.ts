@@ -1,6 +1,7 @@
 // npm run bench:pipeline (and the end of npm run bench): sandbox off-ramp lifecycles per second with every pool in
 // this one process, beside a raw BullMQ no-op job throughput measured in the same run. Own database and Redis prefix.
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 
@@ -101,6 +102,9 @@ const quoteSeconds = (performance.now() - quoteStart) / 1000;
 
 // Stage 2: off-ramps from managed wallets, created -> signing -> submitting -> awaiting_funds -> funded -> processing -> completed.
 const txIds: string[] = [];
+// Where the bottleneck sits: how busy this process's event loop was, and how much CPU it got, while lifecycles ran.
+const loop0 = performance.eventLoopUtilization();
+const cpu0 = process.cpuUsage();
 const lifecycleStart = performance.now();
 await parallel(LIFECYCLES, WIDTH, async (i) => {
   const { transaction } = await inUnit(deps, (unit) => startOfframp(unit, config, scope, { quote_id: quoteIds[i], funding_source: { wallet_id: wallets[i] } }));
@@ -109,6 +113,9 @@ await parallel(LIFECYCLES, WIDTH, async (i) => {
 const createdSeconds = (performance.now() - lifecycleStart) / 1000;
 await until(`SELECT count(*) AS n FROM transactions WHERE id = ANY($1) AND status IN ('completed', 'failed', 'action_required')`, [txIds], LIFECYCLES, 'lifecycles');
 const lifecycleSeconds = (performance.now() - lifecycleStart) / 1000;
+const loopBusy = performance.eventLoopUtilization(loop0).utilization;
+const cpu = process.cpuUsage(cpu0);
+const coresUsed = (cpu.user + cpu.system) / 1e6 / lifecycleSeconds;
 const [{ completed }] = await ds.query(`SELECT count(*)::int AS completed FROM transactions WHERE id = ANY($1) AND status = 'completed'`, [txIds]);
 
 // Stage 3: payments to payment intents, half by mobile money and half in USDC, all into one business's treasury (a
@@ -168,6 +175,7 @@ const lines = [
   `  lifecycles completed          ${(completed / lifecycleSeconds).toFixed(0).padStart(7)} /s (${completed}/${LIFECYCLES} completed; goal 300/s)`,
   `  mean wait before each step:   ${steps.map((s) => `${s.to_status} ${s.ms} ms`).join(', ')}`,
   `  slowest step: ${steps[0]?.to_status ?? 'n/a'}`,
+  `  this process during lifecycles: event loop busy ${(loopBusy * 100).toFixed(0)}%, ${coresUsed.toFixed(2)} cores of CPU (PostgreSQL and Redis share the rest of the machine)`,
   `  treasury deposits confirmed   ${(DEPOSITS / depositSeconds).toFixed(0).padStart(7)} /s (${DEPOSITS} payments into one treasury; balance ${sound ? 'equals' : 'DIFFERS FROM'} the confirmed deposits)`,
   `  jobs (mean queue wait, mean run time): ${jobLines.join('; ')}`,
   '',
