@@ -1,6 +1,8 @@
 // npm run bench:pipeline (and the end of npm run bench): sandbox off-ramp lifecycles per second with every pool in
 // this one process, beside a raw BullMQ no-op job throughput measured in the same run. Own database and Redis prefix.
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
@@ -181,4 +183,22 @@ const lines = [
   '',
 ];
 process.stdout.write(lines.join('\n'));
+// Beside the request-path figures of `npm run bench` (bench/run.ts), in the same results file.
+const resultsFile = join(import.meta.dirname, 'results.json');
+const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
+results.pipeline = {
+  measured_at: new Date().toISOString(),
+  lifecycles: LIFECYCLES,
+  noop_jobs_per_second: Math.round(noopPerSecond),
+  quotes_per_second: Math.round(LIFECYCLES / quoteSeconds),
+  offramps_started_per_second: Math.round(LIFECYCLES / createdSeconds),
+  lifecycles_per_second: Math.round(completed / lifecycleSeconds),
+  lifecycles_goal_per_second: 300,
+  event_loop_busy: Number(loopBusy.toFixed(2)),
+  cores_used: Number(coresUsed.toFixed(2)),
+  slowest_step: steps[0]?.to_status ?? null,
+  treasury_deposits_per_second: Math.round(DEPOSITS / depositSeconds),
+  treasury_balance_exact: Boolean(sound),
+};
+writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 process.exit(0);
