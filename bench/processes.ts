@@ -3,20 +3,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface Started {
   script: string;
+  args?: string[];
   child: ChildProcess;
 }
 
 /** Starts `script` and resolves once its stdout shows `ready`; stdout keeps draining so logging never blocks it. */
-export function startProcess(script: string, env: Record<string, string>, ready: string): Promise<Started> {
+export function startProcess(script: string, env: Record<string, string>, ready: string, args: string[] = []): Promise<Started> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let seen = '';
     const onData = (d: Buffer) => {
       seen = (seen + d).slice(-4096);
       if (seen.includes(ready)) {
         child.stdout!.off('data', onData);
         child.stdout!.resume();
-        resolve({ script, child });
+        resolve({ script, args, child });
       }
     };
     child.stdout!.on('data', onData);
