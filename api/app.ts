@@ -14,6 +14,7 @@ import { errorHandler, notFoundRoute } from './middleware/error-handler.js';
 import { ApiKeyCache } from './middleware/api-key-cache.js';
 import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
 import { mountDocsPage } from './docs-page.js';
+import { DARAJA_CALLBACK_BASE, darajaCallbacks } from './provider-callbacks.js';
 
 export interface BuiltApp {
   app: Express;
@@ -74,6 +75,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
   }
 
+  app.use(DARAJA_CALLBACK_BASE, darajaCallbacks(deps));
   // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.
   app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gate(deps)));
   app.use(notFoundRoute);

@@ -83,7 +83,24 @@ export interface Config {
     passkey: string | null;
     /** Secret path segment of every callback URL handed to Daraja. */
     callbackToken: string | null;
+    /** Safaricom's API root (default: its sandbox). */
+    baseUrl: string;
+    /** B2C, B2B and Transaction Status: the paying shortcode and the initiator's name and encrypted credential. */
+    b2cShortcode: string | null;
+    initiatorName: string | null;
+    securityCredential: string | null;
+    /** Callbacks from other addresses are refused; empty: any address (the path token still authenticates). */
+    callbackAllowedIps: string[];
+    /** How long a request waits for its callback before Transaction Status / STK Query is asked. */
+    statusQueryAfterMs: number;
+    /** Each call to Daraja (token, request, query) is abandoned after this long: a temporary failure. */
+    requestTimeoutMs: number;
   };
+  /**
+   * Tests only: live on-ramps and off-ramps run on the sandbox chain adapter (the live chain adapter is another
+   * issue). Refused in production.
+   */
+  liveChainOverride: 'sandbox' | null;
   /** Live rates (GET <url>/rates?base=USDC&quote=KES); unset: live quotes cannot be priced. */
   rateSourceUrl: string | null;
 }
@@ -206,6 +223,40 @@ function walletSeed(name: string, raw: string | undefined): string | null {
   return words;
 }
 
+function darajaBaseUrl(raw: string | undefined): string {
+  const value = raw || 'https://sandbox.safaricom.co.ke';
+  if (!/^https?:\/\/[^/]/.test(value) || !URL.canParse(value)) throw new ConfigError('DARAJA_BASE_URL must be an absolute http(s) URL');
+  return value.replace(/\/+$/, '');
+}
+
+function allowedIps(raw: string | undefined): string[] {
+  const entries = (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  const bad = entries.find((e) => !isIP(e));
+  if (bad !== undefined) throw new ConfigError('DARAJA_CALLBACK_ALLOWED_IPS must be comma-separated IP addresses');
+  return entries;
+}
+
+function liveChainOverride(raw: string | undefined, production: boolean): 'sandbox' | null {
+  if (!raw) return null;
+  if (raw !== 'sandbox' || production) throw new ConfigError('RAMPWAY_TEST_LIVE_CHAIN is for tests only: "sandbox", never in production');
+  return 'sandbox';
+}
+
+/**
+ * A live M-Pesa rail set up halfway would take money it cannot pay out (or the reverse): any DARAJA_ credential set
+ * means all of them, and the callback token and public URL too.
+ */
+function checkDaraja(env: NodeJS.ProcessEnv): void {
+  const names = ['DARAJA_CONSUMER_KEY', 'DARAJA_CONSUMER_SECRET', 'DARAJA_SHORTCODE', 'DARAJA_PASSKEY', 'DARAJA_B2C_SHORTCODE', 'DARAJA_INITIATOR_NAME',
+    'DARAJA_SECURITY_CREDENTIAL', 'DARAJA_CALLBACK_TOKEN'];
+  const set = names.filter((n) => env[n]);
+  if (set.length === 0) return;
+  const missing = names.filter((n) => !env[n]);
+  if (!env.PUBLIC_BASE_URL) missing.push('PUBLIC_BASE_URL');
+  if (missing.length) throw new ConfigError(`The M-Pesa Daraja rail is half configured: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} missing`);
+  if (!/^[A-Za-z0-9_-]{16,200}$/.test(env.DARAJA_CALLBACK_TOKEN!)) throw new ConfigError('DARAJA_CALLBACK_TOKEN must be 16 to 200 characters of A-Z, a-z, 0-9, _ and -');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
@@ -225,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('WALLET_SEED_LIVE must differ from the sandbox seed (and from the public development seed)');
   }
   const production = nodeEnv === 'production';
+  checkDaraja(env);
   if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE || !env.IDEMPOTENCY_SECRET)) {
     throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED, WALLET_SEED_LIVE and IDEMPOTENCY_SECRET');
   }
@@ -279,7 +331,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       shortcode: env.DARAJA_SHORTCODE || null,
       passkey: env.DARAJA_PASSKEY || null,
       callbackToken: env.DARAJA_CALLBACK_TOKEN || null,
+      baseUrl: darajaBaseUrl(env.DARAJA_BASE_URL),
+      b2cShortcode: env.DARAJA_B2C_SHORTCODE || null,
+      initiatorName: env.DARAJA_INITIATOR_NAME || null,
+      securityCredential: env.DARAJA_SECURITY_CREDENTIAL || null,
+      callbackAllowedIps: allowedIps(env.DARAJA_CALLBACK_ALLOWED_IPS),
+      statusQueryAfterMs: int(env, 'DARAJA_STATUS_QUERY_AFTER_MS', 60_000, 10),
+      requestTimeoutMs: int(env, 'DARAJA_REQUEST_TIMEOUT_MS', 10_000, 100),
     },
+    liveChainOverride: liveChainOverride(env.RAMPWAY_TEST_LIVE_CHAIN, production),
     rateSourceUrl: env.RATE_SOURCE_URL || null,
     webhooks: {
       allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true',

@@ -20,6 +20,8 @@ import { sandboxPayJob } from './sandbox/sandbox-pay.job.js';
 import { deliverWebhookJob } from './webhooks/deliver-webhook.job.js';
 import { scanChainJob } from './settlement/scan-chain.job.js';
 import { chainReceiptJob } from './settlement/chain-receipt.job.js';
+import { applyCallbackJob } from './providers/apply-callback.job.js';
+import { checkProviderJob } from './providers/check-provider.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
 import { getConfig } from '../shared/config.js';
 
@@ -32,6 +34,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
   deliverWebhookJob, scanChainJob, chainReceiptJob,
+  applyCallbackJob, checkProviderJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [

@@ -25,7 +25,8 @@ export function requestContext(deps: AppDeps) {
     const entry = () => ({
       requestId: id,
       method: req.method,
-      path: req.originalUrl.split('?')[0],
+      // A provider callback's path carries its secret token.
+      path: req.originalUrl.split('?')[0].replace(/^\/providers\/daraja\/[^/]*/, '/providers/daraja/[token]'),
       status: res.statusCode,
       latencyMs: Math.round((performance.now() - state.started) * 100) / 100,
       businessId: state.auth?.businessId,

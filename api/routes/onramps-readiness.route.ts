@@ -1,6 +1,8 @@
 import type { Address } from 'viem';
 import type { Config } from '../../shared/config.js';
+import { erc20Abi } from 'viem';
 import { publicClientFor } from '../../shared/chain/clients.js';
+import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import { CHAIN_IDS, type Chain } from '../../shared/domain/chains.js';
 import { listCorridors } from '../../shared/domain/corridors.js';
 import { httpRateSource } from '../../shared/domain/rates.js';
@@ -73,6 +75,29 @@ function chainCheck(config: Config): Promise<Check> {
   return cached(`chain|${rpcUrl}|${usdcAddress}`, () => askChain(config));
 }
 
+async function askTreasury(config: Config, seed: string): Promise<Check> {
+  const client = publicClientFor(config, CHAIN);
+  const holder = treasuryAddress(seed);
+  try {
+    const [usdc, gas] = await withTimeout(Promise.all([
+      client.readContract({ address: config.chains[CHAIN].usdcAddress as Address, abi: erc20Abi, functionName: 'balanceOf', args: [holder] }),
+      client.getBalance({ address: holder }),
+    ]), OUTSIDE_CHECK_TIMEOUT_MS);
+    const empty = [...(usdc > 0n ? [] : ['USDC']), ...(gas > 0n ? [] : ['gas'])];
+    return empty.length ? fail(`The treasury hot wallet (${holder}) holds no ${empty.join(' and no ')} on ${CHAIN}: live on-ramps deliver from it.`) : pass;
+  } catch {
+    return fail(`The treasury hot wallet's balances on ${CHAIN} could not be read within ${OUTSIDE_CHECK_TIMEOUT_MS / 1000} s.`);
+  }
+}
+
+/** The treasury hot wallet (WALLET_SEED_LIVE) holds USDC to deliver and gas to send it with. */
+function treasuryCheck(config: Config): Promise<Check> {
+  const seed = config.walletSeeds.live;
+  if (!seed) return Promise.resolve(fail('WALLET_SEED_LIVE is not set: there is no treasury hot wallet to deliver USDC from.'));
+  if (!config.chains[CHAIN].rpcUrl) return Promise.resolve(fail(`RPC_URL_${CHAIN.toUpperCase()} is not set: the treasury hot wallet's balances cannot be read.`));
+  return cached(`treasury|${config.chains[CHAIN].rpcUrl}|${config.chains[CHAIN].usdcAddress}|${treasuryAddress(seed)}`, () => askTreasury(config, seed));
+}
+
 async function askRateSource(config: Config, url: string, currency: string): Promise<Check> {
   try {
     const quote = await withTimeout(httpRateSource(url, OUTSIDE_CHECK_TIMEOUT_MS).rate(currency), OUTSIDE_CHECK_TIMEOUT_MS);
@@ -96,8 +121,11 @@ async function rateSourceCheck(config: Config, currencies: string[]): Promise<Ch
 }
 
 function darajaCredentialsCheck(config: Config): Check {
-  const { consumerKey, consumerSecret, shortcode, passkey } = config.daraja;
-  const missing = Object.entries({ DARAJA_CONSUMER_KEY: consumerKey, DARAJA_CONSUMER_SECRET: consumerSecret, DARAJA_SHORTCODE: shortcode, DARAJA_PASSKEY: passkey })
+  const d = config.daraja;
+  const missing = Object.entries({
+    DARAJA_CONSUMER_KEY: d.consumerKey, DARAJA_CONSUMER_SECRET: d.consumerSecret, DARAJA_SHORTCODE: d.shortcode, DARAJA_PASSKEY: d.passkey,
+    DARAJA_B2C_SHORTCODE: d.b2cShortcode, DARAJA_INITIATOR_NAME: d.initiatorName, DARAJA_SECURITY_CREDENTIAL: d.securityCredential,
+  })
     .filter(([, value]) => !value)
     .map(([name]) => name);
   return missing.length ? unset(missing) : pass;
@@ -112,10 +140,10 @@ function callbackUrlCheck(config: Config): Check {
 }
 
 async function liveChecks(config: Config, currencies: string[]): Promise<Checks> {
-  const [chain, rates] = await Promise.all([chainCheck(config), rateSourceCheck(config, currencies)]);
+  const [chain, rates, treasury] = await Promise.all([chainCheck(config), rateSourceCheck(config, currencies), treasuryCheck(config)]);
   return {
     chain_rpc: chain,
-    treasury_wallet: config.walletSeeds.live ? pass : fail('WALLET_SEED_LIVE is not set: there is no treasury hot wallet to deliver USDC from.'),
+    treasury_wallet: treasury,
     daraja_credentials: darajaCredentialsCheck(config),
     callback_url: callbackUrlCheck(config),
     rate_source: rates,
@@ -144,8 +172,8 @@ export const schemas: Record<string, JsonSchema> = {
       checks: {
         type: 'object',
         additionalProperties: ref('ReadinessCheck'),
-        description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (WALLET_SEED_LIVE), ' +
-          '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
+        description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the WALLET_SEED_LIVE treasury hot wallet holds USDC and gas on base), ' +
+          '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
           '`rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check.',
       },
     },

@@ -157,9 +157,10 @@ const byId = (params: unknown) => (params as { id: string }).id;
  * fetches now (waited for briefly, like a quote's price). The web process never calls the rate source itself.
  */
 async function intentRate(deps: AppDeps, auth: AuthContext, currency: string): Promise<RateQuote> {
+  // A deployment without a rate source prices nothing live, whatever another deployment on this database stored.
+  if (auth.environment === 'live' && !deps.config.rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment yet.', 60);
   const stored = await storedFreshRate(deps.ds, auth.environment, currency, deps.config.rateMaxAgeSeconds);
   if (stored) return stored;
-  if (auth.environment === 'live' && !deps.config.rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment yet.', 60);
   const job = refreshRateJob(auth.environment, currency);
   const waiting = deps.pricingWaiters.wait(job.id, deps.config.quoteWaitMs);
   try {

@@ -34,6 +34,11 @@ export interface QuoteInput {
   /** Fiat units per 1 USDC, at most 8 fractional digits. */
   rate: string;
   platform_fee: PlatformFee;
+  /**
+   * Live M-Pesa moves whole shillings only: the fiat side, its fees and its total are whole units of the currency
+   * (what is paid out rounds down, what is collected and the fees round up).
+   */
+  whole_fiat?: boolean;
 }
 
 type Side = { asset: 'USDC'; currency?: never } | { currency: string; asset?: never };
@@ -88,6 +93,8 @@ function percentOf(amount: bigint, bps: number, what: string): bigint {
 }
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
+const floorTo = (x: bigint, step: bigint) => (x / step) * step;
+const ceilTo = (x: bigint, step: bigint) => ceilDiv(x, step) * step;
 
 /** The largest x in [0, budget] with total(x) <= budget, for a non-decreasing total (0 when none fits). */
 function largestWithin(budget: bigint, total: (x: bigint) => bigint): bigint {
@@ -98,6 +105,11 @@ function largestWithin(budget: bigint, total: (x: bigint) => bigint): bigint {
     else hi = mid - 1n;
   }
   return lo;
+}
+
+/** Live M-Pesa (Daraja) takes whole shillings; the sandbox keeps minor units so its arithmetic stays the documented one. */
+export function wholeFiatRail(environment: 'sandbox' | 'live', currency: string, paymentMethod: string): boolean {
+  return environment === 'live' && requireCorridor(currency, paymentMethod).provider === 'mpesa_daraja';
 }
 
 export function priceQuote(input: QuoteInput): PricedQuote {
@@ -130,22 +142,30 @@ export function priceQuote(input: QuoteInput): PricedQuote {
   // Each minimum is stated in its own unit; a minimum in the destination's unit is charged in the source's, rounded up.
   const providerMin = parseConfig(corridor.provider_fee.min, fiatScale, 'provider fee minimum');
   const platformMin = parseConfig(input.platform_fee.min, USDC_SCALE, 'platform fee minimum');
-  const providerFeeOf = (s: bigint) => max(percentOf(s, corridor.provider_fee.bps, 'provider fee'), offramp ? chargeInSource(providerMin, ratio) : providerMin);
-  const platformFeeOf = (s: bigint) => max(percentOf(s, input.platform_fee.bps, 'platform fee'), offramp ? platformMin : chargeInSource(platformMin, ratio));
+  // The fiat step: one minor unit, or a whole unit of the currency for a rail that moves whole units (on-ramp fees are fiat).
+  const step = input.whole_fiat ? pow10(fiatScale) : 1n;
+  const fiatFee = (fee: bigint) => (offramp ? fee : ceilTo(fee, step));
+  const providerFeeOf = (s: bigint) => fiatFee(max(percentOf(s, corridor.provider_fee.bps, 'provider fee'), offramp ? chargeInSource(providerMin, ratio) : providerMin));
+  const platformFeeOf = (s: bigint) => fiatFee(max(percentOf(s, input.platform_fee.bps, 'platform fee'), offramp ? platformMin : chargeInSource(platformMin, ratio)));
+  const wholeIssue = (path: string) => bodyIssue(path, `${path} must be a whole number of ${currency}: the live mobile-money rail moves whole units.`, `must be a whole number of ${currency}`);
+  const paidOut = (s: bigint) => (offramp ? floorTo(destinationOf(s, ratio), step) : destinationOf(s, ratio));
 
   let source: bigint;
   let destination: bigint;
   if (input.total_budget !== undefined) {
     if (!offramp) throw new AppError('internal_error', 'A total budget prices off-ramps only.');
     source = largestWithin(parseConfig(input.total_budget, USDC_SCALE, 'total budget'), (s) => s + providerFeeOf(s) + platformFeeOf(s));
-    destination = destinationOf(source, ratio);
+    destination = paidOut(source);
   } else if (input.source_amount !== undefined) {
     source = parseAmount(input.source_amount, 'source_amount', sourceUnit, sourceScale);
-    destination = destinationOf(source, ratio);
+    if (!offramp && source % step !== 0n) throw wholeIssue('source_amount');
+    destination = paidOut(source);
   } else {
     const wanted = parseAmount(input.destination_amount, 'destination_amount', destUnit, destScale);
-    source = solveSource(wanted, ratio);
-    destination = destinationOf(source, ratio);
+    if (offramp && wanted % step !== 0n) throw wholeIssue('destination_amount');
+    // Off-ramp: the floor to whole units keeps `wanted` (itself whole). On-ramp: the fiat source rounds up to whole units.
+    source = offramp ? solveSource(wanted, ratio) : ceilTo(solveSource(wanted, ratio), step);
+    destination = paidOut(source);
   }
 
   const fiatSide = offramp ? destination : source;

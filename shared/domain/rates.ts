@@ -100,13 +100,39 @@ export async function storedFreshRate(q: RateStore, environment: Environment, cu
   return rows[0] ? { rate: formatRate(new Decimal(rows[0].rate)), as_of: rows[0].as_of.toISOString() } : null;
 }
 
-/** Workers: a rate straight from the source, refused when stale, and stored for the web process. */
-export async function freshRateFromSource(q: RateStore, config: Pick<Config, 'rateSourceUrl' | 'rateMaxAgeSeconds'>, environment: Environment, currency: string): Promise<RateQuote> {
-  const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
-  if (Date.now() - Date.parse(quote.as_of) > config.rateMaxAgeSeconds * 1000) {
-    throw AppError.unavailable(`The ${currency} rate is older than ${config.rateMaxAgeSeconds} s.`);
+/** The rate source answered, but with a rate too old to price with: a quote is refused at once, not retried. */
+export class StaleRateError extends AppError {
+  constructor(currency: string, maxAgeSeconds: number) {
+    super('service_unavailable', `The rate source's ${currency} rate is older than ${maxAgeSeconds} s (RATE_MAX_AGE_SECONDS); live quotes are refused until it is fresh.`, { reason: 'rate_stale' }, 5);
+    this.name = 'StaleRateError';
   }
+}
+
+/** Where live rates are cached briefly (Redis), so pricing does not call the source for every quote. */
+export interface RateCache {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, px: 'PX', ms: number): Promise<unknown>;
+}
+
+/** At most a few seconds, and never longer than half the allowed age. */
+const rateCacheMs = (maxAgeSeconds: number) => Math.min(5_000, (maxAgeSeconds * 1000) / 2);
+const isFresh = (quote: RateQuote, maxAgeSeconds: number) => Date.now() - Date.parse(quote.as_of) <= maxAgeSeconds * 1000;
+
+/** Workers: a rate straight from the source (or its brief cache), refused when stale, and stored for the web process. */
+export async function freshRateFromSource(
+  q: RateStore, config: Pick<Config, 'rateSourceUrl' | 'rateMaxAgeSeconds' | 'redisPrefix'>, environment: Environment, currency: string, cache?: RateCache,
+): Promise<RateQuote> {
+  const key = `${config.redisPrefix}:rate:${environment}:${currency}`;
+  if (environment === 'live' && cache) {
+    // A cache that is down costs a call to the source, never a price.
+    const hit = await cache.get(key).catch(() => null);
+    const cached = hit ? (JSON.parse(hit) as RateQuote) : null;
+    if (cached && isFresh(cached, config.rateMaxAgeSeconds)) return cached;
+  }
+  const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
+  if (!isFresh(quote, config.rateMaxAgeSeconds)) throw new StaleRateError(currency, config.rateMaxAgeSeconds);
   await storeRate(q, environment, currency, quote);
+  if (environment === 'live' && cache) await cache.set(key, JSON.stringify(quote), 'PX', rateCacheMs(config.rateMaxAgeSeconds)).catch(() => undefined);
   return quote;
 }
 

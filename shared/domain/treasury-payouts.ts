@@ -8,7 +8,7 @@ import { InsufficientFundsError, postEntry } from './ledger.js';
 import { INTENT_PAYOUT_MACHINE, QUOTE_MACHINE, type PayoutStatus } from './machines.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { intentScope, loadPaymentIntent, paymentIntentView, type PaymentIntentRow } from './payment-intents.js';
-import { priceQuote } from './pricing.js';
+import { priceQuote, wholeFiatRail } from './pricing.js';
 import { freshRateFromSource } from './rates.js';
 import { recordCreation, transition } from './transition.js';
 import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
@@ -66,7 +66,7 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
   try {
     priced = priceQuote({
       direction: 'offramp', currency: beneficiary.currency, payment_method: beneficiary.payment_method, total_budget: budget, rate: rate.rate,
-      platform_fee: await platformFeeOf(deps.ds, intent.business_id),
+      platform_fee: await platformFeeOf(deps.ds, intent.business_id), whole_fiat: wholeFiatRail(intent.environment, beneficiary.currency, beneficiary.payment_method),
     });
   } catch (err) {
     if (!(err instanceof AppError) || err.code === 'service_unavailable' || err.code === 'internal_error') throw err;

@@ -8,6 +8,8 @@ import type { Environment } from '../domain/chains.js';
 import type { PaymentMethod, ProviderId } from '../domain/corridors.js';
 import type { EventScope } from '../domain/events.js';
 import { SandboxProvider } from './sandbox-provider.js';
+import { DarajaProvider } from './daraja/daraja-provider.js';
+import { DarajaClient } from './daraja/daraja-client.js';
 
 export type ProviderKind = 'collection' | 'payout';
 
@@ -60,6 +62,10 @@ export interface ProviderCallback {
   kind: ProviderKind;
   /** Our reference when the provider echoes it (B2C/B2B OriginatorConversationID); STK callbacks carry only theirs. */
   reference: string | null;
+  /** Daraja's ConversationID of a payout result: B2B echoes no reference of ours, so it is matched by this. */
+  conversationId?: string;
+  /** The M-Pesa receipt (transaction id) when money moved. */
+  receipt?: string;
   outcome: ProviderOutcome;
 }
 
@@ -110,8 +116,12 @@ export function providerFor(environment: Environment, deps: ProviderDeps): Payme
   switch (environment) {
     case 'sandbox':
       return new SandboxProvider(deps);
-    case 'live':
-      throw AppError.unavailable('No live provider is configured yet.');
+    case 'live': {
+      // Boot refuses a half-configured rail (config.ts), so one credential stands for all of them.
+      const config = deps.config;
+      if (!config?.daraja.consumerKey) throw AppError.unavailable('No live mobile-money provider is configured on this deployment (DARAJA_CONSUMER_KEY).', 60);
+      return new DarajaProvider(deps, new DarajaClient({ ...config.daraja, publicBaseUrl: config.publicBaseUrl }));
+    }
     default:
       // A value from outside the type (a bad job payload) must not fall through to a simulation.
       throw AppError.unavailable('No provider is configured for this environment.');

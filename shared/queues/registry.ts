@@ -46,6 +46,10 @@ export interface JobPayloads {
   'chain.scan': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
   /** The business named the hash of its transfer: its receipt is read and its transfers to our addresses recorded. */
   'chain.receipt': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; transactionHash: string };
+  /** A stored provider callback (M-Pesa Daraja) is applied to what it concerns. */
+  'provider.callback': { callbackId: string };
+  /** No result came in time: the provider is asked (STK Query, Transaction Status); `round` keeps each ask its own job. */
+  'provider.check': { transactionId: string; round: number } | { intentId: string; attempt: number; round: number };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -81,6 +85,9 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'webhook.deliver': { queue: 'webhooks', attempts: 5, backoffMs: 1000 },
   // A scheduled scan: a failed one is simply the next one.
   'chain.scan': { queue: 'settlement', attempts: 1, backoffMs: 1000 },
+  // The subject's own unit may not have committed when its callback arrives: a few quick retries.
+  'provider.callback': { queue: 'providers', attempts: 6, backoffMs: 250 },
+  'provider.check': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   // Not mined yet: asked again (2 s, 4 s, ... about 2 minutes in all); the scan finds it anyway.
   'chain.receipt': { queue: 'settlement', attempts: 7, backoffMs: 2000 },
 };

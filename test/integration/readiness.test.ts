@@ -5,7 +5,9 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, type TestBusiness } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { responseAjv } from '../fuzz/operations.js';
-import { deployTestUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
+import type { Address } from 'viem';
+import { deployTestUsdc, mintUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
+import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 
 const PATH = '/api/v1/business/onramps/readiness';
 const CHECKS = ['callback_url', 'chain_rpc', 'daraja_credentials', 'rate_source', 'treasury_wallet'];
@@ -17,10 +19,14 @@ const SECRETS = {
   DARAJA_SHORTCODE: '174379',
   DARAJA_PASSKEY: 'pk-bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919',
   DARAJA_CALLBACK_TOKEN: 'cbtok_Qx81mZr0aLs94Kd2Wn7y',
+  DARAJA_B2C_SHORTCODE: '600981',
+  DARAJA_INITIATOR_NAME: 'rampway-initiator',
+  DARAJA_SECURITY_CREDENTIAL: 'sc-Zm9vYmFyYmF6cXV4',
 };
 const UNCONFIGURED = {
   RPC_URL_BASE: '', WALLET_SEED_LIVE: '', PUBLIC_BASE_URL: '', RATE_SOURCE_URL: '',
   DARAJA_CONSUMER_KEY: '', DARAJA_CONSUMER_SECRET: '', DARAJA_SHORTCODE: '', DARAJA_PASSKEY: '', DARAJA_CALLBACK_TOKEN: '',
+  DARAJA_B2C_SHORTCODE: '', DARAJA_INITIATOR_NAME: '', DARAJA_SECURITY_CREDENTIAL: '',
 };
 
 /** A rate source that answers KES fresh under /, and a rate ten minutes old under /stale. */
@@ -95,7 +101,9 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       for (const name of CHECKS) expect(res.body.checks[name].ok, name).to.equal(false);
       expect(res.body.checks.chain_rpc.message).to.match(/RPC_URL_BASE is not set/);
       expect(res.body.checks.treasury_wallet.message).to.match(/WALLET_SEED_LIVE/);
-      expect(res.body.checks.daraja_credentials.message).to.equal('DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY are not set.');
+      expect(res.body.checks.daraja_credentials.message).to.equal(
+        'DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL are not set.',
+      );
       expect(res.body.checks.callback_url.message).to.equal('PUBLIC_BASE_URL, DARAJA_CALLBACK_TOKEN are not set.');
       expect(res.body.checks.rate_source.message).to.equal('RATE_SOURCE_URL is not set.');
     } finally {
@@ -110,6 +118,10 @@ describe('GET /api/v1/business/onramps/readiness', function () {
     before(async () => {
       [anvil, rates] = await Promise.all([startAnvil(), startRateSource()]);
       usdc = await deployTestUsdc(anvil);
+      // The treasury hot wallet live on-ramps deliver from: some USDC and some gas.
+      const treasury = treasuryAddress(process.env.WALLET_SEED_LIVE!);
+      await mintUsdc(anvil, usdc as Address, treasury, 1_000_000n);
+      await anvil.walletClient.sendTransaction({ account: anvil.deployer, to: treasury, value: 10n ** 16n, chain: anvil.chain });
     });
     after(async () => {
       await anvil?.stop();
@@ -158,17 +170,25 @@ describe('GET /api/v1/business/onramps/readiness', function () {
         ...configured(),
         USDC_ADDRESS_BASE: eoa,
         RATE_SOURCE_URL: `${rates.url}/stale`,
-        DARAJA_PASSKEY: '',
-        DARAJA_CALLBACK_TOKEN: 'short/secret',
       });
       expect(body.enabled).to.equal(false);
       expect(body.checks.chain_rpc).to.deep.equal({ ok: false, message: `USDC_ADDRESS_BASE (${eoa}) holds no contract on base.` });
       expect(body.checks.rate_source.ok).to.equal(false);
       expect(body.checks.rate_source.message).to.match(/KES rate is \d+ s old; RATE_MAX_AGE_SECONDS allows 60 s/);
-      expect(body.checks.daraja_credentials).to.deep.equal({ ok: false, message: 'DARAJA_PASSKEY is not set.' });
-      expect(body.checks.callback_url.ok).to.equal(false);
-      expect(body.checks.callback_url.message).to.match(/DARAJA_CALLBACK_TOKEN must be/).and.not.to.contain('short/secret');
-      expect(body.checks.treasury_wallet).to.deep.equal({ ok: true, message: null });
+      expect(body.checks.daraja_credentials).to.deep.equal({ ok: true, message: null });
+      expect(body.checks.treasury_wallet.ok).to.equal(false);
+    });
+
+    it('a treasury hot wallet without USDC is not ready', async () => {
+      const body = await readiness({ ...configured(), WALLET_SEED_LIVE: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about' });
+      expect(body.enabled).to.equal(false);
+      expect(body.checks.treasury_wallet.message).to.match(/^The treasury hot wallet \(0x[0-9a-fA-F]{40}\) holds no USDC and no gas on base/);
+    });
+
+    it('a half-configured M-Pesa rail refuses to boot, naming what is missing and never a value', async () => {
+      const bootError = (env: Record<string, string>) => startApi({ env }).then(async (h) => (await h.close(), ''), (err: Error) => err.message);
+      expect(await bootError({ ...configured(), DARAJA_PASSKEY: '' })).to.equal('The M-Pesa Daraja rail is half configured: DARAJA_PASSKEY is missing');
+      expect(await bootError({ ...configured(), DARAJA_CALLBACK_TOKEN: 'short/secret' })).to.match(/DARAJA_CALLBACK_TOKEN must be/).and.not.to.contain('short/secret');
     });
 
     it('an RPC that does not answer, or a rate source that is down, fails within its bound', async () => {
@@ -178,7 +198,8 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       expect(body.enabled).to.equal(false);
       expect(body.checks.chain_rpc).to.deep.equal({ ok: false, message: 'The base RPC (RPC_URL_BASE) did not answer within 2 s.' });
       expect(body.checks.rate_source).to.deep.equal({ ok: false, message: 'The rate source (RATE_SOURCE_URL) gave no usable KES rate within 2 s.' });
-      for (const name of ['daraja_credentials', 'callback_url', 'treasury_wallet']) expect(body.checks[name].ok, name).to.equal(true);
+      for (const name of ['daraja_credentials', 'callback_url']) expect(body.checks[name].ok, name).to.equal(true);
+      expect(body.checks.treasury_wallet).to.deep.equal({ ok: false, message: 'The treasury hot wallet\'s balances on base could not be read within 2 s.' });
     });
 
     it('a sandbox key is not affected by live configuration', async () => {

@@ -1,9 +1,9 @@
 import { AppError } from '../../shared/errors.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { loadQuote, markFailed, markPriced } from '../../shared/domain/quotes.js';
-import { priceQuote } from '../../shared/domain/pricing.js';
+import { priceQuote, wholeFiatRail } from '../../shared/domain/pricing.js';
 import { platformFeeOf } from '../../shared/domain/fees.js';
-import { freshRateFromSource } from '../../shared/domain/rates.js';
+import { freshRateFromSource, StaleRateError } from '../../shared/domain/rates.js';
 import { defineJob } from '../job-definition.js';
 
 /** pending -> available (priced) or failed (a price outside the corridor's limits); a missing rate is retried. */
@@ -12,7 +12,14 @@ export const priceQuoteJob = defineJob({
   async process(job, deps) {
     const row = await loadQuote(deps.ds, job.data.quoteId);
     if (!row || row.status !== 'pending') return 'not pending';
-    const rate = await freshRateFromSource(deps.ds, deps.config, row.environment, row.currency);
+    let rate;
+    try {
+      rate = await freshRateFromSource(deps.ds, deps.config, row.environment, row.currency, deps.redis);
+    } catch (err) {
+      if (!(err instanceof StaleRateError)) throw err;
+      await inUnit(deps, (unit) => markFailed(unit, row, { code: 'pricing_unavailable', message: err.message, details: err.details }));
+      return 'failed (stale rate)';
+    }
     let outcome: string;
     try {
       const priced = priceQuote({
@@ -22,6 +29,7 @@ export const priceQuoteJob = defineJob({
         [row.requested_side === 'source' ? 'source_amount' : 'destination_amount']: row.requested_amount,
         rate: rate.rate,
         platform_fee: await platformFeeOf(deps.ds, row.business_id),
+        whole_fiat: wholeFiatRail(row.environment, row.currency, row.payment_method),
       });
       await inUnit(deps, (unit) => markPriced(unit, row, priced, rate, deps.config.quoteTtlSeconds));
       outcome = 'available';

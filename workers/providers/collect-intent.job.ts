@@ -1,6 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { collectionCameToNothing, collectionFailure, intentScope, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
+import { awaitResult } from '../../shared/domain/provider-results.js';
 import { mobileMoneyPayment, recordPayment } from '../../shared/domain/treasury-deposits.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
@@ -27,7 +28,10 @@ export const collectIntentJob = defineJob({
         return 'paid';
       }
       // Accepted: the payer is prompted, and the provider's callback brings the result (live).
-      if (outcome.status === 'pending') return 'prompted';
+      if (outcome.status === 'pending') {
+        await awaitResult(unit, deps.config, { intentId: intent.id, attempt: job.data.attempt, round: 1 }, outcome, intentScope(intent));
+        return 'prompted';
+      }
       return collectionCameToNothing(unit, intent, collectionFailure(outcome), outcome.provider_reference);
     });
   },

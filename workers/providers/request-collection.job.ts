@@ -1,5 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { applyCollectionOutcome, collectionUnavailable, forcedSuccess } from '../../shared/domain/fiat-steps.js';
+import { awaitResult } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
@@ -16,7 +17,11 @@ export const requestCollectionJob = defineJob({
         reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, phone_number: tx.payer_phone!, mobile_network: tx.payer_network!,
       }));
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
-    return inUnit(deps, (unit) => applyCollectionOutcome(unit, deps.config, tx, outcome));
+    return inUnit(deps, async (unit) => {
+      const applied = await applyCollectionOutcome(unit, deps.config, tx, outcome);
+      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1 }, outcome, scopeOf(tx));
+      return applied;
+    });
   },
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);

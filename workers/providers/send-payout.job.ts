@@ -2,6 +2,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { loadActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
 import { applyPayoutOutcome, forcedSuccess, payoutUnavailable } from '../../shared/domain/fiat-steps.js';
+import { awaitResult } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
@@ -29,7 +30,11 @@ export const sendPayoutJob = defineJob({
       });
     }
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
-    return inUnit(deps, (unit) => applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome));
+    return inUnit(deps, async (unit) => {
+      const applied = await applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome!);
+      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1 }, outcome!, scopeOf(tx));
+      return applied;
+    });
   },
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);

@@ -1,0 +1,165 @@
+// The HTTP half of the M-Pesa Daraja adapter: OAuth client-credentials tokens and the request endpoints, in
+// Safaricom's published shapes. It knows nothing of our tables; daraja-provider.ts decides what to send and when.
+// Credentials, passkeys and phone numbers never reach a log line or an error message from here.
+import type { Config } from '../../config.js';
+import { ProviderError } from '../provider.js';
+
+export type DarajaSettings = Config['daraja'] & { publicBaseUrl: string };
+
+/** A Daraja answer we read: the HTTP status and its JSON body (null when it was not JSON). */
+export interface DarajaAnswer {
+  status: number;
+  body: Record<string, any> | null;
+}
+
+interface CachedToken {
+  token: string;
+  expiresAt: number;
+}
+
+// One token per (base URL, consumer key) in the process, shared by every job: Daraja rate-limits token requests,
+// and a token is good for expires_in seconds (3599 today). `pending` makes concurrent callers share one request.
+const tokens = new Map<string, CachedToken>();
+const pending = new Map<string, Promise<CachedToken>>();
+/** Renew a little early, so a token never expires between our check and Daraja's. */
+const EARLY_RENEWAL_MS = 30_000;
+
+/** Tests: forget every cached token. */
+export function forgetDarajaTokens(): void {
+  tokens.clear();
+  pending.clear();
+}
+
+/** yyyyMMddHHmmss in Kenya's time (UTC+3, no daylight saving), as STK Push and STK Query expect. */
+export function darajaTimestamp(now = new Date()): string {
+  const eat = new Date(now.getTime() + 3 * 3_600_000);
+  return eat.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/** STK Push's Password: base64(shortcode + passkey + timestamp). */
+export function stkPassword(shortcode: string, passkey: string, timestamp: string): string {
+  return Buffer.from(`${shortcode}${passkey}${timestamp}`, 'utf8').toString('base64');
+}
+
+export class DarajaClient {
+  constructor(private readonly settings: DarajaSettings) {}
+
+  /** Where Daraja posts a result: PUBLIC_BASE_URL + /providers/daraja/<token>/<kind>. */
+  callbackUrl(kind: string): string {
+    return `${this.settings.publicBaseUrl}/providers/daraja/${this.settings.callbackToken}/${kind}`;
+  }
+
+  get shortcode(): string {
+    return this.settings.shortcode!;
+  }
+
+  stkPush(body: Record<string, unknown>): Promise<DarajaAnswer> {
+    return this.post('/mpesa/stkpush/v1/processrequest', body);
+  }
+
+  stkQuery(checkoutRequestId: string): Promise<DarajaAnswer> {
+    const timestamp = darajaTimestamp();
+    return this.post('/mpesa/stkpushquery/v1/query', {
+      BusinessShortCode: this.settings.shortcode, Password: stkPassword(this.settings.shortcode!, this.settings.passkey!, timestamp), Timestamp: timestamp,
+      CheckoutRequestID: checkoutRequestId,
+    });
+  }
+
+  stkPassword(timestamp: string): string {
+    return stkPassword(this.settings.shortcode!, this.settings.passkey!, timestamp);
+  }
+
+  /** B2C v3: OriginatorConversationID is our transaction id, so Daraja and we name the payout alike. */
+  b2c(body: Record<string, unknown>): Promise<DarajaAnswer> {
+    return this.post('/mpesa/b2c/v3/paymentrequest', { ...this.initiator(), PartyA: this.settings.b2cShortcode, ...body });
+  }
+
+  b2b(body: Record<string, unknown>): Promise<DarajaAnswer> {
+    return this.post('/mpesa/b2b/v1/paymentrequest', { ...this.initiator(), PartyA: this.settings.b2cShortcode, SenderIdentifierType: '4', ...body });
+  }
+
+  /** Asynchronous in Daraja: the answer only acknowledges the query; the status comes to the `status` callback. */
+  transactionStatus(reference: string): Promise<DarajaAnswer> {
+    return this.post('/mpesa/transactionstatus/v1/query', {
+      ...this.initiator(), CommandID: 'TransactionStatusQuery', OriginalConversationID: reference, TransactionID: '', PartyA: this.settings.b2cShortcode,
+      IdentifierType: '4', ResultURL: this.callbackUrl('status'), QueueTimeOutURL: this.callbackUrl('timeout'), Remarks: 'status', Occasion: reference,
+    });
+  }
+
+  private initiator(): Record<string, unknown> {
+    return { InitiatorName: this.settings.initiatorName, Initiator: this.settings.initiatorName, SecurityCredential: this.settings.securityCredential };
+  }
+
+  /** A request with a valid token; a 401 (a token Daraja dropped early) is retried once with a new one. */
+  private async post(path: string, body: Record<string, unknown>): Promise<DarajaAnswer> {
+    for (let attempt = 1; ; attempt++) {
+      const token = await this.token();
+      const answer = await this.send(path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      if (answer.status === 401 && attempt === 1) {
+        this.dropToken(token);
+        continue;
+      }
+      if (answer.status >= 500 && !isProviderAnswer(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status}.`, String(answer.status));
+      return answer;
+    }
+  }
+
+  private get cacheKey(): string {
+    return `${this.settings.baseUrl}|${this.settings.consumerKey}`;
+  }
+
+  private dropToken(token: string): void {
+    if (tokens.get(this.cacheKey)?.token === token) tokens.delete(this.cacheKey);
+  }
+
+  /** The cached token, or one new token request however many callers wait for it. */
+  async token(): Promise<string> {
+    const key = this.cacheKey;
+    const cached = tokens.get(key);
+    if (cached && cached.expiresAt > Date.now()) return cached.token;
+    let request = pending.get(key);
+    if (!request) {
+      request = this.requestToken().finally(() => pending.delete(key));
+      pending.set(key, request);
+    }
+    return (await request).token;
+  }
+
+  private async requestToken(): Promise<CachedToken> {
+    const basic = Buffer.from(`${this.settings.consumerKey}:${this.settings.consumerSecret}`, 'utf8').toString('base64');
+    const answer = await this.send('/oauth/v1/generate?grant_type=client_credentials', { method: 'GET', headers: { Authorization: `Basic ${basic}` } });
+    const token = answer.body?.access_token;
+    const expiresIn = Number(answer.body?.expires_in);
+    if (answer.status !== 200 || typeof token !== 'string' || token === '' || !Number.isFinite(expiresIn) || expiresIn <= 0) {
+      // Wrong credentials are an operator's problem that retrying later may see fixed: temporary, never a payee's refusal.
+      throw new ProviderError(`M-Pesa refused the OAuth token request (HTTP ${answer.status}).`, 'oauth');
+    }
+    const entry = { token, expiresAt: Date.now() + Math.max(expiresIn * 1000 - EARLY_RENEWAL_MS, 1000) };
+    tokens.set(this.cacheKey, entry);
+    return entry;
+  }
+
+  private async send(path: string, init: RequestInit): Promise<DarajaAnswer> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.settings.baseUrl}${path}`, { ...init, redirect: 'error', signal: AbortSignal.timeout(this.settings.requestTimeoutMs) });
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError';
+      throw new ProviderError(timedOut ? `M-Pesa did not answer within ${this.settings.requestTimeoutMs} ms.` : 'M-Pesa could not be reached.', timedOut ? 'timeout' : 'network');
+    }
+    const text = await res.text().catch(() => '');
+    let body: Record<string, any> | null = null;
+    try {
+      const parsed = JSON.parse(text);
+      body = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : null;
+    } catch {
+      body = null;
+    }
+    return { status: res.status, body };
+  }
+}
+
+/** A 5xx that carries Daraja's own error code (500.001.1001 "being processed") is an answer to read, not an outage. */
+function isProviderAnswer(answer: DarajaAnswer): boolean {
+  return typeof answer.body?.errorCode === 'string';
+}

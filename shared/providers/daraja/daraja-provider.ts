@@ -1,0 +1,162 @@
+// The live fiat provider: M-Pesa Daraja (CONTRACT §12, §13). Every request is first written to provider_requests as
+// `sending`, then sent, then its answer stored; a job that finds its reference already `sending` (it died between
+// the two writes) or temporarily refused asks Daraja whether the first request went through before sending again.
+import type { Logger } from 'pino';
+import { AppError } from '../../errors.js';
+import { logger } from '../../logger.js';
+import { toMinor } from '../../domain/money.js';
+import { updateReturning } from '../../db/unit-of-work.js';
+import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderCallback, ProviderDeps, ProviderKind, ProviderOutcome, Queryable } from '../provider.js';
+import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
+import { outcomeOf, safeDescription } from './result-codes.js';
+import { parseDarajaCallback } from './callbacks.js';
+
+/** `answered`: the outcome came from M-Pesa's own result (a callback), not from a refused or unanswered request. */
+type Stored = (ProviderOutcome & { answered?: boolean }) | { status: 'sending'; provider_reference: string | null; answered?: boolean };
+
+/** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
+function wholeKes(currency: string, amount: string): number {
+  if (currency !== 'KES') throw new AppError('unsupported_corridor', `M-Pesa serves KES only, not ${currency}.`, { reason: 'no_live_provider' });
+  const cents = toMinor(amount, 2);
+  if (cents <= 0n || cents % 100n !== 0n) throw AppError.invalid(`M-Pesa takes whole shillings; ${amount} KES is not.`);
+  return Number(cents / 100n);
+}
+
+/** +254 7XX XXX XXX (or 07XX...) -> 2547XXXXXXXX, the MSISDN form Daraja wants. */
+export function msisdn(phone: string): string {
+  const digits = phone.replace(/[^\d]/g, '');
+  const national = digits.startsWith('254') ? digits.slice(3) : digits.replace(/^0/, '');
+  if (!/^[17]\d{8}$/.test(national)) throw new AppError('requirements_not_met', 'The phone number is not a Kenyan mobile number M-Pesa can reach.', [{ path: 'phone_number', message: 'must be a Kenyan mobile number' }]);
+  return `254${national}`;
+}
+
+/** An answer to a request: accepted (ResponseCode 0) is pending; Daraja's errorCode is read like a ResultCode. */
+function answerOutcome(kind: ProviderKind, answer: DarajaAnswer, reference: string | null): ProviderOutcome {
+  const body = answer.body ?? {};
+  if (String(body.ResponseCode ?? '') === '0') return { status: 'pending', provider_reference: reference };
+  const code = String(body.errorCode ?? body.ResponseCode ?? `http_${answer.status}`);
+  return outcomeOf(kind, code, body.errorMessage ?? body.ResponseDescription, reference);
+}
+
+export class DarajaProvider implements PaymentProvider {
+  readonly id = 'mpesa_daraja' as const;
+  private readonly db: Queryable;
+  private readonly log: Logger;
+
+  constructor(deps: ProviderDeps, private readonly client: DarajaClient) {
+    this.db = deps.db;
+    this.log = deps.log ?? logger();
+  }
+
+  async collect(req: CollectRequest): Promise<ProviderOutcome> {
+    const amount = wholeKes(req.currency, req.amount);
+    const phone = msisdn(req.phone_number);
+    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money' });
+    // A prompt Daraja took is never sent twice; one we cannot tell about (no CheckoutRequestID came back) is sent
+    // again: the payer approves each prompt, so a lost one charges nobody.
+    if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
+    if (previous?.provider_reference) {
+      const known = await this.queryStatus('collection', req.reference);
+      if (known) return this.store('collection', req.reference, known);
+    }
+    const timestamp = darajaTimestamp();
+    const answer = await this.client.stkPush({
+      BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
+      Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
+      AccountReference: req.reference.replace(/-/g, '').slice(0, 12), TransactionDesc: 'Rampway',
+    });
+    const checkout = typeof answer.body?.CheckoutRequestID === 'string' ? answer.body.CheckoutRequestID : null;
+    return this.store('collection', req.reference, answerOutcome('collection', answer, checkout));
+  }
+
+  async payout(req: PayoutRequest): Promise<ProviderOutcome> {
+    const amount = wholeKes(req.currency, req.amount);
+    const body = this.payoutBody(req, amount);
+    const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
+    if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
+    if (previous && !previous.answered) {
+      // The first request may have reached M-Pesa (a crash, a timeout, a 5xx): ask before paying again. After M-Pesa's
+      // own temporary result (our float short, 1) it is known not to have paid, and asking would only echo that.
+      const known = await this.queryStatus('payout', req.reference);
+      if (known) return this.store('payout', req.reference, known);
+    }
+    const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
+    const conversation = typeof answer.body?.ConversationID === 'string' ? answer.body.ConversationID : null;
+    return this.store('payout', req.reference, answerOutcome('payout', answer, conversation));
+  }
+
+  /**
+   * Collections: STK Query answers at once. Payouts: Transaction Status only acknowledges (its result comes to the
+   * `status` callback), so an accepted query is `pending`; a reference M-Pesa does not know is null (safe to send).
+   */
+  async queryStatus(kind: ProviderKind, reference: string): Promise<ProviderOutcome | null> {
+    const stored = await this.stored(kind, reference);
+    if (kind === 'collection') {
+      const checkout = stored?.provider_reference;
+      if (!checkout) return null;
+      const answer = await this.client.stkQuery(checkout);
+      const body = answer.body ?? {};
+      if (body.ResultCode !== undefined) return outcomeOf('collection', String(body.ResultCode), body.ResultDesc, checkout);
+      if (String(body.errorCode ?? '') === '500.001.1001') return { status: 'pending', provider_reference: checkout };
+      throw new AppError('service_unavailable', `M-Pesa's STK Query gave no result (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
+    }
+    const answer = await this.client.transactionStatus(reference);
+    const body = answer.body ?? {};
+    if (String(body.ResponseCode ?? '') === '0') return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
+    if (answer.status === 404 || /^400\./.test(String(body.errorCode ?? ''))) return null;
+    throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
+  }
+
+  parseCallback(kind: ProviderKind, body: unknown): ProviderCallback | null {
+    return parseDarajaCallback(kind, body);
+  }
+
+  private payoutBody(req: PayoutRequest, amount: number): Record<string, unknown> {
+    const common = { Amount: amount, Remarks: 'Rampway payout', ResultURL: this.client.callbackUrl('result'), QueueTimeOutURL: this.client.callbackUrl('timeout') };
+    if (req.payment_method === 'mobile_money') {
+      return { ...common, OriginatorConversationID: req.reference, CommandID: 'BusinessPayment', PartyB: msisdn(req.details.phone_number ?? ''), Occasion: req.reference };
+    }
+    const till = req.payment_method === 'buy_goods';
+    const party = till ? req.details.till_number : req.details.paybill_number;
+    if (!party || (!till && !req.details.account_number)) {
+      throw new AppError('requirements_not_met', 'The payout details name no M-Pesa business to pay.', [{ path: 'details', message: till ? 'till_number is required' : 'paybill_number and account_number are required' }]);
+    }
+    return {
+      ...common, OriginatorConversationID: req.reference, CommandID: till ? 'BusinessBuyGoods' : 'BusinessPayBill', RecieverIdentifierType: till ? '2' : '4',
+      PartyB: party, AccountReference: till ? req.reference.slice(0, 12) : req.details.account_number, Requester: '', Occassion: req.reference,
+    };
+  }
+
+  /** Writes the request as `sending` unless its reference exists; answers what was stored before (null: first time). */
+  private async claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<Stored | null> {
+    if (req.scope.environment !== 'live') throw new AppError('internal_error', 'M-Pesa only serves live requests.');
+    const rows = await updateReturning<{ outcome: Stored; inserted: boolean }>(this.db,
+      `INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
+       VALUES ($1, 'live', $2, $3, $4, '{"status":"sending","provider_reference":null}')
+       ON CONFLICT (environment, kind, reference) DO UPDATE SET attempts = p.attempts + 1, updated_at = now()
+       WHERE p.business_id = EXCLUDED.business_id
+       RETURNING p.outcome, (xmax = 0) AS inserted`,
+      [req.scope.businessId, kind, req.reference, JSON.stringify(request)],
+    );
+    if (rows.length === 0) throw AppError.invalidState(`The ${kind} reference ${req.reference} belongs to another business.`);
+    this.log.info({ provider: this.id, kind, reference: req.reference, first: rows[0].inserted }, 'provider request');
+    return rows[0].inserted ? null : rows[0].outcome;
+  }
+
+  private async stored(kind: ProviderKind, reference: string): Promise<Stored | null> {
+    const rows: { outcome: Stored }[] = await this.db.query(`SELECT outcome FROM provider_requests WHERE environment = 'live' AND kind = $1 AND reference = $2`, [kind, reference]);
+    return rows[0]?.outcome ?? null;
+  }
+
+  /** Keeps Daraja's answer; a final outcome already stored (a callback that came first) is never overwritten. */
+  private async store(kind: ProviderKind, reference: string, outcome: ProviderOutcome): Promise<ProviderOutcome> {
+    const rows = await updateReturning<{ outcome: ProviderOutcome }>(this.db,
+      `UPDATE provider_requests SET outcome = CASE WHEN outcome->>'status' IN ('succeeded', 'declined', 'rejected') THEN outcome ELSE $3::jsonb END,
+              updated_at = now()
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 RETURNING outcome`,
+      [kind, reference, JSON.stringify(outcome)],
+    );
+    this.log.info({ provider: this.id, kind, reference, status: rows[0]?.outcome.status }, 'provider answer');
+    return rows[0]?.outcome ?? outcome;
+  }
+}

@@ -1,0 +1,41 @@
+// What a Daraja ResultCode (or synchronous errorCode) means for us (CONTRACT §13): 0 is success; our own balance
+// short, a busy system or a timeout are temporary; a refused receiver or a refused prompt is final.
+import type { ProviderKind, ProviderOutcome } from '../provider.js';
+
+// Our side short of float (1), the subscriber busy (1001), the prompt or system timed out (1037), throttled (17, 26),
+// and the gateway's "being processed" (500.001.1001).
+const TEMPORARY = new Set(['1', '17', '26', '1001', '1037', '500.001.1001']);
+// Payer's answers to an STK prompt: cancelled (1032), wrong PIN (2001), no answer in time (1037), unreachable (1036).
+const DECLINED: Record<string, string> = { '1032': 'collection_declined', '2001': 'collection_declined', '1036': 'collection_timeout', '1037': 'collection_timeout' };
+// Receivers M-Pesa cannot pay: unregistered or invalid number, account or shortcode.
+const INVALID_RECEIVER = new Set(['2040', '8006', 'C2B00011', 'C2B00012', 'R000002', '2028']);
+
+/** Digits that could be a phone or account number never leave in a message. */
+export function safeDescription(desc: unknown): string {
+  const text = typeof desc === 'string' ? desc : '';
+  return text.replace(/\d{6,}/g, '[redacted]').slice(0, 200);
+}
+
+/** A ResultCode (callback, STK Query) or errorCode (a refused request) as an outcome for `kind`. */
+export function outcomeOf(kind: ProviderKind, code: string, desc: unknown, providerReference: string | null): ProviderOutcome {
+  if (code === '0') return { status: 'succeeded', provider_reference: providerReference };
+  const said = safeDescription(desc);
+  if (kind === 'collection' && DECLINED[code]) {
+    const timedOut = DECLINED[code] === 'collection_timeout';
+    return {
+      status: 'declined', provider_reference: providerReference,
+      failure: { code: DECLINED[code], message: timedOut ? `The payer did not answer the M-Pesa prompt in time (ResultCode ${code}).` : `The payer declined the M-Pesa prompt (ResultCode ${code}): ${said}` },
+    };
+  }
+  if (TEMPORARY.has(code)) {
+    return { status: 'temporary_failure', provider_reference: providerReference, failure: { code: 'provider_unavailable', message: `M-Pesa is temporarily unable to process this (code ${code}): ${said}` } };
+  }
+  if (kind === 'collection') {
+    return { status: 'declined', provider_reference: providerReference, failure: { code: 'collection_declined', message: `M-Pesa did not collect the payment (code ${code}): ${said}` } };
+  }
+  const invalid = INVALID_RECEIVER.has(code);
+  return {
+    status: 'rejected', provider_reference: providerReference,
+    failure: { code: invalid ? 'invalid_receiver' : 'payout_rejected', message: `M-Pesa refused the payout (code ${code}): ${said}${invalid ? ' Check the beneficiary\'s details.' : ''}` },
+  };
+}

@@ -1,0 +1,205 @@
+// Our own HTTP server that plays M-Pesa Daraja in Safaricom's published shapes (OAuth, STK Push, STK Query, B2C v3,
+// B2B, Transaction Status, and the result callbacks it posts). It keeps a request log, and the last four digits of
+// the payer or receiver pick what it does, so a test reads its scenario from its data:
+//   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice;
+//   payouts:     0001 our float short (ResultCode 1) on the first request, 0002 invalid receiver (2040),
+//                0003 HTTP 503 on the first request, 0099 result lost,
+//                0077 the request is held `holdMs` before its answer (a worker can die meanwhile).
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+
+export interface LoggedRequest {
+  path: string;
+  body: Record<string, any>;
+  at: number;
+}
+
+interface Payment {
+  kind: 'collection' | 'payout';
+  /** STK: CheckoutRequestID; payouts: OriginatorConversationID as sent (B2C) or ours (B2B). */
+  key: string;
+  resultCode: string;
+  resultDesc: string;
+  conversationId: string;
+  originator: string;
+  receipt: string;
+  amount: number;
+}
+
+export interface FakeDaraja {
+  url: string;
+  log: LoggedRequest[];
+  /** Callback posts and their HTTP answers. */
+  callbacks: { url: string; status: number; body: unknown }[];
+  tokenRequests: number;
+  /** Lifetime of the tokens it issues (seconds; Daraja says 3599). */
+  expiresIn: number;
+  /** Where callbacks go: the request's URL with this origin (our API listens on a port chosen at run time). */
+  callbackOrigin: string;
+  callbackDelayMs: number;
+  holdMs: number;
+  payoutsTo(reference: string): LoggedRequest[];
+  close(): Promise<void>;
+}
+
+const credentials = { key: 'fake-consumer-key-4d1c', secret: 'fake-consumer-secret-8e2f', shortcode: '174379', passkey: 'fake-passkey-bfb279f9aa9bdbcf' };
+
+/** The DARAJA_ variables that point Rampway at a fake. */
+export function darajaEnv(fake: FakeDaraja, publicBaseUrl: string, token: string): Record<string, string> {
+  return {
+    DARAJA_BASE_URL: fake.url, DARAJA_CONSUMER_KEY: credentials.key, DARAJA_CONSUMER_SECRET: credentials.secret, DARAJA_SHORTCODE: credentials.shortcode,
+    DARAJA_PASSKEY: credentials.passkey, DARAJA_B2C_SHORTCODE: '600981', DARAJA_INITIATOR_NAME: 'rampway-api', DARAJA_SECURITY_CREDENTIAL: 'fake-security-credential-==',
+    DARAJA_CALLBACK_TOKEN: token, PUBLIC_BASE_URL: publicBaseUrl,
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, any>> {
+  let text = '';
+  for await (const chunk of req) text += chunk;
+  try {
+    return JSON.parse(text || '{}');
+  } catch {
+    return {};
+  }
+}
+
+const last4 = (s: unknown) => String(s ?? '').slice(-4);
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startFakeDaraja(): Promise<FakeDaraja> {
+  const issued = new Map<string, number>();
+  const payments = new Map<string, Payment>();
+  const failedOnce = new Set<string>();
+  const fake: FakeDaraja = {
+    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0,
+    payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+
+  async function post(url: string, body: unknown, times = 1): Promise<void> {
+    await delay(fake.callbackDelayMs);
+    const target = new URL(url);
+    const to = `${fake.callbackOrigin || target.origin}${target.pathname}`;
+    for (let i = 0; i < times; i++) {
+      const res = await fetch(to, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }).catch(() => null);
+      fake.callbacks.push({ url: to, status: res?.status ?? 0, body: res ? await res.json().catch(() => null) : null });
+    }
+  }
+
+  function stkCallback(p: Payment): unknown {
+    const meta = p.resultCode === '0'
+      ? { CallbackMetadata: { Item: [{ Key: 'Amount', Value: p.amount }, { Key: 'MpesaReceiptNumber', Value: p.receipt }, { Key: 'PhoneNumber', Value: 254700000000 }] } }
+      : {};
+    return { Body: { stkCallback: { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResultCode: Number(p.resultCode), ResultDesc: p.resultDesc, ...meta } } };
+  }
+
+  function resultCallback(p: Payment): unknown {
+    return {
+      Result: {
+        ResultType: 0, ResultCode: Number(p.resultCode), ResultDesc: p.resultDesc, OriginatorConversationID: p.originator, ConversationID: p.conversationId,
+        TransactionID: p.resultCode === '0' ? p.receipt : '', ResultParameters: { ResultParameter: [{ Key: 'TransactionAmount', Value: p.amount }] },
+        ReferenceData: { ReferenceItem: { Key: 'QueueTimeoutURL', Value: 'https://internalsandbox.safaricom.co.ke/mpesa/b2cresults/v1/submit' } },
+      },
+    };
+  }
+
+  const server: Server = createServer(async (req, res) => {
+    const url = new URL(req.url!, 'http://fake');
+    const send = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+    if (req.method === 'GET' && url.pathname === '/oauth/v1/generate') {
+      fake.tokenRequests++;
+      const basic = Buffer.from(`${credentials.key}:${credentials.secret}`).toString('base64');
+      if (req.headers.authorization !== `Basic ${basic}` || url.searchParams.get('grant_type') !== 'client_credentials') return send(400, { errorCode: '400.008.01', errorMessage: 'Invalid Authentication passed' });
+      const token = `fake-token-${randomUUID()}`;
+      issued.set(token, Date.now() + fake.expiresIn * 1000);
+      await delay(20); // slow enough that concurrent callers would each ask, were they not sharing one request
+      return send(200, { access_token: token, expires_in: String(fake.expiresIn) });
+    }
+    const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+    if (!(issued.get(token)! > Date.now())) return send(401, { requestId: randomUUID(), errorCode: '404.001.03', errorMessage: 'Invalid Access Token' });
+    const body = await readJson(req);
+    fake.log.push({ path: url.pathname, body, at: Date.now() });
+
+    if (url.pathname === '/mpesa/stkpush/v1/processrequest') {
+      const expected = Buffer.from(`${credentials.shortcode}${credentials.passkey}${body.Timestamp}`).toString('base64');
+      if (body.Password !== expected || !Number.isInteger(body.Amount)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid Password or Amount' });
+      const suffix = last4(body.PhoneNumber);
+      const code = { '0001': '1032', '0037': '1037' }[suffix] ?? '0';
+      const p: Payment = {
+        kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
+        conversationId: `29115-${randomUUID().slice(0, 8)}`, originator: '', receipt: `SFX${randomUUID().slice(0, 7).toUpperCase()}`, amount: body.Amount,
+      };
+      payments.set(p.key, p);
+      send(200, { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResponseCode: '0', ResponseDescription: 'Success. Request accepted for processing', CustomerMessage: 'Success. Request accepted for processing' });
+      if (suffix !== '0099') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      return;
+    }
+    if (url.pathname === '/mpesa/stkpushquery/v1/query') {
+      const p = payments.get(body.CheckoutRequestID);
+      if (!p) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid CheckoutRequestID' });
+      return send(200, { ResponseCode: '0', ResponseDescription: 'The service request has been accepted successsfully', MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResultCode: p.resultCode, ResultDesc: p.resultDesc });
+    }
+    if (url.pathname === '/mpesa/b2c/v3/paymentrequest' || url.pathname === '/mpesa/b2b/v1/paymentrequest') {
+      const b2c = url.pathname.includes('b2c');
+      const party = String(body.PartyB);
+      const suffix = last4(party);
+      const ours = String(b2c ? body.OriginatorConversationID : body.Occassion);
+      if (suffix === '0003' && !failedOnce.has(ours)) {
+        failedOnce.add(ours);
+        return send(503, { message: 'Service Unavailable' });
+      }
+      const shortOnce = suffix === '0001' && !failedOnce.has(ours);
+      if (shortOnce) failedOnce.add(ours);
+      const code = suffix === '0002' ? '2040' : shortOnce ? '1' : '0';
+      const descriptions: Record<string, string> = {
+        '0': 'The service request is processed successfully.', '1': 'The balance is insufficient for the transaction.',
+        '2040': 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',
+      };
+      const p: Payment = {
+        kind: 'payout', key: ours, resultCode: code, resultDesc: descriptions[code],
+        conversationId: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, originator: b2c ? ours : `${randomUUID().slice(0, 5)}-${Date.now()}`, receipt: `SFP${randomUUID().slice(0, 7).toUpperCase()}`, amount: body.Amount,
+      };
+      payments.set(ours, p);
+      if (suffix === '0077' && fake.holdMs) await delay(fake.holdMs);
+      send(200, { ConversationID: p.conversationId, OriginatorConversationID: p.originator, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
+      if (suffix !== '0099') void post(body.ResultURL, resultCallback(p));
+      return;
+    }
+    if (url.pathname === '/mpesa/transactionstatus/v1/query') {
+      const p = payments.get(body.OriginalConversationID);
+      if (!p) return send(400, { requestId: randomUUID(), errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid OriginalConversationID' });
+      send(200, { OriginatorConversationID: randomUUID(), ConversationID: `AG_${randomUUID().slice(0, 12)}`, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
+      void post(body.ResultURL, {
+        Result: {
+          ResultType: 0, ResultCode: 0, ResultDesc: 'The service request is processed successfully.', OriginatorConversationID: randomUUID(), ConversationID: p.conversationId, TransactionID: p.receipt,
+          ResultParameters: { ResultParameter: [{ Key: 'TransactionStatus', Value: p.resultCode === '0' ? 'Completed' : 'Failed' }, { Key: 'ReceiptNo', Value: p.receipt }, { Key: 'Amount', Value: p.amount }] },
+          ReferenceData: { ReferenceItem: { Key: 'Occasion', Value: body.Occasion } },
+        },
+      });
+      return;
+    }
+    send(404, { errorCode: '404.001.01', errorMessage: 'Resource not found' });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return fake;
+}
+
+/** A rate source: `rate` and `ageMs` may change between calls; `requests` counts what was asked. */
+export async function startFakeRates(): Promise<{ url: string; rate: string; ageMs: number; requests: number; close(): Promise<void> }> {
+  const state = {
+    url: '', rate: '129.35', ageMs: 1000, requests: 0,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+  const server = createServer((req, res) => {
+    state.requests++;
+    const url = new URL(req.url!, 'http://rates');
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+      base: url.searchParams.get('base'), quote: url.searchParams.get('quote'), rate: state.rate, as_of: new Date(Date.now() - state.ageMs).toISOString(),
+    }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return state;
+}

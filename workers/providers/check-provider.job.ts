@@ -1,0 +1,60 @@
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { loadPaymentIntent } from '../../shared/domain/payment-intents.js';
+import { applyProviderResult, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
+import { loadTransaction, moveTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { providerFor, type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
+import { defineJob, type WorkerDeps } from '../job-definition.js';
+
+interface Asked {
+  kind: ProviderKind;
+  reference: string;
+  scope: { businessId: string; environment: 'sandbox' | 'live' };
+  outcome: ProviderOutcome | null;
+}
+
+/** What is still waiting for a result, and the provider's answer for it; null when it has moved on. */
+async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | null> {
+  const providerDeps = { db: deps.ds, config: deps.config, log: deps.log };
+  if ('transactionId' in subject) {
+    const tx = await loadTransaction(deps.ds, subject.transactionId);
+    const waiting = tx && ((tx.direction === 'onramp' && tx.status === 'awaiting_funds') || (tx.direction === 'offramp' && tx.status === 'processing'));
+    if (!tx || !waiting) return null;
+    const kind: ProviderKind = tx.direction === 'onramp' ? 'collection' : 'payout';
+    return { kind, reference: tx.id, scope: scopeOf(tx), outcome: await providerFor(tx.environment, providerDeps).queryStatus(kind, tx.id) };
+  }
+  const intent = await loadPaymentIntent(deps.ds, subject.intentId);
+  if (!intent || intent.status !== 'processing' || intent.collection_attempts !== subject.attempt) return null;
+  const reference = `${intent.id}-${subject.attempt}`;
+  return { kind: 'collection', reference, scope: { businessId: intent.business_id, environment: intent.environment }, outcome: await providerFor(intent.environment, providerDeps).queryStatus('collection', reference) };
+}
+
+/**
+ * No callback came within DARAJA_STATUS_QUERY_AFTER_MS: STK Query answers a collection at once; Transaction Status
+ * acknowledges, and its result comes as a callback. Still nothing after MAX_CHECK_ROUNDS: the business is told.
+ */
+export const checkProviderJob = defineJob({
+  name: 'provider.check',
+  async process(job, deps) {
+    const subject = job.data;
+    const asked = await ask(deps, subject);
+    if (!asked) return 'moved on';
+    const { outcome } = asked;
+    return inUnit(deps, async (unit) => {
+      if (outcome && outcome.status !== 'pending') {
+        const reference = 'transactionId' in subject && asked.kind === 'payout' ? asked.reference : null;
+        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference, outcome });
+      }
+      if (subject.round < MAX_CHECK_ROUNDS) {
+        await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, deps.config.daraja.statusQueryAfterMs), asked.scope);
+        return 'still pending';
+      }
+      if (!('transactionId' in subject)) return 'no answer';
+      const tx = (await loadTransaction(unit.em, subject.transactionId))!;
+      await moveTransaction(unit, tx, 'action_required', {
+        set: { stalled_at: tx.direction === 'onramp' ? 'awaiting_funds' : 'funded', failure: { code: 'provider_unavailable', message: `M-Pesa gave no result after ${MAX_CHECK_ROUNDS} status checks.` } },
+        reason: 'provider_unavailable',
+      });
+      return 'action_required';
+    });
+  },
+});
