@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, history, quote, until } from '../helpers/ramps.js';
+import { expectLedgerSound, history, quote, untilStatus } from '../helpers/ramps.js';
 import { CALLBACK_TOKEN, fundedLiveWallet, liveBeneficiary, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 
 // Live on-ramps and payouts end to end on our fake Daraja (test/helpers/fake-daraja.ts: the payer's or receiver's
@@ -53,7 +53,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('collection success: STK Push with the right password and whole amount, the callback funds it, USDC delivered', async () => {
     const id = await onramp('+254712340011');
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
     const [push] = stkFor('+254712340011');
@@ -65,8 +65,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('declined (1032) and timed out (1037) collections fail with their reason', async () => {
     const [declined, timedOut] = await Promise.all([onramp('+254712340001'), onramp('+254712340037')]);
-    const a = await until(rail.api, rail.key, declined, ['failed', 'completed']);
-    const b = await until(rail.api, rail.key, timedOut, ['failed', 'completed']);
+    const a = await untilStatus(rail.api, rail.key, declined, ['failed', 'completed']);
+    const b = await untilStatus(rail.api, rail.key, timedOut, ['failed', 'completed']);
     expect(a.failure.code).to.equal('collection_declined');
     expect(b.failure.code).to.equal('collection_timeout');
     expect(await history(declined)).to.deep.equal(['created', 'awaiting_funds', 'failed']);
@@ -74,14 +74,14 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a lost STK callback is recovered by STK Query after DARAJA_STATUS_QUERY_AFTER_MS', async () => {
     const id = await onramp('+254712340099');
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     expect(rail.fake.log.filter((r) => r.path === '/mpesa/stkpushquery/v1/query' && r.body.CheckoutRequestID === tx.payment_source.reference)).to.have.length(1);
   });
 
   it('a duplicated callback is stored once and applied once', async () => {
     const id = await onramp('+254712340022');
-    await until(rail.api, rail.key, id, ['completed']);
+    await untilStatus(rail.api, rail.key, id, ['completed']);
     const checkout = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body.payment_source.reference;
     // Both deliveries were acknowledged (Daraja stops resending on 200).
     await new Promise((r) => setTimeout(r, 200));
@@ -94,7 +94,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('B2C payout: OriginatorConversationID is our transaction id, the result completes it', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340012', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     const sent = rail.fake.payoutsTo(id);
     expect(sent).to.have.length(1);
@@ -108,8 +108,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
   it('B2B PayBill and Buy Goods payouts complete, matched by ConversationID', async () => {
     const paybill = await payout('paybill', { paybill_number: '880100', account_number: 'INV-42' });
     const till = await payout('buy_goods', { till_number: '5123456' });
-    expect((await until(rail.api, rail.key, paybill.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
-    expect((await until(rail.api, rail.key, till.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, paybill.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, till.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     const [p] = rail.fake.payoutsTo(paybill.id);
     const [t] = rail.fake.payoutsTo(till.id);
     expect(p.body).to.include({ CommandID: 'BusinessPayBill', PartyB: '880100', AccountReference: 'INV-42', RecieverIdentifierType: '4' });
@@ -118,7 +118,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a permanent rejection (2040) fails the payout with its code and refunds the wallet', async () => {
     const { id, walletId } = await payout('mobile_money', { phone_number: '+254712340002', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('failed');
     expect(tx.failure.code).to.equal('invalid_receiver');
     expect(tx.failure.message).to.match(/code 2040/).and.not.to.contain('712340002');
@@ -129,7 +129,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a temporary failure (HTTP 503) is retried; before sending again the job asks Transaction Status', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340003', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest']);
@@ -137,13 +137,13 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a temporary result (1: our float short) leaves it action_required; retry sends again, without asking first, and pays', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340001', mobile_network: 'safaricom' });
-    const stalled = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const stalled = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(stalled.status).to.equal('action_required');
     expect(stalled.failure.code).to.equal('provider_unavailable');
     expect(stalled.failure.message).to.match(/code 1\b/);
     const retried = await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key));
     expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
     const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/b2c/v3/paymentrequest']);
     expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'action_required', 'funded', 'processing', 'completed']);
@@ -151,7 +151,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a lost payout result is recovered by Transaction Status', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340099', mobile_network: 'safaricom' });
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
     expect(rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id)).to.have.length(1);
   });
