@@ -14,6 +14,7 @@ import { errorHandler, notFoundRoute } from './middleware/error-handler.js';
 import { ApiKeyCache } from './middleware/api-key-cache.js';
 import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
 import { mountDocsPage } from './docs-page.js';
+import { registry as metrics, reportQueueDepth } from '../shared/metrics.js';
 
 export interface BuiltApp {
   app: Express;
@@ -72,6 +73,11 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   mountDocsPage(app, { title: document.info.title, specUrl: '/openapi.json' });
   if (deps.config.adminUser && deps.config.adminPassword) {
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
+    // Prometheus, behind the same operators' credentials (off with the board when they are unset).
+    reportQueueDepth(deps.queues);
+    app.get('/metrics', basicAuth(deps.config.adminUser, deps.config.adminPassword), async (_req, res) => {
+      res.type(metrics.contentType).send(await metrics.metrics());
+    });
   }
 
   // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.

@@ -66,6 +66,8 @@ export interface RequestState {
   refusal?: AppError;
   /** The matched operation, set by its access check; unset for unknown routes (which never touch idempotency). */
   route?: RouteDef;
+  /** The transaction this request is about (its path id, or the one it created): on its log lines. */
+  transactionId?: string;
 }
 
 declare global {

@@ -3,10 +3,8 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { expect } from 'chai';
-import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { makeBusiness, makeKey } from '../helpers/factories.js';
-import { startPools, type RunningPools } from '../helpers/workers.js';
-import { httpServer } from '../../api/http-server.js';
+import { startService, type RunningService } from '../helpers/service.js';
 import { getConfig } from '../../shared/config.js';
 import { createRampwayClient, idempotencyKey, unwrap } from '@rampway/client';
 import { quickstart } from '../../examples/quickstart.js';
@@ -15,27 +13,20 @@ import { startReceiver, type RampwayEvent } from '../../examples/webhook-receive
 
 describe('examples/ through the typed client, against the running sandbox', function () {
   this.timeout(90_000);
-  let api: ApiHarness;
-  let pools: RunningPools;
-  let server: ReturnType<typeof httpServer>;
+  let service: RunningService;
   let baseUrl: string;
   let apiKey: string;
   const quiet = () => {};
 
   before(async () => {
     const env = { WEBHOOKS_ALLOW_LOOPBACK: 'true', REDIS_PREFIX: `${getConfig().redisPrefix}-examples` };
-    api = await startApi({ env });
-    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox', 'webhooks'], { env });
-    server = httpServer(api.app, api.deps.log);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    service = await startService({ env });
+    baseUrl = service.baseUrl;
     apiKey = (await makeKey((await makeBusiness()).businessId, { environment: 'sandbox' })).key;
   });
 
   after(async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await pools?.close();
-    await api?.close();
+    await service?.close();
   });
 
   it('quickstart: customer, funding, beneficiary, quote and off-ramp, polled to completed, and again (fresh keys each run)', async () => {

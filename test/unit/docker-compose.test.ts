@@ -9,10 +9,11 @@ const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { 
 const { services } = compose;
 
 describe('docker-compose.yml', () => {
-  it('restarts every long-running service and health-checks PostgreSQL, Redis and web', () => {
+  it('restarts every long-running service and health-checks each of them', () => {
     for (const name of ['postgres', 'redis', 'web', 'workers']) expect(services[name]?.restart, name).to.equal('unless-stopped');
-    for (const name of ['postgres', 'redis', 'web']) expect(services[name]?.healthcheck?.test, name).to.be.an('array');
+    for (const name of ['postgres', 'redis', 'web', 'workers']) expect(services[name]?.healthcheck?.test, name).to.be.an('array');
     expect(services.web.healthcheck.test.join(' ')).to.include('/ready');
+    expect(services.workers.healthcheck.test.join(' ')).to.include(`:${services.workers.environment.WORKER_METRICS_PORT}/health`);
     expect(services.web.depends_on.redis.condition).to.equal('service_healthy');
     expect(services.web.depends_on.migrate.condition).to.equal('service_completed_successfully');
   });
