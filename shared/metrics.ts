@@ -48,6 +48,13 @@ export const providerErrors = new client.Counter({
   registers: [registry],
 });
 
+export const scanLagBlocks = new client.Gauge({
+  name: 'rampway_settlement_scan_lag_blocks',
+  help: 'Blocks between a chain\'s head and the last block the settlement watcher scanned, per environment and chain, as of its last scan.',
+  labelNames: ['environment', 'chain'] as const,
+  registers: [registry],
+});
+
 let queueSource: Queues | undefined;
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
 
