@@ -54,5 +54,8 @@ export const mochaHooks = {
     const found = await findLedgerInconsistencies(await getDs(), { entriesSince: RUN_STARTED });
     await closeShared(RUN_PREFIX);
     if (found.unbalancedEntries.length || found.driftedAccounts.length) throw new Error(`ledger unsound after the run: ${JSON.stringify(found).slice(0, 2000)}`);
+    // Every error any test met was one its operation's document declares (the per-operation Error.code enums).
+    const { undeclaredErrors } = await import('../api/openapi/error-codes.js');
+    if (undeclaredErrors.size) throw new Error(`error codes answered but not declared in the OpenAPI document: ${[...undeclaredErrors].sort().join('; ')}`);
   },
 };

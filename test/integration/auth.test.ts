@@ -106,7 +106,9 @@ describe('authentication', () => {
     expectEnvelope(first, 403, 'ip_not_allowed');
     expectEnvelope(second, 403, 'ip_not_allowed');
     expect(second.headers['idempotent-replayed']).to.equal(undefined);
-    expect(first.headers['x-ratelimit-limit']).to.equal(undefined);
+    // The key's own limiter never ran: the rate headers are the address's failed-authentication window.
+    expect(first.headers['x-ratelimit-limit']).to.equal(String(api.deps.config.authFailLimit));
+    expect(Number(first.headers['x-ratelimit-remaining'])).to.be.within(0, api.deps.config.authFailLimit - 1);
   });
 
   it('an allowed loopback address passes (IPv4 and its IPv6-mapped form are one address)', async () => {
