@@ -15,6 +15,7 @@ import { ApiKeyCache } from './middleware/api-key-cache.js';
 import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
 import { mountDocsPage } from './docs-page.js';
 import { DARAJA_CALLBACK_BASE, darajaCallbacks } from './provider-callbacks.js';
+import { registry as metrics, reportQueueDepth } from '../shared/metrics.js';
 
 export interface BuiltApp {
   app: Express;
@@ -73,6 +74,11 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   mountDocsPage(app, { title: document.info.title, specUrl: '/openapi.json' });
   if (deps.config.adminUser && deps.config.adminPassword) {
     app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
+    // Prometheus, behind the same operators' credentials (off with the board when they are unset).
+    reportQueueDepth(deps.queues);
+    app.get('/metrics', basicAuth(deps.config.adminUser, deps.config.adminPassword), async (_req, res) => {
+      res.type(metrics.contentType).send(await metrics.metrics());
+    });
   }
 
   app.use(DARAJA_CALLBACK_BASE, darajaCallbacks(deps));

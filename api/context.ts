@@ -1,3 +1,4 @@
+import type { RouteDef } from './routes/route.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -64,7 +65,9 @@ export interface RequestState {
   /** Decided by the route's access checks (scope, sandbox-only); the gate counts the request but claims nothing. */
   refusal?: AppError;
   /** The matched operation, set by its access check; unset for unknown routes (which never touch idempotency). */
-  route?: { operationId: string };
+  route?: RouteDef;
+  /** The transaction this request is about (its path id, or the one it created): on its log lines. */
+  transactionId?: string;
 }
 
 declare global {

@@ -28,8 +28,21 @@ function access(route: RouteDef) {
   };
 }
 
+/** The path parameter that names a transaction on this route, if any (decided once per route). */
+function transactionParam(route: RouteDef): string | undefined {
+  if (route.pathParams?.transaction_id) return 'transaction_id';
+  return /^\/(sandbox\/)?transactions\/\{id\}/.test(route.path) ? 'id' : undefined;
+}
+
+/** A created on- or off-ramp's id, so the request's access line names the transaction it started. */
+function createdTransaction(body: unknown): string | undefined {
+  const b = body as { id?: unknown; direction?: unknown } | null;
+  return b && typeof b.id === 'string' && (b.direction === 'offramp' || b.direction === 'onramp') ? b.id : undefined;
+}
+
 /** Per operation, after the gate: deferred body errors, schema validation, then the handler. */
 function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
+  const txParam = transactionParam(route);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
       if (req.state.bodyError) throw bodyError(req.state.bodyError);
@@ -46,7 +59,12 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       } else if (body !== undefined && !(typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
         throw AppError.invalid('This operation takes no request body.');
       }
-      const reply = await route.handler({ deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log: req.state.log });
+      // Every log line about a transaction carries its id (the worker pools do the same from their job's data).
+      const transactionId = txParam ? (params as Record<string, string>)[txParam] : undefined;
+      if (transactionId) req.state.transactionId = transactionId;
+      const log = transactionId ? req.state.log.child({ transactionId }) : req.state.log;
+      const reply = await route.handler({ deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log });
+      if (route.method === 'post' && !req.state.transactionId) req.state.transactionId = createdTransaction(reply.body);
       await sendJson(req, res, deps, reply.status, reply.body, reply.headers, 'replayBody' in reply ? reply.replayBody : reply.body);
     } catch (err) {
       next(err);

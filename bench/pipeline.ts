@@ -1,6 +1,9 @@
 // npm run bench:pipeline (and the end of npm run bench): sandbox off-ramp lifecycles per second with every pool in
 // this one process, beside a raw BullMQ no-op job throughput measured in the same run. Own database and Redis prefix.
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 
@@ -101,6 +104,9 @@ const quoteSeconds = (performance.now() - quoteStart) / 1000;
 
 // Stage 2: off-ramps from managed wallets, created -> signing -> submitting -> awaiting_funds -> funded -> processing -> completed.
 const txIds: string[] = [];
+// Where the bottleneck sits: how busy this process's event loop was, and how much CPU it got, while lifecycles ran.
+const loop0 = performance.eventLoopUtilization();
+const cpu0 = process.cpuUsage();
 const lifecycleStart = performance.now();
 await parallel(LIFECYCLES, WIDTH, async (i) => {
   const { transaction } = await inUnit(deps, (unit) => startOfframp(unit, config, scope, { quote_id: quoteIds[i], funding_source: { wallet_id: wallets[i] } }));
@@ -109,6 +115,9 @@ await parallel(LIFECYCLES, WIDTH, async (i) => {
 const createdSeconds = (performance.now() - lifecycleStart) / 1000;
 await until(`SELECT count(*) AS n FROM transactions WHERE id = ANY($1) AND status IN ('completed', 'failed', 'action_required')`, [txIds], LIFECYCLES, 'lifecycles');
 const lifecycleSeconds = (performance.now() - lifecycleStart) / 1000;
+const loopBusy = performance.eventLoopUtilization(loop0).utilization;
+const cpu = process.cpuUsage(cpu0);
+const coresUsed = (cpu.user + cpu.system) / 1e6 / lifecycleSeconds;
 const [{ completed }] = await ds.query(`SELECT count(*)::int AS completed FROM transactions WHERE id = ANY($1) AND status = 'completed'`, [txIds]);
 
 // Stage 3: payments to payment intents, half by mobile money and half in USDC, all into one business's treasury (a
@@ -132,6 +141,32 @@ const [{ sound }] = await ds.query(
         = (SELECT sum(usdc_amount) * 1000000 FROM treasury_deposits WHERE business_id = $1 AND status = 'confirmed') AS sound`,
   [scope.businessId],
 );
+
+// Stage 4: the hot account alone. Ledger entries into and out of one business's treasury (a guarded row every entry
+// locks, overdraft checked), POSTINGS of them WIDTH * 3 at a time: postings per second, deadlock retries, and whether
+// the stored balance still equals the sum of its postings.
+const POSTINGS = Number(process.env.BENCH_POSTINGS ?? 2000);
+const { postEntry, findLedgerInconsistencies, InsufficientFundsError } = await import('../shared/domain/ledger.js');
+let retries = 0;
+let refused = 0;
+const counting = { ...deps, log: Object.assign(Object.create(deps.log), { warn: () => { retries += 1; } }) };
+const hot = { businessId: biz.business_id, environment: 'sandbox' as const };
+const treasury = { kind: 'treasury' as const, asset: 'USDC' };
+const clearing = { kind: 'inbound_clearing' as const, asset: 'USDC' };
+const postingsSince = new Date();
+const postingStart = performance.now();
+await parallel(POSTINGS, WIDTH * 3, (i) => inUnit(counting, async (unit) => {
+  // Two in, one out: the treasury grows, and every third entry proves the overdraft check under contention.
+  const amount = i % 3 === 2 ? -1_000_000n : 1_000_000n;
+  await postEntry(unit.em, hot, { kind: 'bench_hot_posting', reference: `bench-hot-${i}-${postingStart}`, postings: [{ account: treasury, amount, noOverdraft: true }, { account: clearing, amount: -amount }] });
+}).catch((err: unknown) => {
+  // A debit the treasury cannot cover at that moment is refused whole: the guard working, not a failure.
+  if (!(err instanceof InsufficientFundsError)) throw err;
+  refused += 1;
+}));
+const postingSeconds = (performance.now() - postingStart) / 1000;
+const hotFound = await findLedgerInconsistencies(ds, { entriesSince: postingsSince });
+const hotSound = hotFound.unbalancedEntries.length === 0 && hotFound.driftedAccounts.length === 0;
 
 // Where the time goes: the mean time each step waited after the previous one (status_history uses the wall clock).
 const steps: { to_status: string; ms: string }[] = await ds.query(
@@ -168,9 +203,32 @@ const lines = [
   `  lifecycles completed          ${(completed / lifecycleSeconds).toFixed(0).padStart(7)} /s (${completed}/${LIFECYCLES} completed; goal 300/s)`,
   `  mean wait before each step:   ${steps.map((s) => `${s.to_status} ${s.ms} ms`).join(', ')}`,
   `  slowest step: ${steps[0]?.to_status ?? 'n/a'}`,
+  `  this process during lifecycles: event loop busy ${(loopBusy * 100).toFixed(0)}%, ${coresUsed.toFixed(2)} cores of CPU (PostgreSQL and Redis share the rest of the machine)`,
+  `  hot treasury postings         ${(POSTINGS / postingSeconds).toFixed(0).padStart(7)} /s (${POSTINGS} entries into and out of one treasury, ${WIDTH * 3} at a time; ${retries} deadlock retries, ${refused} debits refused for funds; ledger ${hotSound ? 'sound' : 'UNSOUND'}; goal 200/s)`,
   `  treasury deposits confirmed   ${(DEPOSITS / depositSeconds).toFixed(0).padStart(7)} /s (${DEPOSITS} payments into one treasury; balance ${sound ? 'equals' : 'DIFFERS FROM'} the confirmed deposits)`,
   `  jobs (mean queue wait, mean run time): ${jobLines.join('; ')}`,
   '',
 ];
 process.stdout.write(lines.join('\n'));
+// Beside the request-path figures of `npm run bench` (bench/run.ts), in the same results file.
+const resultsFile = join(import.meta.dirname, 'results.json');
+const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
+results.pipeline = {
+  measured_at: new Date().toISOString(),
+  lifecycles: LIFECYCLES,
+  noop_jobs_per_second: Math.round(noopPerSecond),
+  quotes_per_second: Math.round(LIFECYCLES / quoteSeconds),
+  offramps_started_per_second: Math.round(LIFECYCLES / createdSeconds),
+  lifecycles_per_second: Math.round(completed / lifecycleSeconds),
+  lifecycles_goal_per_second: 300,
+  event_loop_busy: Number(loopBusy.toFixed(2)),
+  cores_used: Number(coresUsed.toFixed(2)),
+  slowest_step: steps[0]?.to_status ?? null,
+  treasury_deposits_per_second: Math.round(DEPOSITS / depositSeconds),
+  treasury_balance_exact: Boolean(sound),
+  hot_treasury_postings_per_second: Math.round(POSTINGS / postingSeconds),
+  hot_treasury_deadlock_retries: retries,
+  hot_treasury_ledger_sound: hotSound,
+};
+writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 process.exit(0);

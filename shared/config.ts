@@ -49,6 +49,8 @@ export interface Config {
   chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number }>;
   adminUser: string | null;
   adminPassword: string | null;
+  /** Each worker process serves its Prometheus metrics on this port (0: off); behind ADMIN_USER / ADMIN_PASSWORD. */
+  workerMetricsPort: number;
   apiKeyCacheTtlMs: number;
   authFailLimit: number;
   authFailWindowSeconds: number;
@@ -278,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     chains,
     adminUser: env.ADMIN_USER || null,
     adminPassword: env.ADMIN_PASSWORD || null,
+    workerMetricsPort: int(env, 'WORKER_METRICS_PORT', 0, 0),
     apiKeyCacheTtlMs: int(env, 'API_KEY_CACHE_TTL_MS', 10_000),
     authFailLimit: int(env, 'AUTH_FAIL_LIMIT', 30, 1),
     authFailWindowSeconds: int(env, 'AUTH_FAIL_WINDOW_SECONDS', 60, 1),

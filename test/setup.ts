@@ -1,10 +1,11 @@
-// Mocha root hooks: point config at the test database and a per-run Redis prefix, migrate once, clean up after.
+// Mocha root hooks: point config at the test database and a Redis prefix per test file, migrate once, clean up after.
 import { testDatabaseUrl, testRedisUrl } from './env.js';
 
 process.env.NODE_ENV = 'test';
 process.env.DATABASE_URL = testDatabaseUrl();
 process.env.REDIS_URL = testRedisUrl();
-process.env.REDIS_PREFIX = `rwtest-${process.pid}-${Date.now().toString(36)}`;
+const RUN_PREFIX = `rwtest-${process.pid}-${Date.now().toString(36)}`;
+process.env.REDIS_PREFIX = RUN_PREFIX;
 process.env.LOG_LEVEL = process.env.TEST_LOG_LEVEL || 'silent';
 process.env.SANDBOX_STEP_MS ??= '5';
 process.env.OUTBOX_POLL_MS ??= '50';
@@ -28,20 +29,33 @@ process.env.RPC_URL_ARBITRUM ||= DEAD_RPC_URL;
 process.env.RPC_URL_OPTIMISM ||= DEAD_RPC_URL;
 process.env.RPC_URL_AVALANCHE ||= DEAD_RPC_URL;
 
-const { getDs, closeShared } = await import('./helpers/shared.js');
+const { getDs, closeShared, useRedisPrefix } = await import('./helpers/shared.js');
 const RUN_STARTED = new Date();
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(60_000);
     await getDs();
+    // A Redis prefix per test file: its first hook, ahead of the file's own, so what a file leaves in a queue is never
+    // another file's work. (Mocha has no per-file hook; each file's top-level suites carry their file name.)
+    const files = new Map<string, number>();
+    for (const suite of this.test?.parent?.suites ?? []) {
+      const n = files.get(suite.file ?? '') ?? files.size;
+      files.set(suite.file ?? '', n);
+      suite.beforeAll(`redis prefix of ${suite.file ?? 'this file'}`, () => useRedisPrefix(`${RUN_PREFIX}-f${n}`));
+      const hooks = (suite as unknown as { _beforeAll: unknown[] })._beforeAll;
+      hooks.unshift(hooks.pop());
+    }
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(30_000);
     // Whatever the run did: every entry it posted balances, and every stored balance equals its postings.
     const { findLedgerInconsistencies } = await import('../shared/domain/ledger.js');
     const found = await findLedgerInconsistencies(await getDs(), { entriesSince: RUN_STARTED });
-    await closeShared();
+    await closeShared(RUN_PREFIX);
     if (found.unbalancedEntries.length || found.driftedAccounts.length) throw new Error(`ledger unsound after the run: ${JSON.stringify(found).slice(0, 2000)}`);
+    // Every error any test met was one its operation's document declares (the per-operation Error.code enums).
+    const { undeclaredErrors } = await import('../api/openapi/error-codes.js');
+    if (undeclaredErrors.size) throw new Error(`error codes answered but not declared in the OpenAPI document: ${[...undeclaredErrors].sort().join('; ')}`);
   },
 };

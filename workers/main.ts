@@ -4,6 +4,7 @@ import { logger } from '../shared/logger.js';
 import { createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import { poolsFromArgs, startWorkers } from './runtime.js';
+import { serveWorkerMetrics } from './metrics-server.js';
 
 const config = getConfig();
 const log = logger();
@@ -15,6 +16,11 @@ const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPref
 // Said only if Redis has not answered after a moment: right after creation every connection is still connecting.
 void whenReady(connection).then((ready) => ready || log.warn('waiting for Redis; jobs start once it answers'));
 const runtime = startWorkers({ pools, deps: { config, ds, queues, log }, connection });
+if (config.workerMetricsPort) {
+  // Metrics are for operators only: without their credentials the port answers /health alone.
+  if (!config.adminUser || !config.adminPassword) log.warn('ADMIN_USER / ADMIN_PASSWORD are unset: the worker port serves /health only, no metrics');
+  await serveWorkerMetrics({ port: config.workerMetricsPort, user: config.adminUser, password: config.adminPassword, queues, log });
+}
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -7,6 +7,14 @@ import { POOLS, isPool, type JobName, type Pool } from '../shared/queues/registr
 import { FINAL_FAILURES, REGISTRY, SCHEDULES, type PoolSpec, type ScheduleDefinition, type WorkerDeps } from './registry.js';
 import { JOBS } from '../shared/queues/registry.js';
 import { startOutboxRelay } from './outbox/relay.js';
+import { jobDuration, jobFailures } from '../shared/metrics.js';
+
+/** The ids a job's data names (`transactionId`, `paymentIntentId`, ...): bound to every log line the job writes. */
+export function idsOf(data: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (data && typeof data === 'object') for (const [k, v] of Object.entries(data)) if (/Id$/.test(k) && typeof v === 'string') out[k] = v;
+  return out;
+}
 
 export interface WorkerRuntime {
   workers: Worker[];
@@ -54,14 +62,25 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
       async (job: Job, token?: string) => {
         const processor = spec.processors[job.name as JobName] as ((j: Job, d: WorkerDeps & { token?: string; redis: Redis }) => Promise<unknown>) | undefined;
         if (!processor) throw new PermanentJobError(`no processor for job ${job.name} on pool ${pool}`);
-        const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
+        const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, attempt: job.attemptsMade + 1, ...idsOf(job.data) });
+        const started = performance.now();
+        const took = () => (performance.now() - started) / 1000;
         try {
-          return await processor(job, { ...deps, log, token, redis: options.connection });
+          const result = await processor(job, { ...deps, log, token, redis: options.connection });
+          const seconds = took();
+          jobDuration.observe({ queue: pool, job: job.name, outcome: 'completed' }, seconds);
+          log.debug({ ms: Math.round(seconds * 1000) }, 'job completed');
+          return result;
         } catch (err) {
           // The job put itself back to wait (moveToDelayed): not a failure, and not an attempt.
-          if (err instanceof DelayedError) throw err;
+          if (err instanceof DelayedError) {
+            jobDuration.observe({ queue: pool, job: job.name, outcome: 'delayed' }, took());
+            throw err;
+          }
           const failure = asJobFailure(err);
           const final = failure instanceof PermanentJobError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+          jobDuration.observe({ queue: pool, job: job.name, outcome: 'failed' }, took());
+          jobFailures.inc({ queue: pool, job: job.name, final: String(final) });
           const onFinal = FINAL_FAILURES.get(job.name as JobName);
           // The last word on a job that will not run again: record the outcome, so nothing waits silently for ever.
           if (final && onFinal) await onFinal(job, err, { ...deps, log }).catch((e: unknown) => log.error({ err: (e as Error).message }, 'final-failure handler failed'));
@@ -77,7 +96,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
         stalledInterval: deps.config.workerLockMs,
       },
     );
-    worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, err: err.message }, 'job failed'));
+    worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, ...idsOf(job?.data), err: err.message }, 'job failed'));
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });

@@ -10,10 +10,14 @@ const BEARER = /^Bearer ([^\s]+)$/i;
 /** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
 export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
   // Every refusal counts against the client's address: a guessed key (401) and a leaked key used from elsewhere (403).
+  // Its window is the one a refused client is limited by, so the answer carries it as the rate headers.
   const refused = async (req: Request, error: AppError): Promise<AppError> => {
     const ip = normalizeIp(req.ip ?? '') ?? 'unknown';
     try {
       const [count, ttl] = await deps.scripts.authFail(`${deps.config.redisPrefix}:authfail:${ip}`, deps.config.authFailWindowSeconds);
+      req.res?.setHeader('X-RateLimit-Limit', String(deps.config.authFailLimit));
+      req.res?.setHeader('X-RateLimit-Remaining', String(Math.max(0, deps.config.authFailLimit - count)));
+      req.res?.setHeader('X-RateLimit-Reset', String(Math.max(1, ttl)));
       if (count > deps.config.authFailLimit) {
         return new AppError('rate_limited', 'Too many failed authentication attempts from this address.', undefined, Math.max(1, ttl));
       }

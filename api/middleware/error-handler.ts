@@ -7,6 +7,7 @@ import { AmountError } from '../../shared/domain/money.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import { httpAnswerOf } from '../http-errors.js';
 import { bodyError } from './body.js';
+import { noteUndeclared } from '../openapi/error-codes.js';
 
 /** Every error path ends here and leaves as the envelope. A non-AppError is a bug: logged, answered 500 without internals. */
 export function errorHandler(deps: AppDeps) {
@@ -29,6 +30,10 @@ export function errorHandler(deps: AppDeps) {
     } else {
       req.state.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
       appError = new AppError('internal_error', 'Something went wrong on our side. It has been logged; retry later or contact support with the requestId.');
+    }
+    // The document promises each operation's codes; an answer outside them is drift between code and spec.
+    if (req.state.route && noteUndeclared(req.state.route, appError.code)) {
+      req.state.log.warn({ operationId: req.state.route.operationId, code: appError.code }, 'error code not declared for this operation in the OpenAPI document');
     }
     const body = errorEnvelope(appError.code, appError.message, req.state.id, appError.details);
     const { status, headers } = httpAnswerOf(appError);

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { AppDeps, RequestState } from '../context.js';
+import { httpDuration } from '../../shared/metrics.js';
+import { BUSINESS_BASE } from '../routes/route.js';
 
 /** Gives every request its own id (never the caller's), a child logger, and one access-log line when it ends. */
 export function requestContext(deps: AppDeps) {
@@ -31,10 +33,14 @@ export function requestContext(deps: AppDeps) {
       latencyMs: Math.round((performance.now() - state.started) * 100) / 100,
       businessId: state.auth?.businessId,
       environment: state.auth?.environment,
+      transactionId: state.transactionId,
     });
     res.on('finish', () => {
       if (res.statusCode >= 500) access.error(entry(), 'request failed');
       else access.info(entry(), 'request');
+      // The metric's one cost per request. Labelled by route template; an unknown path is one series, not one per path.
+      const route = state.route ? BUSINESS_BASE + state.route.path : ((req.route as { path?: string } | undefined)?.path ?? 'unmatched');
+      httpDuration.observe({ method: req.method, route, status: res.statusCode }, (performance.now() - state.started) / 1000);
     });
     // The client (or a router's timeout) gave up before the answer was sent: still one line, so it is never invisible.
     res.on('close', () => {

@@ -10,6 +10,7 @@ export const sharedSchemas: Record<string, JsonSchema> = {
   DecimalAmount: {
     type: 'string',
     pattern: AMOUNT_PATTERN,
+    maxLength: 40,
     description: 'A non-negative decimal amount as a string. Never a JSON number. At most the asset\'s or currency\'s scale of fractional digits.',
   },
   Chain: { type: 'string', enum: ['base', 'polygon', 'arbitrum', 'optimism', 'avalanche'] },
@@ -18,9 +19,9 @@ export const sharedSchemas: Record<string, JsonSchema> = {
     type: 'object',
     required: ['code', 'message', 'requestId', 'details'],
     properties: {
-      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable code; the status lists which codes each status carries.' },
-      message: { type: 'string' },
-      requestId: { type: 'string', format: 'uuid', description: 'Equals the X-Request-Id response header.' },
+      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable code. Each operation\'s responses list the codes it can answer, each with its own `details` (the `<Code>Error` schemas).' },
+      message: { type: 'string', maxLength: 2000 },
+      requestId: { type: 'string', format: 'uuid', maxLength: 36, description: 'Equals the X-Request-Id response header.' },
       details: {
         type: ['array', 'object', 'null'],
         description: 'Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }`; for `insufficient_scope`: `{ required_scope }`.',
@@ -58,17 +59,4 @@ export function listOf(itemSchemaName: string): JsonSchema {
 export const paginationQuery = {
   limit: { schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 }, description: 'Page size, 1..100 (default 25).' },
   starting_after: { schema: { type: 'string', minLength: 1, maxLength: 200 }, description: 'Cursor from `next_cursor` of the previous page.' },
-};
-
-export const ERROR_STATUSES: Record<string, string> = {
-  '400': 'BadRequest: malformed JSON, schema violation, missing or invalid Idempotency-Key.',
-  '401': 'Unauthorized: missing, malformed, unknown or revoked API key.',
-  '403': 'Forbidden: insufficient_scope, ip_not_allowed or live_not_enabled.',
-  '404': 'NotFound: no such resource in this business and environment.',
-  '409': 'Conflict: idempotency_key_in_use (with Retry-After) or a state conflict.',
-  '413': 'Payload too large: body over 1 MB.',
-  '422': 'UnprocessableEntity: idempotency_key_reused or a business rule.',
-  '429': 'RateLimited: with Retry-After.',
-  '500': 'Internal error: never carries internals.',
-  '503': 'Unavailable: a dependency is down; Retry-After is set.',
 };

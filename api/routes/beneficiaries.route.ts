@@ -10,7 +10,7 @@ import {
 import type { PageQuery } from '../../shared/db/pagination.js';
 import { listPage } from '../../shared/db/pagination.js';
 
-const CURRENCY = { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code, exactly 3 letters in either case (`kes` is read as `KES`).' };
+const CURRENCY = { type: 'string', pattern: '^[A-Za-z]{3}$', maxLength: 3, description: 'ISO 4217 code, exactly 3 letters in either case (`kes` is read as `KES`).' };
 const LABEL = { type: ['string', 'null'], maxLength: 120, description: 'Your own name for this beneficiary.' };
 
 export const schemas: Record<string, JsonSchema> = {
@@ -110,6 +110,7 @@ export const routes: RouteDef[] = [
     method: 'get',
     path: '/beneficiaries/requirements',
     operationId: 'getBeneficiaryRequirements',
+    errors: ['unsupported_corridor'],
     summary: 'The detail fields, and their JSON Schema, a beneficiary needs for a currency and payment method.',
     description: 'A pair we do not pay out to answers 422 `unsupported_corridor`, with `details.supported_payment_methods` for the currency.',
     tag: TAG,
@@ -149,6 +150,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/beneficiaries',
     operationId: 'createBeneficiary',
+    errors: ['resource_archived', 'unsupported_corridor', 'requirements_not_met'],
     summary: 'Stores a payout destination; its details are encrypted at rest and returned redacted.',
     description: '422 `unsupported_corridor` for a pair we do not serve; 422 `requirements_not_met` with `details: [{ path, message }]` when `details` fail the corridor\'s schema. ' +
       'A `customer_id` outside this business and environment: 404 `not_found` (`details.param`); an archived customer: 409 `resource_archived`.',
@@ -192,6 +194,7 @@ export const routes: RouteDef[] = [
     method: 'patch',
     path: '/beneficiaries/{id}',
     operationId: 'updateBeneficiary',
+    errors: ['resource_archived'],
     summary: 'Sets or clears (null) the label.',
     description: '`label` is the only field and is required. An archived beneficiary cannot be changed: 409 `resource_archived`.',
     tag: TAG,

@@ -32,7 +32,7 @@ export const schemas: Record<string, JsonSchema> = {
         additionalProperties: false,
         required: ['currency', 'value'],
         properties: {
-          currency: { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'The fiat currency asked for (either case).' },
+          currency: { type: 'string', pattern: '^[A-Za-z]{3}$', maxLength: 3, description: 'The fiat currency asked for (either case).' },
           value: { ...ref('DecimalAmount'), description: 'At most the currency\'s minor units.' },
         },
       },
@@ -194,6 +194,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/payment-intents',
     operationId: 'createPaymentIntent',
+    errors: ['resource_archived', 'unsupported_corridor', 'amount_out_of_range', 'requirements_not_met'],
     summary: 'Ask a payer for a fiat amount, paid by mobile money or in USDC.',
     description:
       'Answers 201 `awaiting_payment` with `payment_instructions` (this intent\'s own USDC deposit address and the amount to send) and `expires_at`. The USDC price is fixed now, ' +
@@ -260,6 +261,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/payment-intents/{id}/collect',
     operationId: 'collectPaymentIntent',
+    errors: ['invalid_state', 'requirements_not_met'],
     summary: 'Prompt the payer to pay by mobile money.',
     description:
       'Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent ' +
@@ -284,6 +286,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/payment-intents/{id}/cancel',
     operationId: 'cancelPaymentIntent',
+    errors: ['invalid_state'],
     summary: 'Cancel a payment intent that is awaiting payment.',
     description:
       'Answers 200 `cancelled`. Only from `awaiting_payment` (else 409 `invalid_state`): once a payment is being processed it completes. A payment that still arrives ' +

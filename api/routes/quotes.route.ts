@@ -60,7 +60,7 @@ export const schemas: Record<string, JsonSchema> = {
     properties: {
       direction: { type: 'string', enum: ['offramp', 'onramp'] },
       chain: ref('Chain'),
-      currency: { type: 'string', pattern: '^[A-Za-z]{3}$', description: 'The fiat currency (either case).' },
+      currency: { type: 'string', pattern: '^[A-Za-z]{3}$', maxLength: 3, description: 'The fiat currency (either case).' },
       payment_method: ref('PaymentMethod'),
       source_amount: { ...AMOUNT, description: 'What is sent (USDC for off-ramps, fiat for on-ramps). Exactly one of source_amount and destination_amount.' },
       destination_amount: { ...AMOUNT, description: 'What must arrive; the smallest source that delivers at least this is quoted.' },
@@ -82,6 +82,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/quotes',
     operationId: 'createQuote',
+    errors: ['resource_archived', 'unsupported_corridor', 'amount_out_of_range', 'wallet_not_verified'],
     summary: 'Price an on-ramp or off-ramp.',
     description:
       'Writes the quote and has the pricing pool price it, waiting up to about 2 s: 201 `available` when priced in time, else 202 `pending` (poll GET). ' +

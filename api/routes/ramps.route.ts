@@ -61,6 +61,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/offramps',
     operationId: 'createOfframp',
+    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'wallet_not_verified'],
     summary: 'Start an off-ramp: USDC in, fiat paid out to the quote\'s beneficiary.',
     description:
       'Consumes the quote (409 `quote_already_used`; 422 `quote_expired`, `quote_not_available`, `quote_direction_mismatch`) and answers 201 with the transaction (`created`) and its ' +
@@ -84,6 +85,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/onramps',
     operationId: 'createOnramp',
+    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'requirements_not_met'],
     summary: 'Start an on-ramp: mobile money in, USDC delivered to the quote\'s wallet.',
     description:
       'Consumes the quote (same refusals as off-ramps) and answers 201 with the transaction (`created`); the payer is then prompted to pay `source.total_required`. ' +

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AppDeps, AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
+import type { ErrorCode } from '../../shared/errors.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -56,6 +57,11 @@ export interface RouteDef {
   /** `examples`: named, valid request bodies; shown in the docs and used by the fuzz test as valid starting points. */
   body?: { schema: JsonSchema; required?: boolean; description?: string; examples?: Record<string, { summary: string; value: unknown }> };
   responses: Record<string, ResponseSpec>;
+  /**
+   * The business-rule codes its handler can raise (409, 422, ...). The pipeline's own codes (auth, scope, idempotency,
+   * validation, not_found for ids, rate limit, outages) are derived from the fields above; see api/openapi/error-codes.ts.
+   */
+  errors?: ErrorCode[];
   handler: (ctx: HandlerContext) => Promise<Reply>;
 }
 

@@ -36,7 +36,7 @@ export const schemas: Record<string, JsonSchema> = {
     required: ['outcome'],
     properties: {
       outcome: { type: 'string', enum: ['completed', 'failed', 'action_required'] },
-      failure_code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$', description: 'Becomes failure.code (snake_case).' },
+      failure_code: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$', maxLength: 64, description: 'Becomes failure.code (snake_case).' },
     },
   },
   SandboxPayRequest: {
@@ -66,6 +66,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/sandbox/wallets/{id}/fund',
     operationId: 'sandboxFundWallet',
+    errors: ['resource_archived'],
     summary: 'Credit simulated USDC to a wallet (sandbox only).',
     description: 'Posts a ledger entry from the sandbox faucet to the wallet on that chain. Archived wallets cannot be funded (409 `resource_archived`). A live key gets 404.',
     tag: 'Sandbox',
@@ -83,6 +84,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/sandbox/settlements/{transaction_id}/transfer',
     operationId: 'sandboxTransfer',
+    errors: ['invalid_state'],
     summary: 'Play your on-chain transfer to an off-ramp\'s deposit address (sandbox only).',
     description:
       'Answers 202 with the settlement; the transfer is observed a step later and confirmations rise one per step. Only for an external-wallet off-ramp whose settlement is ' +
@@ -143,6 +145,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/sandbox/transactions/{id}/simulate',
     operationId: 'sandboxSimulateTransaction',
+    errors: ['invalid_state'],
     summary: 'Force the next outcome of a transaction (sandbox only).',
     description:
       '`failed` and `action_required` happen now (a failure returns what arrived); `completed` makes the next provider decision succeed whatever the magic values say. ' +
@@ -162,6 +165,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/sandbox/payment-intents/{id}/pay',
     operationId: 'sandboxPayPaymentIntent',
+    errors: ['invalid_state'],
     summary: 'Play the payer of a payment intent (sandbox only).',
     description:
       'Answers 202 with the intent; a step later the payment arrives as the live rails would report it: a mobile-money receipt (confirmed at once) or a USDC transfer ' +

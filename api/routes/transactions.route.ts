@@ -93,7 +93,7 @@ export const schemas: Record<string, JsonSchema> = {
     type: 'object',
     additionalProperties: false,
     required: ['transaction_hash'],
-    properties: { transaction_hash: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'The hash of your transfer to the deposit address.' } },
+    properties: { transaction_hash: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', maxLength: 66, description: 'The hash of your transfer to the deposit address.' } },
   },
 };
 
@@ -175,6 +175,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/transactions/{id}/confirm',
     operationId: 'confirmTransaction',
+    errors: ['invalid_state'],
     summary: 'Tell us the hash of your transfer to the deposit address.',
     description:
       'Answers 202. Live: the settlement pool reads that transaction\'s receipt at once and records its USDC transfers to the deposit address (a hash that pays ' +
@@ -208,6 +209,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/transactions/{id}/retry',
     operationId: 'retryTransaction',
+    errors: ['transaction_not_retryable'],
     summary: 'Retry a managed-wallet or treasury-funded transaction in action_required.',
     description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`.',
     tag: TAG,

@@ -36,6 +36,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/wallets/{id}/verification-challenges',
     operationId: 'createWalletVerificationChallenge',
+    errors: ['invalid_state', 'resource_archived'],
     summary: 'Create an ownership challenge for an external wallet.',
     description: 'No body. Managed wallets need no proof and a verified wallet was proven already (409 `invalid_state`); archived wallets cannot be challenged (409 `resource_archived`).',
     tag: 'Wallets',
@@ -48,6 +49,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/wallets/{id}/verify',
     operationId: 'verifyWallet',
+    errors: ['invalid_state', 'resource_archived', 'invalid_signature', 'challenge_expired'],
     summary: 'Prove ownership of an external wallet with a signed challenge.',
     description:
       'Checks the signature (EIP-191; EIP-1271 for contract wallets on chains with an RPC). Success sets `ownership_status: verified` and `verified_at` and uses the challenge up ' +

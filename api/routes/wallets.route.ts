@@ -56,6 +56,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/wallets',
     operationId: 'registerExternalWallet',
+    errors: ['wallet_already_registered', 'resource_archived'],
     summary: 'Register an external EVM wallet.',
     description:
       'Answers 201 with `type: external_wallet`, `ownership_status: unverified`. The same address and chain already registered (or a managed wallet\'s address) answers 409 `wallet_already_registered` with `details.wallet_id`.',
@@ -110,6 +111,7 @@ export const routes: RouteDef[] = [
     method: 'delete',
     path: '/wallets/{id}',
     operationId: 'archiveWallet',
+    errors: ['invalid_state'],
     summary: 'Archive a wallet.',
     description: 'Sets `status: archived` and `archived_at`. The wallet leaves the list and can no longer be funded, challenged or used. Archiving an archived wallet returns it unchanged.',
     tag: 'Wallets',

@@ -143,6 +143,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/events/{id}/redeliver',
     operationId: 'redeliverEvent',
+    errors: ['invalid_state'],
     summary: 'Deliver an event again.',
     description:
       'Answers 202 and starts a new round of attempts to every endpoint that takes the event (or the one named), with the same `webhook-id`. ' +
@@ -169,6 +170,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/webhook-endpoints',
     operationId: 'createWebhookEndpoint',
+    errors: ['invalid_state'],
     summary: 'Register a webhook endpoint.',
     description:
       `Answers 201 with the endpoint and its \`secret\` (shown this once). The URL must be https and resolve only to public addresses (checked again at every delivery, ` +

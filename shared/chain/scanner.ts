@@ -52,6 +52,8 @@ export interface ScanResult {
   logs: number;
   /** Of those, the logs to an open deposit address (applied; a rescan matches them again and changes nothing). */
   matched: number;
+  /** The chain's head when the scan began: head - to is how far the watcher is behind. */
+  head: bigint;
 }
 
 export interface TransferLog {
@@ -163,7 +165,7 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
   if (from > head) {
     // Nothing new since the last scan (or a node behind the one that served it): wait for the chain.
     if (cursor === null) await advanceCursor(deps, environment, chain, null, from);
-    return { from, to: from - 1n, logs: 0, matched: 0 };
+    return { from, to: from - 1n, logs: 0, matched: 0, head };
   }
   const to = from + input.maxRange - 1n < head ? from + input.maxRange - 1n : head;
   const logs = await fetchTransferLogs(client, token, from, to, ({ from: f, to: t, width, err }) =>
@@ -186,7 +188,7 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
     deps.log.info({ chain, environment, to: to.toString() }, 'chain cursor moved by another scanner meanwhile; left as it is');
   }
   if (matching.length) deps.log.info({ chain, environment, from: from.toString(), to: to.toString(), logs: logs.length, matched: matching.length }, 'chain scanned');
-  return { from, to, logs: logs.length, matched: matching.length };
+  return { from, to, logs: logs.length, matched: matching.length, head };
 }
 
 /** The receipt job of a hash a business named (one per hash: naming it again is the same job). */

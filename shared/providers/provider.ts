@@ -10,6 +10,23 @@ import type { EventScope } from '../domain/events.js';
 import { SandboxProvider } from './sandbox-provider.js';
 import { DarajaProvider } from './daraja/daraja-provider.js';
 import { DarajaClient } from './daraja/daraja-client.js';
+import { providerDuration, providerErrors, timed } from '../metrics.js';
+
+/** Every provider, whichever the environment picks, with each call's latency and errors recorded. */
+function instrumented(provider: PaymentProvider): PaymentProvider {
+  const record = (operation: string) => (seconds: number, outcome: string) => {
+    providerDuration.observe({ provider: provider.id, operation, outcome }, seconds);
+    if (outcome === 'error') providerErrors.inc({ provider: provider.id, operation });
+  };
+  const statusOf = (o: ProviderOutcome | null) => o?.status ?? 'unknown';
+  return {
+    id: provider.id,
+    collect: (req) => timed(record('collect'), () => provider.collect(req), statusOf),
+    payout: (req) => timed(record('payout'), () => provider.payout(req), statusOf),
+    queryStatus: (kind, reference) => timed(record('query_status'), () => provider.queryStatus(kind, reference), statusOf),
+    ...(provider.parseCallback ? { parseCallback: provider.parseCallback.bind(provider) } : {}),
+  };
+}
 
 export type ProviderKind = 'collection' | 'payout';
 
@@ -113,6 +130,10 @@ export function isFinalOutcome(outcome: ProviderOutcome): boolean {
 
 /** The adapter that serves an environment: sandbox simulates; live has no adapter until Daraja plugs in here. */
 export function providerFor(environment: Environment, deps: ProviderDeps): PaymentProvider {
+  return instrumented(chooseProvider(environment, deps));
+}
+
+function chooseProvider(environment: Environment, deps: ProviderDeps): PaymentProvider {
   switch (environment) {
     case 'sandbox':
       return new SandboxProvider(deps);

@@ -25,6 +25,8 @@ export interface Operation {
   statuses: Set<number>;
   /** Validators of the 2xx bodies, by status. */
   responses: Map<number, ValidateFunction>;
+  /** Validators of the error bodies, by status: only the codes (and their details) this operation declares. */
+  errors: Map<number, ValidateFunction>;
   /** The resource collection an id in this path names (`/wallets/{id}/balance` -> `wallets`). */
   collection: string;
   /** The pool the ids in its answers go to (`/wallets/{id}/verification-challenges` -> `challenges`). */
@@ -97,11 +99,14 @@ export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operatio
       const params: Param[] = (op.parameters ?? []).map((p: Schema) => resolveRef(doc, p) as Param).map((p: Param) => ({ ...p, required: Boolean(p.required) }));
       const media = op.requestBody?.content?.['application/json'];
       const responses = new Map<number, ValidateFunction>();
+      const errors = new Map<number, ValidateFunction>();
       for (const [status, r] of Object.entries(op.responses as Record<string, Schema>)) {
         const code = Number(status);
-        if (code >= 200 && code < 300 && r.content?.['application/json']) {
-          responses.set(code, ajv.compile({ $ref: `openapi.json#/paths/${seg(path)}/${method}/responses/${status}/content/application~1json/schema` }));
-        }
+        // A shared response is a $ref into components.responses; the pointer follows it.
+        const at = typeof r.$ref === 'string' ? r.$ref.replace(/^#/, '') : `/paths/${seg(path)}/${method}/responses/${status}`;
+        if (!resolveRef(doc, r).content?.['application/json']) continue;
+        const validate = ajv.compile({ $ref: `openapi.json#${at}/content/application~1json/schema` });
+        (code >= 200 && code < 300 ? responses : errors).set(code, validate);
       }
       ops.push({
         id: op.operationId,
@@ -113,6 +118,7 @@ export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operatio
           : undefined,
         statuses: new Set(Object.keys(op.responses).map(Number)),
         responses,
+        errors,
         collection: collectionOf(path, base),
         produces: producedBy(op) ?? producesOf(path, base),
       });

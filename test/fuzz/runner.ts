@@ -101,6 +101,8 @@ function check(op: Operation, answer: Answer, errorSchema: ValidateFunction): st
     if (validate && !validate(body)) problems.push(`2xx body does not match its schema: ${JSON.stringify(validate.errors?.slice(0, 3))}`);
   } else {
     if (!errorSchema(body)) problems.push(`error body does not match ErrorResponse: ${JSON.stringify(errorSchema.errors?.slice(0, 3))}`);
+    const declared = op.errors.get(answer.status);
+    if (declared && !declared(body)) problems.push(`error ${body?.error?.code} is not one this operation declares for ${answer.status} (or its details differ): ${JSON.stringify(declared.errors?.slice(0, 3))}`);
     const keys = Object.keys(body?.error ?? {}).sort();
     if (keys.join() !== ENVELOPE_KEYS.join() || Object.keys(body ?? {}).join() !== 'error') problems.push(`envelope keys are ${JSON.stringify(Object.keys(body ?? {}))} / ${JSON.stringify(keys)}`);
     if (body?.error?.requestId !== requestId) problems.push('error.requestId differs from X-Request-Id');

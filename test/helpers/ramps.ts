@@ -5,6 +5,7 @@ import { bearer, writeHeaders } from './factories.js';
 import { BASE, externalWallet } from './wallets.js';
 import { getDs } from './shared.js';
 import { findLedgerInconsistencies } from '../../shared/domain/ledger.js';
+import { until } from './until.js';
 
 /** A KES M-Pesa beneficiary; `phone` decides the sandbox payout (0002 rejected, 0003 temporary). */
 export async function kesBeneficiary(api: ApiHarness, key: string, phone = '+254722480163'): Promise<string> {
@@ -47,14 +48,15 @@ export async function offramp(api: ApiHarness, key: string, quoteId: string, wal
 }
 
 /** Polls GET /transactions/{id} until its status is one of `statuses` (10 s at most). */
-export async function until(api: ApiHarness, key: string, id: string, statuses: string[]): Promise<Record<string, any>> {
+export async function untilStatus(api: ApiHarness, key: string, id: string, statuses: string[]): Promise<Record<string, any>> {
   let last: Record<string, any> = {};
-  for (let i = 0; i < 400; i++) {
-    last = (await api.http.get(`${BASE}/transactions/${id}`).set(bearer(key))).body;
-    if (statuses.includes(last.status)) return last;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`transaction ${id} stayed ${last.status}, never ${statuses.join('/')}: ${JSON.stringify(last.failure)}`);
+  return until(
+    async () => {
+      last = (await api.http.get(`${BASE}/transactions/${id}`).set(bearer(key))).body;
+      return statuses.includes(last.status) && last;
+    },
+    { what: `transaction ${id} reaching ${statuses.join('/')}`, describe: () => ({ status: last.status, failure: last.failure }) },
+  );
 }
 
 /** The statuses a resource went through, in order, from its history. */

@@ -1,11 +1,21 @@
 import { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { getConfig } from '../../shared/config.js';
+import { getConfig, resetConfig } from '../../shared/config.js';
 import { createDataSource, runMigrations } from '../../shared/db/data-source.js';
 
 // Mocha loads the root hooks (test/setup.ts) and the test files through different module instances, so the
 // shared handles live on globalThis: the after-all hook must close what the tests opened.
-const shared = globalThis as unknown as { __rampwayTestDs?: DataSource | null; __rampwayTestRedis?: Redis | null };
+const shared = globalThis as unknown as { __rampwayTestDs?: DataSource | null; __rampwayTestRedis?: Redis | null; __rampwayConfigResets?: Set<() => void> };
+
+// Each module instance of the configuration registers its reset, so the root hooks (another instance) can make every
+// one of them read a test file's own Redis prefix.
+(shared.__rampwayConfigResets ??= new Set()).add(resetConfig);
+
+/** Points every later getConfig() at `prefix`: each test file gets its own queues, rate limits and idempotency keys. */
+export function useRedisPrefix(prefix: string): void {
+  process.env.REDIS_PREFIX = prefix;
+  for (const reset of shared.__rampwayConfigResets ?? []) reset();
+}
 
 /** The migrated test database, shared by every test file. */
 export async function getDs(): Promise<DataSource> {
@@ -34,9 +44,9 @@ export async function deleteKeys(pattern: string): Promise<void> {
   } while (cursor !== '0');
 }
 
-/** After the run: every key under the run's prefix is deleted, and the shared handles are closed. */
-export async function closeShared(): Promise<void> {
-  await deleteKeys(`${getConfig().redisPrefix}*`);
+/** After the run: every key under the run's prefix (each file's prefix starts with it) is deleted, and the shared handles are closed. */
+export async function closeShared(runPrefix: string): Promise<void> {
+  await deleteKeys(`${runPrefix}*`);
   shared.__rampwayTestRedis?.disconnect();
   shared.__rampwayTestRedis = null;
   const ds = shared.__rampwayTestDs;

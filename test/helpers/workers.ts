@@ -6,6 +6,7 @@ import { closeQueues, createQueues } from '../../shared/queues/producer.js';
 import type { Pool } from '../../shared/queues/registry.js';
 import { startWorkers } from '../../workers/runtime.js';
 import type { WorkerDeps } from '../../workers/registry.js';
+import { until } from './until.js';
 
 export interface RunningPools {
   pools: Pool[];
@@ -34,12 +35,11 @@ export async function startPools(pools: Pool[], options: { env?: Record<string, 
 
 /** Waits until the pools' queues have no job waiting or running (delayed jobs, such as expiries far ahead, do not count). */
 export async function drainQueues(running: RunningPools, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   let quietTwice = 0;
-  while (quietTwice < 2) {
-    const counts = await Promise.all(running.pools.map((pool) => running.deps.queues[pool].getJobCounts('waiting', 'active', 'prioritized')));
+  let counts: Record<string, number>[] = [];
+  await until(async () => {
+    counts = await Promise.all(running.pools.map((pool) => running.deps.queues[pool].getJobCounts('waiting', 'active', 'prioritized')));
     quietTwice = counts.every((c) => c.waiting + c.active + c.prioritized === 0) ? quietTwice + 1 : 0;
-    if (Date.now() > deadline) throw new Error(`queues still busy after ${timeoutMs} ms: ${JSON.stringify(counts)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return quietTwice >= 2;
+  }, { timeoutMs, what: 'the queues draining', describe: () => counts });
 }

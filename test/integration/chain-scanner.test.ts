@@ -20,6 +20,7 @@ import { closeQueues, createQueues, type Queues } from '../../shared/queues/prod
 import type { Redis } from 'ioredis';
 import type { UnitDeps } from '../../shared/db/unit-of-work.js';
 import { scanChainJob } from '../../workers/settlement/scan-chain.job.js';
+import { registry as metrics } from '../../shared/metrics.js';
 import { chainReceiptJob } from '../../workers/settlement/chain-receipt.job.js';
 import { SCHEDULES } from '../../workers/registry.js';
 import { CHAINS } from '../../shared/domain/chains.js';
@@ -152,7 +153,7 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     expect(await readCursor(deps, ENV, CHAIN)).to.equal(at + 1n);
     // Nothing new yet: nothing to scan, the cursor stays.
     const idle = await scan();
-    expect(idle).to.deep.equal({ from: at + 1n, to: at, logs: 0, matched: 0 });
+    expect(idle).to.deep.equal({ from: at + 1n, to: at, logs: 0, matched: 0, head: at });
     expect(await readCursor(deps, ENV, CHAIN)).to.equal(at + 1n);
     // The range is capped at maxRange blocks.
     await mine(20);
@@ -171,7 +172,8 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     const receipt = await anvil.publicClient.getTransactionReceipt({ hash });
 
     const result = await scan();
-    expect(result).to.deep.equal({ from, to: await head(), logs: 2, matched: 1 });
+    const now = await head();
+    expect(result).to.deep.equal({ from, to: now, logs: 2, matched: 1, head: now });
     const deposits = await depositsOf(intent.id);
     expect(deposits).to.have.length(1);
     expect(deposits[0]).to.deep.include({
@@ -295,7 +297,7 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     } as PublicClient;
 
     const result = await scan(refusing);
-    expect(result).to.deep.equal({ from, to: last, logs: 3, matched: 3 });
+    expect(result).to.deep.equal({ from, to: last, logs: 3, matched: 3, head: last });
     expect(refused.length).to.be.at.least(1);
     // What was asked and accepted covers [from, last] exactly, each piece within the limit.
     const sorted = [...asked].sort((a, b) => (a[0] < b[0] ? -1 : 1));
@@ -320,8 +322,11 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     await cursorAfterHead();
     await send(intent.deposit_address, minor(intent.usdc_amount));
     const config = { ...deps.config, chains: { ...deps.config.chains, base: { ...deps.config.chains.base, rpcUrl: anvil.rpcUrl, usdcAddress: token } } };
-    const result = (await scanChainJob.process({ data: { environment: ENV, chain: CHAIN } } as never, { ...deps, config })) as { matched: number };
+    const result = (await scanChainJob.process({ data: { environment: ENV, chain: CHAIN } } as never, { ...deps, config })) as { matched: number; lag: number };
     expect(result.matched).to.equal(1);
+    // Scanned up to the head: no lag, and the gauge Prometheus reads says so.
+    expect(result.lag).to.equal(0);
+    expect(await metrics.getSingleMetricAsString('rampway_settlement_scan_lag_blocks')).to.match(new RegExp(`\\{environment="${ENV}",chain="${CHAIN}"\\} 0`));
     expect(await depositsOf(intent.id)).to.have.length(1);
     // A chain with nothing to watch costs one query and no RPC call (this RPC URL answers nothing).
     const idle = { ...config, chains: { ...config.chains, avalanche: { ...config.chains.avalanche, rpcUrl: 'http://127.0.0.1:9' } } };

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeHeaders } from '../helpers/factories.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, quote, until } from '../helpers/ramps.js';
+import { expectLedgerSound, quote, untilStatus } from '../helpers/ramps.js';
 import { fundedLiveWallet, liveBeneficiary, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 
 /** The providers pool as its own process (node with tsx as its loader, so SIGKILL reaches it), on the live rail's settings. */
@@ -40,16 +40,16 @@ describe('the providers worker killed between a payout request and its result', 
     expect(ids.map((id) => rail.fake.payoutsTo(id).length)).to.deep.equal([1, 1, 1, 1]);
     worker.kill('SIGKILL');
     await new Promise((r) => worker!.once('exit', r));
-    for (const id of ids) expect((await until(rail.api, rail.key, id, ['funded', 'processing', 'completed'])).status).to.equal('funded');
+    for (const id of ids) expect((await untilStatus(rail.api, rail.key, id, ['funded', 'processing', 'completed'])).status).to.equal('funded');
 
     rail.fake.holdMs = 0;
     worker = providersProcess(rail.env);
     for (const id of ids) {
       const deadline = Date.now() + 30_000;
-      let tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing', 'funded']);
+      let tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing', 'funded']);
       while (tx.status !== 'completed' && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 100));
-        tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing', 'funded']);
+        tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing', 'funded']);
       }
       expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     }

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, history, quote, until } from '../helpers/ramps.js';
+import { expectLedgerSound, history, quote, untilStatus } from '../helpers/ramps.js';
+import { until } from '../helpers/until.js';
 import { CALLBACK_TOKEN, fundedLiveWallet, liveBeneficiary, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 
 // Live on-ramps and payouts end to end on our fake Daraja (test/helpers/fake-daraja.ts: the payer's or receiver's
@@ -39,7 +40,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('collection success: STK Push with the right password and whole amount, the callback funds it, USDC delivered', async () => {
     const id = await onramp('+254712340011');
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
     const [push] = stkFor('+254712340011');
@@ -51,8 +52,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('declined (1032) and timed out (1037) collections fail with their reason', async () => {
     const [declined, timedOut] = await Promise.all([onramp('+254712340001'), onramp('+254712340037')]);
-    const a = await until(rail.api, rail.key, declined, ['failed', 'completed']);
-    const b = await until(rail.api, rail.key, timedOut, ['failed', 'completed']);
+    const a = await untilStatus(rail.api, rail.key, declined, ['failed', 'completed']);
+    const b = await untilStatus(rail.api, rail.key, timedOut, ['failed', 'completed']);
     expect(a.failure.code).to.equal('collection_declined');
     expect(b.failure.code).to.equal('collection_timeout');
     expect(await history(declined)).to.deep.equal(['created', 'awaiting_funds', 'failed']);
@@ -60,14 +61,14 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a lost STK callback is recovered by STK Query after DARAJA_STATUS_QUERY_AFTER_MS', async () => {
     const id = await onramp('+254712340099');
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     expect(rail.fake.log.filter((r) => r.path === '/mpesa/stkpushquery/v1/query' && r.body.CheckoutRequestID === tx.payment_source.reference)).to.have.length(1);
   });
 
   it('a duplicated callback is stored once and applied once', async () => {
     const id = await onramp('+254712340022');
-    await until(rail.api, rail.key, id, ['completed']);
+    await untilStatus(rail.api, rail.key, id, ['completed']);
     const checkout = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body.payment_source.reference;
     // Both deliveries were acknowledged (Daraja stops resending on 200).
     await new Promise((r) => setTimeout(r, 200));
@@ -80,7 +81,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('B2C payout: OriginatorConversationID is our transaction id, the result completes it', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340012', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('completed');
     const sent = rail.fake.payoutsTo(id);
     expect(sent).to.have.length(1);
@@ -94,8 +95,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
   it('B2B PayBill and Buy Goods payouts complete, matched by ConversationID', async () => {
     const paybill = await payout('paybill', { paybill_number: '880100', account_number: 'INV-42' });
     const till = await payout('buy_goods', { till_number: '5123456' });
-    expect((await until(rail.api, rail.key, paybill.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
-    expect((await until(rail.api, rail.key, till.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, paybill.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, till.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     const [p] = rail.fake.payoutsTo(paybill.id);
     const [t] = rail.fake.payoutsTo(till.id);
     expect(p.body).to.include({ CommandID: 'BusinessPayBill', PartyB: '880100', AccountReference: 'INV-42', RecieverIdentifierType: '4' });
@@ -104,7 +105,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a permanent rejection (2040) fails the payout with its code and refunds the wallet', async () => {
     const { id, walletId } = await payout('mobile_money', { phone_number: '+254712340002', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status).to.equal('failed');
     expect(tx.failure.code).to.equal('invalid_receiver');
     expect(tx.failure.message).to.match(/code 2040/).and.not.to.contain('712340002');
@@ -115,7 +116,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a temporary failure (HTTP 503) is retried; before sending again the job asks Transaction Status', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340003', mobile_network: 'safaricom' });
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest']);
@@ -123,7 +124,7 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('a temporary result (1: our float short) is sent again after a backoff, without asking first, and pays', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340001', mobile_network: 'safaricom' });
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
     expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/b2c/v3/paymentrequest']);
     expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
@@ -131,21 +132,21 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
 
   it('temporary results until PROVIDER_MAX_ATTEMPTS: action_required; retry sends once more', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340011', mobile_network: 'safaricom' });
-    const stalled = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    const stalled = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(stalled.status).to.equal('action_required');
     expect(stalled.failure.code).to.equal('provider_unavailable');
     expect(stalled.failure.message).to.match(/code 1\b.*after 2 attempts/);
     expect(rail.fake.payoutsTo(id)).to.have.length(2);
     const retried = await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key));
     expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
-    for (let i = 0; i < 200 && rail.fake.payoutsTo(id).length < 3; i++) await new Promise((r) => setTimeout(r, 25));
-    expect((await until(rail.api, rail.key, id, ['failed', 'action_required'])).status).to.equal('action_required');
+    await until(() => rail.fake.payoutsTo(id).length === 3, { what: 'the third payout request' });
+    expect((await untilStatus(rail.api, rail.key, id, ['failed', 'action_required'])).status).to.equal('action_required');
     expect(rail.fake.payoutsTo(id)).to.have.length(3);
   });
 
   it('a lost payout result is recovered by Transaction Status', async () => {
     const { id } = await payout('mobile_money', { phone_number: '+254712340099', mobile_network: 'safaricom' });
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
     expect(rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id)).to.have.length(1);
   });
@@ -191,16 +192,16 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     const id = create.body.id;
     const collect = (phone: string) => rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key)).send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
     const get = async () => (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
-    const untilStatus = async (status: string) => {
-      for (let i = 0; i < 200 && (await get()).status !== status; i++) await new Promise((r) => setTimeout(r, 25));
-      return get();
-    };
+    const untilIntent = (check: (intent: Record<string, any>) => boolean) => until(async () => {
+      const intent = await get();
+      return check(intent) && intent;
+    }, { what: 'the payment intent' });
     expect((await collect('+254712340001')).status).to.equal(202);
-    for (let i = 0; i < 200 && (await get()).last_payment_error === null; i++) await new Promise((r) => setTimeout(r, 25));
-    expect((await get()).status).to.equal('awaiting_payment');
-    expect((await get()).last_payment_error.code).to.equal('collection_declined');
+    const declined = await untilIntent((i) => i.last_payment_error !== null);
+    expect(declined.status).to.equal('awaiting_payment');
+    expect(declined.last_payment_error.code).to.equal('collection_declined');
     expect((await collect('+254712340013')).status).to.equal(202);
-    expect((await untilStatus('completed')).status).to.equal('completed');
+    expect((await untilIntent((i) => i.status === 'completed')).status).to.equal('completed');
     const deposits = await (await getDs()).query(`SELECT status, amount::text FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
     expect(deposits).to.deep.equal([{ status: 'confirmed', amount: '1500.00' }]);
     expect(stkFor('+254712340013')[0].body.Amount).to.equal(1500);

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import { getDs } from '../helpers/shared.js';
-import { writeHeaders } from '../helpers/factories.js';
+import { bearer, writeHeaders } from '../helpers/factories.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, history, until } from '../helpers/ramps.js';
+import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
+import { until } from '../helpers/until.js';
 import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { providerJobs } from '../../shared/domain/provider-results.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
@@ -29,7 +30,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
 
   it('a failure result after the payout completed (late, out of order) changes nothing: no second move, no refund', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712341012', mobile_network: 'safaricom' });
-    await until(rail.api, rail.key, id, ['completed']);
+    await untilStatus(rail.api, rail.key, id, ['completed']);
     const result = rail.fake.resultFor(id)!;
     result.Result.ResultCode = 2040;
     result.Result.ResultDesc = 'late refusal';
@@ -40,7 +41,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
         ResultParameters: { ResultParameter: [{ Key: 'TransactionStatus', Value: 'Failed' }] }, ReferenceData: { ReferenceItem: { Key: 'Occasion', Value: id } } },
     })).status).to.equal(200);
     await settled();
-    const tx = await until(rail.api, rail.key, id, ['completed', 'failed']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed']);
     expect(tx.status).to.equal('completed');
     expect(tx.refund).to.equal(null);
     expect(await history(id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
@@ -48,18 +49,21 @@ describe('live M-Pesa results late, out of order, or never', function () {
 
   it('a declined STK result after the on-ramp was paid changes nothing', async () => {
     const id = await liveOnramp(rail, '+254712341013');
-    const tx = await until(rail.api, rail.key, id, ['completed']);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed']);
     const checkout = tx.payment_source.reference;
     expect((await postCallback('stk', { Body: { stkCallback: { MerchantRequestID: 'late', CheckoutRequestID: checkout, ResultCode: 1032, ResultDesc: 'Request cancelled by user' } } })).status).to.equal(200);
     await settled();
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
     expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
   });
 
   it('a payout M-Pesa never answers for (no result, no status) goes action_required after the status checks', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712340088', mobile_network: 'safaricom' });
-    let tx = await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing']);
-    for (let i = 0; i < 100 && tx.status === 'processing'; i++) tx = (await settled(100), await until(rail.api, rail.key, id, ['completed', 'failed', 'action_required', 'processing']));
+    // Five checks a second apart: longer than untilStatus waits.
+    const tx = await until(async () => {
+      const t = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
+      return ['completed', 'failed', 'action_required'].includes(t.status) && t;
+    }, { timeoutMs: 20_000, what: 'the payout giving up on M-Pesa' });
     expect(tx.status).to.equal('action_required');
     expect(tx.failure).to.deep.equal({ code: 'provider_unavailable', message: 'M-Pesa gave no result after 5 status checks.' });
     const statusQueries = () => rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id).length;
@@ -67,22 +71,22 @@ describe('live M-Pesa results late, out of order, or never', function () {
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
     // Retry: M-Pesa took the request, so it is not sent again; the checks start over.
     expect((await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key))).status).to.equal(202);
-    for (let i = 0; i < 150 && statusQueries() < 10; i++) await settled(100);
-    expect((await until(rail.api, rail.key, id, ['action_required', 'failed', 'completed'])).status).to.equal('action_required');
+    await until(() => statusQueries() === 10, { timeoutMs: 20_000, what: 'five more status checks' });
+    expect((await untilStatus(rail.api, rail.key, id, ['action_required', 'failed', 'completed'])).status).to.equal('action_required');
     expect(statusQueries()).to.equal(10);
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
   });
 
   it('a status check Redis lost is found by the sweeper, and the lost callback recovered', async () => {
     const id = await liveOnramp(rail, '+254712340099');
-    await until(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
+    await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
     // The delayed check job is lost before it runs, and the transaction has waited past the sweeper's limit.
     await rail.pools.deps.queues.providers.remove(providerJobs.check({ transactionId: id, round: 1, after: 'r0' }, 0).id);
     await (await getDs()).query(`UPDATE transactions SET updated_at = now() - interval '11 minutes' WHERE id = $1`, [id]);
     await settled();
-    expect((await until(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
+    expect((await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
     const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
     expect(counts['live transactions waiting on the provider whose status check was lost']).to.be.at.least(1);
-    expect((await until(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
   });
 });

@@ -6,6 +6,7 @@ import { getDs, testRedis } from '../helpers/shared.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
 import { getConfig } from '../../shared/config.js';
 import type { RouteDef } from '../../api/routes/route.js';
+import { until } from '../helpers/until.js';
 
 const CUSTOMERS = '/api/v1/business/customers';
 
@@ -118,7 +119,7 @@ describe('idempotency', () => {
   it('409 idempotency_key_in_use with Retry-After while the first request is in flight', async () => {
     const headers = writeHeaders(key);
     const first = api.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-    for (let i = 0; i < 100 && !slowRelease; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
     const during = await api.http.post('/api/v1/business/test-slow').set(headers).send({});
     expect(during.status).to.equal(409);
     expect(during.body.error.code).to.equal('idempotency_key_in_use');
@@ -139,7 +140,7 @@ describe('idempotency', () => {
       slowRelease = null;
       const before = calls.slow;
       const first = shortLock.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-      for (let i = 0; i < 100 && !slowRelease; i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
       await new Promise((r) => setTimeout(r, 700)); // more than three lock lifetimes
       const late = await shortLock.http.post('/api/v1/business/test-slow').set(headers).send({});
       expect(late.status).to.equal(409);
@@ -165,7 +166,7 @@ describe('idempotency', () => {
       slowRelease = null;
       const before = calls.slow;
       const first = flaky.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-      for (let i = 0; i < 100 && !slowRelease; i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
       // Redis goes away mid-request: the connection drops, and it stays away longer than the in-flight lock lives.
       proxy.cut();
       await new Promise((r) => setTimeout(r, 600));
@@ -178,12 +179,8 @@ describe('idempotency', () => {
         const values = await Promise.all(keys.map((k) => testRedis().get(k)));
         return values.some((v) => v !== null && JSON.parse(v).s === 'd' && JSON.parse(v).b === done.text);
       };
-      let recorded = false;
-      for (let i = 0; i < 40 && !recorded; i++) {
-        recorded = await stored();
-        if (!recorded) await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(recorded, 'the answer reaches Redis once it answers again').to.equal(true);
+      const recorded = await until(stored, { timeoutMs: 4_000, everyMs: 100, what: 'the answer reaching Redis once it answers again' });
+      expect(recorded).to.equal(true);
       expect(flaky.deps.unsettled.size).to.equal(0);
       const retry = await flaky.http.post('/api/v1/business/test-slow').set(headers).send({});
       expect(retry.headers['idempotent-replayed']).to.equal('true');

@@ -6,6 +6,7 @@ import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import type { RouteDef } from '../../api/routes/route.js';
 import { httpServer } from '../../api/http-server.js';
+import { until } from '../helpers/until.js';
 
 let releaseSlow: (() => void) | null = null;
 const slowRoute: RouteDef = {
@@ -68,7 +69,7 @@ describe('request logs', () => {
     const biz = await makeBusiness();
     const controller = new AbortController();
     const pending = fetch(`http://127.0.0.1:${port}/api/v1/business/test-slow-read`, { headers: bearer(biz.sandboxKey), signal: controller.signal }).catch(() => null);
-    for (let i = 0; i < 100 && !releaseSlow; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => releaseSlow, { timeoutMs: 1_000, everyMs: 10, what: 'the slow read starting' });
     controller.abort(); // a client timeout, or Heroku's router giving up at 30 s
     await pending;
     await new Promise((r) => setTimeout(r, 50));

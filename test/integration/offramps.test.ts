@@ -3,11 +3,12 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
-import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, until, verifiedWallet } from '../helpers/ramps.js';
+import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, untilStatus, verifiedWallet } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
 import { fromMinor, toMinor } from '../../shared/domain/money.js';
 import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
+import { until } from '../helpers/until.js';
 
 describe('off-ramps end to end in sandbox', function () {
   this.timeout(30_000);
@@ -29,6 +30,9 @@ describe('off-ramps end to end in sandbox', function () {
   afterEach(expectLedgerSound);
 
   const offrampQuote = (amount = '100', b = beneficiary) => quote(api, key, { direction: 'offramp', source_amount: amount, beneficiary_id: b });
+  /** Waits until the settlement of `id` has counted `amount` received. */
+  const received = (id: string, amount: string) =>
+    until(async () => (await api.http.get(`${BASE}/transactions/${id}/settlement`).set(bearer(key))).body.received_amount === amount, { what: `${amount} received on ${id}` });
 
   it('from a managed wallet: the platform sends, the payout is made once, every step is an event', async () => {
     const customer = await createCustomer(api, key);
@@ -44,7 +48,7 @@ describe('off-ramps end to end in sandbox', function () {
     expect(s.to_address).to.match(/^0x[0-9a-fA-F]{40}$/).and.not.equal(customer.wallet.address);
     expect(s.execution).to.deep.include({ method: 'erc20_transfer', to: s.token_address, value: '0' });
     expect(s.execution.data).to.match(/^0xa9059cbb/); // transfer(address,uint256)
-    const done = await until(api, key, tx.id, ['completed', 'failed', 'action_required']);
+    const done = await untilStatus(api, key, tx.id, ['completed', 'failed', 'action_required']);
     expect(done.status, JSON.stringify(done.failure)).to.equal('completed');
     expect(done.completed_at).to.be.a('string');
     expect(await history(tx.id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'completed']);
@@ -64,7 +68,7 @@ describe('off-ramps end to end in sandbox', function () {
     const customer = await createCustomer(api, key);
     await fund(api, key, customer.wallet.id, '10');
     const tx = (await offramp(api, key, (await offrampQuote('50')).id, customer.wallet.id)).body;
-    const stuck = await until(api, key, tx.id, ['action_required', 'completed', 'failed']);
+    const stuck = await untilStatus(api, key, tx.id, ['action_required', 'completed', 'failed']);
     expect(stuck.status).to.equal('action_required');
     expect(stuck.failure).to.deep.include({ code: 'insufficient_funds' });
     expect(await balance(api, key, customer.wallet.id)).to.equal('10.000000');
@@ -72,7 +76,7 @@ describe('off-ramps end to end in sandbox', function () {
     const retried = await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key));
     expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
     expect(retried.body.status).to.equal('signing');
-    expect((await until(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    expect((await untilStatus(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     const again = await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key));
     expect(again.status).to.equal(409);
     expect(again.body.error.code).to.equal('transaction_not_retryable');
@@ -88,14 +92,10 @@ describe('off-ramps end to end in sandbox', function () {
     expect(tx.funding_source.type).to.equal('external_wallet');
     const send = (body: object) => api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send(body);
     expect((await send({ amount: '10' })).status).to.equal(202);
-    for (let i = 0; i < 100; i++) {
-      const s = (await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body;
-      if (s.received_amount === '10.000000') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await received(tx.id, '10.000000');
     expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('created');
     expect((await send({})).status).to.equal(202); // the rest
-    expect((await until(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await untilStatus(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
     expect(await history(tx.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
     expect((await send({})).status).to.equal(409);
     expect((await send({ amount: '1.0000001' })).status, 'the body is checked before the state').to.equal(400);
@@ -107,7 +107,7 @@ describe('off-ramps end to end in sandbox', function () {
     await fund(api, key, customer.wallet.id, '60');
     const rejecting = await kesBeneficiary(api, key, '+254722480002');
     const tx = (await offramp(api, key, (await offrampQuote('50', rejecting)).id, customer.wallet.id)).body;
-    const failed = await until(api, key, tx.id, ['failed', 'completed']);
+    const failed = await untilStatus(api, key, tx.id, ['failed', 'completed']);
     expect(failed.status).to.equal('failed');
     expect(failed.failure.code).to.equal('payout_rejected');
     expect(failed.refund).to.deep.include({ status: 'completed', amount: '50.750000' });
@@ -120,14 +120,14 @@ describe('off-ramps end to end in sandbox', function () {
     await fund(api, key, customer.wallet.id, '40');
     const flaky = await kesBeneficiary(api, key, '+254722480003');
     const tx = (await offramp(api, key, (await offrampQuote('30', flaky)).id, customer.wallet.id)).body;
-    const stuck = await until(api, key, tx.id, ['action_required', 'failed', 'completed']);
+    const stuck = await untilStatus(api, key, tx.id, ['action_required', 'failed', 'completed']);
     expect(stuck.status).to.equal('action_required');
     expect(stuck.failure.code).to.equal('provider_unavailable');
     expect((await providerCallStats(await getDs(), 'payout', tx.id)).attempts).to.equal(2); // PROVIDER_MAX_ATTEMPTS in test/setup.ts
     const forced = await api.http.post(`${BASE}/sandbox/transactions/${tx.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'completed' });
     expect(forced.status, JSON.stringify(forced.body)).to.equal(200);
     expect((await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key))).status).to.equal(202);
-    expect((await until(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
+    expect((await untilStatus(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
     expect((await history(tx.id)).slice(-5)).to.deep.equal(['funded', 'action_required', 'funded', 'processing', 'completed']);
   });
 
@@ -137,10 +137,7 @@ describe('off-ramps end to end in sandbox', function () {
     const empty = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
     const partial = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
     await api.http.post(`${BASE}/sandbox/settlements/${partial.id}/transfer`).set(writeHeaders(key)).send({ amount: '1' });
-    for (let i = 0; i < 100; i++) {
-      if ((await api.http.get(`${BASE}/transactions/${partial.id}/settlement`).set(bearer(key))).body.received_amount === '1.000000') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await received(partial.id, '1.000000');
     await (await getDs()).query(`UPDATE settlements SET expires_at = now() - interval '1 second' WHERE transaction_id = ANY($1)`, [[empty.id, partial.id]]);
     for (const id of [empty.id, partial.id]) await expireSettlementJob.process({ data: { transactionId: id } } as never, pools.deps);
     const failed = (await api.http.get(`${BASE}/transactions/${empty.id}`).set(bearer(key))).body;
@@ -153,7 +150,7 @@ describe('off-ramps end to end in sandbox', function () {
     expect((await api.http.get(`${BASE}/transactions/${partial.id}/settlement`).set(bearer(key))).body.status).to.equal('underpaid');
     // A late deposit on the expired one: counted, and the failed off-ramp is reopened for the business.
     expect((await api.http.post(`${BASE}/sandbox/settlements/${empty.id}/transfer`).set(writeHeaders(key)).send({})).status).to.equal(202);
-    const late = await until(api, key, empty.id, ['action_required']);
+    const late = await untilStatus(api, key, empty.id, ['action_required']);
     expect(late.failure.code).to.equal('late_deposit');
     expect(late.failure.details.received_amount).to.equal(empty.settlement.total_required);
     expect((await api.http.get(`${BASE}/transactions/${empty.id}/settlement`).set(bearer(key))).body).to.deep.include({ status: 'expired', received_amount: empty.settlement.total_required });
@@ -192,16 +189,13 @@ describe('off-ramps end to end in sandbox', function () {
     const tx = (await offramp(api, key, (await offrampQuote('10')).id, wallet.id)).body;
     const send = (body: object) => api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send(body);
     await send({ amount: '2' });
-    for (let i = 0; i < 100; i++) {
-      if ((await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body.received_amount === '2.000000') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await received(tx.id, '2.000000');
     const failed = await api.http.post(`${BASE}/sandbox/transactions/${tx.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'failed' });
     expect(failed.body.refund).to.deep.include({ status: 'completed', amount: '2.000000' });
     expect(await balance(api, key, wallet.id)).to.equal('50.000000'); // the 2 came back
     expect((await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body.status).to.equal('expired');
     expect((await send({})).status).to.equal(202);
-    const late = await until(api, key, tx.id, ['action_required']);
+    const late = await untilStatus(api, key, tx.id, ['action_required']);
     expect(late.failure.code).to.equal('late_deposit');
     await new Promise((r) => setTimeout(r, 100));
     expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('action_required');

@@ -3,7 +3,7 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
-import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, until, verifiedWallet } from '../helpers/ramps.js';
+import { balance, expectLedgerSound, fund, history, kesBeneficiary, offramp, quote, untilStatus, verifiedWallet } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
 
@@ -38,7 +38,7 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
     expect(res.body.payment_source).to.deep.include({ type: 'mobile_money', mobile_network: 'safaricom' });
     // The payer's number is shown like beneficiary details: only its last 4 characters.
     expect(res.body.payment_source.phone_number).to.match(/^\*+0163$/);
-    const done = await until(api, key, res.body.id, ['completed', 'failed']);
+    const done = await untilStatus(api, key, res.body.id, ['completed', 'failed']);
     expect(done.status).to.equal('completed');
     expect(done.destination).to.deep.include({ asset: 'USDC', amount: '25.000000', chain: 'base' });
     expect(done.destination.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
@@ -50,7 +50,7 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
 
   it('a declined collection (phone ending 0001) fails; a number outside the corridor is 422', async () => {
     const declined = await onramp((await onrampQuote()).id, '+254722480001');
-    const failed = await until(api, key, declined.body.id, ['failed', 'completed']);
+    const failed = await untilStatus(api, key, declined.body.id, ['failed', 'completed']);
     expect(failed.status).to.equal('failed');
     expect(failed.failure.code).to.equal('collection_declined');
     expect(await history(declined.body.id)).to.deep.equal(['created', 'awaiting_funds', 'failed']); // prompted, then declined
@@ -68,7 +68,7 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
   it('delivers to a verified external wallet too', async () => {
     const wallet = await verifiedWallet(api, key);
     const res = await onramp((await onrampQuote(wallet.id)).id);
-    const done = await until(api, key, res.body.id, ['completed', 'failed']);
+    const done = await untilStatus(api, key, res.body.id, ['completed', 'failed']);
     expect(done.status).to.equal('completed');
     expect(done.destination.wallet_address).to.equal(wallet.address);
   });

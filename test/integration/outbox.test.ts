@@ -11,6 +11,7 @@ import { startWorkers } from '../../workers/runtime.js';
 import { REGISTRY } from '../../workers/registry.js';
 import { getDs } from '../helpers/shared.js';
 import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
+import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -69,7 +70,7 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
       // A second pass (or a duplicate dispatch) does not enqueue it again.
       await relayOutbox(ds, queues, silent, { graceMs: 0 });
       await dispatchStaged(ds, queues, [staged], silent);
-      for (let i = 0; i < 100 && !seen.includes(id); i++) await new Promise((r) => setTimeout(r, 20));
+      await until(() => seen.includes(id), { timeoutMs: 2_000, what: 'the relayed job running' });
       await new Promise((r) => setTimeout(r, 200));
       expect(seen.filter((s) => s === id)).to.have.length(1);
     } finally {
@@ -83,11 +84,9 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
     const staged = await ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
     await dispatchStaged(ds, queues, [staged], silent);
     expect(await queues.webhooks.getJob(id)).to.not.equal(undefined);
-    let dispatched = null;
-    for (let i = 0; i < 50 && !dispatched; i++) {
-      [{ dispatched_at: dispatched }] = await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]);
-      if (!dispatched) await new Promise((r) => setTimeout(r, 10));
-    }
+    const dispatched = await until(async () => (await ds.query(`SELECT dispatched_at FROM outbox_jobs WHERE id = $1`, [staged.outboxId]))[0].dispatched_at, {
+      timeoutMs: 500, everyMs: 10, what: 'the row marked dispatched',
+    });
     expect(dispatched).to.be.instanceOf(Date);
   });
 

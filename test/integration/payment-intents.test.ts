@@ -17,6 +17,7 @@ import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
 import { jobId, POOLS } from '../../shared/queues/registry.js';
 import type { Queues } from '../../shared/queues/producer.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { until } from '../helpers/until.js';
 
 const usdc = (minor: bigint) => fromMinor(minor, USDC_SCALE);
 const minor = (value: string) => toMinor(value, USDC_SCALE);
@@ -69,12 +70,10 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
   /** Polls GET /payment-intents/{id} until `done` holds (10 s at most). */
   async function untilIntent(id: string, done: (i: Record<string, any>) => boolean, k = key): Promise<Record<string, any>> {
     let last: Record<string, any> = {};
-    for (let i = 0; i < 400; i++) {
+    return until(async () => {
       last = await get(id, k);
-      if (done(last)) return last;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`payment intent ${id} never got there: ${JSON.stringify({ status: last.status, settlement: last.settlement, error: last.last_payment_error })}`);
+      return done(last) && last;
+    }, { what: `payment intent ${id} getting there`, describe: () => ({ status: last.status, settlement: last.settlement, error: last.last_payment_error }) });
   }
   const status = (...s: string[]) => (i: Record<string, any>) => s.includes(i.status);
 
@@ -397,16 +396,13 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     const paid = await Promise.all(intents.map((i, n) => pay(i.id, n % 2 ? 'stablecoin' : 'mobile_money', k)));
     expect(paid.map((r) => r.status)).to.deep.equal(intents.map(() => 202));
     // Watched in the database: polling 200 intents over HTTP would spend the key's rate limit.
-    for (let tries = 0; ; tries++) {
-      const [{ n }] = await (await getDs()).query(`SELECT count(*)::int AS n FROM payment_intents WHERE business_id = $1 AND status = 'completed'`, [own.businessId]);
-      if (n === 200) break;
-      if (tries > 600) {
-        const stuck = await (await getDs()).query(`SELECT i.id, i.status, i.received_amount, i.usdc_amount, (SELECT json_agg(d) FROM treasury_deposits d WHERE d.payment_intent_id = i.id) AS deposits FROM payment_intents i WHERE business_id = $1 AND status <> 'completed'`, [own.businessId]);
-        const failed = await Promise.all((['sandbox', 'settlement'] as const).map((q) => pools.deps.queues[q].getFailed()));
-        throw new Error(`only ${n} of 200 intents completed: ${JSON.stringify(stuck)} ${JSON.stringify(failed.flat().map((j) => [j.name, j.failedReason, j.data]))}`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const completed = async () =>
+      (await (await getDs()).query(`SELECT count(*)::int AS n FROM payment_intents WHERE business_id = $1 AND status = 'completed'`, [own.businessId]))[0].n === 200;
+    await until(completed, { timeoutMs: 30_000, everyMs: 50, what: '200 intents completing' }).catch(async (err: Error) => {
+      const stuck = await (await getDs()).query(`SELECT i.id, i.status, i.received_amount, i.usdc_amount, (SELECT json_agg(d) FROM treasury_deposits d WHERE d.payment_intent_id = i.id) AS deposits FROM payment_intents i WHERE business_id = $1 AND status <> 'completed'`, [own.businessId]);
+      const failed = await Promise.all((['sandbox', 'settlement'] as const).map((q) => pools.deps.queues[q].getFailed()));
+      throw new Error(`${err.message}: ${JSON.stringify(stuck)} ${JSON.stringify(failed.flat().map((j) => [j.name, j.failedReason, j.data]))}`);
+    });
     const rows: { settled: string; n: number }[] = await (await getDs()).query(
       `SELECT sum(usdc_amount)::text AS settled, count(*)::int AS n FROM treasury_deposits WHERE business_id = $1 AND status = 'confirmed'`, [own.businessId],
     );

@@ -44,9 +44,11 @@ describe('platform endpoints', () => {
       expect(op.responses).to.have.property('401');
     }
     // The headers the contract promises are documented: rate limits everywhere, Retry-After, replays.
+    // Shared responses are $refs into components.responses.
+    const resolve = (r: { $ref?: string }) => (r.$ref ? res.body.components.responses[r.$ref.split('/').pop()!] : r);
     const create = res.body.paths['/api/v1/business/customers'].post;
     expect(create.responses['201'].headers).to.include.keys('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Idempotent-Replayed');
-    for (const status of ['409', '429', '503']) expect(create.responses[status].headers).to.include.keys('Retry-After', 'X-RateLimit-Limit');
+    for (const status of ['409', '429', '503']) expect(resolve(create.responses[status]).headers).to.include.keys('Retry-After', 'X-RateLimit-Limit');
     expect(create.parameters.map((p: { $ref?: string }) => p.$ref)).to.include('#/components/parameters/IdempotencyKey');
     for (const name of ['Error', 'ErrorResponse', 'ListMeta', 'DecimalAmount', 'BusinessAccount']) {
       expect(res.body.components.schemas).to.have.property(name);

@@ -6,6 +6,7 @@ import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { getDs } from '../helpers/shared.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { until } from '../helpers/until.js';
 
 const KES_PHONE = { phone_number: '+254722480163', mobile_network: 'safaricom' };
 
@@ -113,11 +114,10 @@ describe('quotes priced by the pricing pool', () => {
       expect(res.body).to.deep.include({ status: 'pending', exchange_rate: null, fees: null, expires_at: null });
       expect(res.body.source).to.deep.equal({ asset: 'USDC', amount: '20.000000', total_required: null });
       pools = await startPools(['pricing']);
-      let status = 'pending';
-      for (let i = 0; i < 100 && status === 'pending'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        status = (await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status;
-      }
+      const status = await until(async () => {
+        const s: string = (await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status;
+        return s !== 'pending' && s;
+      }, { timeoutMs: 5_000, what: 'the quote being priced' });
       expect(status).to.equal('available');
     } finally {
       pools = pools ?? (await startPools(['pricing']));
@@ -133,12 +133,9 @@ describe('quotes priced by the pricing pool', () => {
       expect(res.status).to.equal(201);
       await new Promise((r) => setTimeout(r, 1100));
       expect((await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status).to.equal('expired');
-      let stored = 'available';
-      for (let i = 0; i < 60 && stored !== 'expired'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        stored = (await (await getDs()).query(`SELECT status FROM quotes WHERE id = $1`, [res.body.id]))[0].status;
-      }
-      expect(stored).to.equal('expired');
+      await until(async () => (await (await getDs()).query(`SELECT status FROM quotes WHERE id = $1`, [res.body.id]))[0].status === 'expired', {
+        timeoutMs: 3_000, what: 'the expiry job moving the stored quote',
+      });
       const history = await (await getDs()).query(`SELECT from_status, to_status FROM status_history WHERE resource_id = $1 ORDER BY id`, [res.body.id]);
       expect(history).to.deep.equal([{ from_status: 'pending', to_status: 'available' }, { from_status: 'available', to_status: 'expired' }]);
     } finally {
@@ -159,11 +156,10 @@ describe('quotes priced by the pricing pool', () => {
     );
     const counts = await sweepJob.process({ data: {} } as never, pools.deps);
     expect(counts).to.have.property('quotes pending without a price').that.is.at.least(1);
-    let status = 'pending';
-    for (let i = 0; i < 100 && status === 'pending'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = (await ds.query(`SELECT status FROM quotes WHERE id = $1`, [id]))[0].status;
-    }
+    const status = await until(async () => {
+      const s: string = (await ds.query(`SELECT status FROM quotes WHERE id = $1`, [id]))[0].status;
+      return s !== 'pending' && s;
+    }, { timeoutMs: 5_000, what: 'the swept quote being priced' });
     expect(status).to.equal('available');
   });
 

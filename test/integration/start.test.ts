@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { testDatabaseUrl } from '../env.js';
+import { until } from '../helpers/until.js';
 
 function run(script: string, env: Record<string, string>) {
   const child = spawn('node_modules/.bin/tsx', [script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -12,14 +13,9 @@ function run(script: string, env: Record<string, string>) {
   return { child, out, exit };
 }
 
-async function until(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check().catch(() => false)) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return false;
-}
+/** true once `check` holds within `ms` (a failing check counts as not yet), false after. */
+const within = (check: () => Promise<boolean>, ms: number): Promise<boolean> =>
+  until(() => check().catch(() => false), { timeoutMs: ms, everyMs: 100 }).catch(() => false);
 
 // The README's command itself, in its own session (as a terminal runs a job) so a test can press Ctrl-C on it.
 function npmStart(env: Record<string, string>) {
@@ -75,7 +71,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
   /** Starts `npm start`, waits until it serves and its workers run, and returns it with every process it started. */
   async function startAll() {
     const started = npmStart(startEnv());
-    const up = await until(async () => (await fetch(`http://127.0.0.1:${startEnv().PORT}/ready`)).status === 200 && started.out.stdout.includes('workers started'), 60_000);
+    const up = await within(async () => (await fetch(`http://127.0.0.1:${startEnv().PORT}/ready`)).status === 200 && started.out.stdout.includes('workers started'), 60_000);
     expect(up, started.out.stderr + started.out.stdout).to.equal(true);
     tree = [started.pid, ...descendants(started.pid)];
     const find = (part: string) => tree.find((pid) => commandOf(pid).includes(part));
@@ -90,7 +86,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
   async function allGone(started: { exit: Promise<unknown>; closed: Promise<void> }, since: number) {
     const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), BUDGET_MS).unref());
     expect(await Promise.race([started.exit.then(() => 'exited'), timeout]), 'npm start exited').to.equal('exited');
-    expect(await until(async () => running(tree).length === 0, BUDGET_MS - (Date.now() - since)), `still running: ${running(tree).map(commandOf).join('; ')}`).to.equal(true);
+    expect(await within(async () => running(tree).length === 0, BUDGET_MS - (Date.now() - since)), `still running: ${running(tree).map(commandOf).join('; ')}`).to.equal(true);
     await started.closed;
   }
 
@@ -153,7 +149,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     const port = String(21000 + (process.pid % 20000));
     const web = run('api/main.ts', { DATABASE_URL: testDatabaseUrl(), REDIS_URL: 'redis://127.0.0.1:1', PORT: port });
     try {
-      const up = await until(async () => (await fetch(`http://127.0.0.1:${port}/health`)).status === 200, 20_000);
+      const up = await within(async () => (await fetch(`http://127.0.0.1:${port}/health`)).status === 200, 20_000);
       expect(up, web.out.stderr).to.equal(true);
       expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).to.equal(503);
     } finally {
@@ -189,7 +185,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
       let out = '';
       child.stdout.on('data', (d) => (out += d));
       const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      expect(await until(async () => out.includes(ready), 30_000), `${name}: ${out}`).to.equal(true);
+      expect(await within(async () => out.includes(ready), 30_000), `${name}: ${out}`).to.equal(true);
       child.kill('SIGTERM');
       expect(await exit, name).to.equal(0);
       expect(out).to.match(name === 'web' ? /web stopped/ : /workers stopped/);
@@ -208,7 +204,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
       }).on('error', reject);
     });
     try {
-      expect(await until(async () => (await get()) === 200, 20_000)).to.equal(true);
+      expect(await within(async () => (await get()) === 200, 20_000)).to.equal(true);
       await Promise.all([get(), get()]); // two idle keep-alive sockets now
       const started = Date.now();
       web.child.kill('SIGTERM');

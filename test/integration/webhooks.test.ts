@@ -14,6 +14,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import type { EventType } from '../../shared/domain/machines.js';
 import { deliverMessage } from '../../shared/webhooks/delivery.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
+import { until } from '../helpers/until.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -48,11 +49,7 @@ class Receiver {
   }
 
   async until(count: number, ms = 10_000): Promise<Received[]> {
-    for (const deadline = Date.now() + ms; this.received.length < count; ) {
-      if (Date.now() > deadline) throw new Error(`receiver got ${this.received.length} of ${count}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    return this.received;
+    return until(() => this.received.length >= count && this.received, { timeoutMs: ms, everyMs: 10, what: `${count} deliveries`, describe: () => `got ${this.received.length}` });
   }
 
   close(): Promise<void> {
@@ -106,12 +103,11 @@ describe('events and signed webhooks', function () {
   const deliveries = async (endpointId: string) => (await api.http.get(`${BASE}/webhook-endpoints/${endpointId}/deliveries`).set(bearer(key))).body.data as Record<string, any>[];
   const endpoint = async (id: string) => (await api.http.get(`${BASE}/webhook-endpoints/${id}`).set(bearer(key))).body;
   async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {
-    let last = await read();
-    for (const deadline = Date.now() + ms; !ok(last); last = await read()) {
-      if (Date.now() > deadline) throw new Error(`never true: ${JSON.stringify(last)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return last;
+    let last: T | undefined;
+    return until(async () => {
+      last = await read();
+      return ok(last) && { last };
+    }, { timeoutMs: ms, describe: () => last }).then((r) => r.last);
   }
 
   it('delivers a state change signed per Standard Webhooks: the body is the event as GET /events/{id} shows it', async () => {

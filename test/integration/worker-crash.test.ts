@@ -4,10 +4,11 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { makeBusiness } from '../helpers/factories.js';
 import { createCustomer } from '../helpers/wallets.js';
 import { drainQueues, startPools, type RunningPools } from '../helpers/workers.js';
-import { expectLedgerSound, fund, kesBeneficiary, offramp, quote, until } from '../helpers/ramps.js';
+import { expectLedgerSound, fund, kesBeneficiary, offramp, quote, untilStatus } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { txJobs } from '../../shared/domain/lifecycle-jobs.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { until } from '../helpers/until.js';
 
 /** The real worker process, as the Procfile runs it (node with tsx as its loader: a SIGKILL reaches it, not a wrapper). */
 function workerProcess(pools: string[]): ChildProcess {
@@ -49,13 +50,13 @@ describe('a worker process killed in the middle of lifecycles', function () {
     const ds = await getDs();
     const progressed = async () =>
       Number((await ds.query(`SELECT count(*) AS n FROM status_history WHERE resource_id = ANY($1) AND to_status <> 'created'`, [txIds]))[0].n);
-    for (let i = 0; i < 400 && (await progressed()) < 10; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(async () => (await progressed()) >= 10, { timeoutMs: 20_000, everyMs: 10, what: 'ten steps before the kill' });
     worker.kill('SIGKILL');
     await new Promise((r) => worker!.once('exit', r));
     const [{ n: done }] = await ds.query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status = 'completed'`, [txIds]);
     expect(done, 'killed in the middle, not after the end').to.be.lessThan(txIds.length);
     worker = workerProcess(['settlement', 'providers', 'sandbox']);
-    for (const id of txIds) expect((await until(api, key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    for (const id of txIds) expect((await untilStatus(api, key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
     const payouts = await ds.query(`SELECT reference, evaluations FROM provider_requests WHERE kind = 'payout' AND reference = ANY($1)`, [txIds]);
     expect(payouts).to.have.length(txIds.length);
     for (const p of payouts) expect(p.evaluations, `payout ${p.reference}`).to.equal(1);
@@ -79,7 +80,7 @@ describe('a worker process killed in the middle of lifecycles', function () {
     const settlement = await startPools(['settlement']);
     try {
       const tx = (await offramp(api, key, (await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiary })).id, customer.wallet.id)).body;
-      const funded = await until(api, key, tx.id, ['funded']);
+      const funded = await untilStatus(api, key, tx.id, ['funded']);
       const lost = txJobs.payout({ ...funded, retry_count: 0, environment: 'sandbox' } as never);
       expect(await settlement.deps.queues.providers.getJobState(lost.id)).to.be.oneOf(['waiting', 'delayed']);
       await settlement.deps.queues.providers.remove(lost.id); // Redis forgot it
@@ -90,7 +91,7 @@ describe('a worker process killed in the middle of lifecycles', function () {
       expect(await settlement.deps.queues.providers.getJobState(lost.id)).to.be.oneOf(['waiting', 'delayed']);
       const providers = await startPools(['providers']);
       try {
-        expect((await until(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+        expect((await untilStatus(api, key, tx.id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
         await drainQueues(providers);
       } finally {
         await providers.close();

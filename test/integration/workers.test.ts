@@ -9,6 +9,7 @@ import { POOLS } from '../../shared/queues/registry.js';
 import { poolsFromArgs, startWorkers } from '../../workers/runtime.js';
 import { REGISTRY } from '../../workers/registry.js';
 import { getDs } from '../helpers/shared.js';
+import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -68,8 +69,7 @@ describe('worker pools', () => {
       },
     });
     await queues.webhooks.add('outbox.cleanup', { olderThanHours: 1 }, { jobId: id });
-    for (let i = 0; i < 200 && !started; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(started).to.equal(true);
+    expect(await until(() => started, { timeoutMs: 2_000, everyMs: 10, what: 'the job starting' })).to.equal(true);
     let shutDown = false;
     const closing = runtime.shutdown().then(() => (shutDown = true));
     await new Promise((r) => setTimeout(r, 150));
@@ -92,11 +92,9 @@ describe('worker pools', () => {
     this.timeout(30_000);
     const { exit, child } = runWorkerProcess(['webhooks', 'sandbox']);
     // Wait until it says it started.
-    const startedAt = Date.now();
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
-    while (!out.includes('workers started') && Date.now() - startedAt < 20_000) await new Promise((r) => setTimeout(r, 50));
-    expect(out).to.include('workers started');
+    await until(() => out.includes('workers started'), { timeoutMs: 20_000, everyMs: 50, what: 'workers started', describe: () => out.slice(-500) });
     child.kill('SIGTERM');
     const result = await exit;
     expect(result.code).to.equal(0);

@@ -31,6 +31,12 @@ describe('money: properties', () => {
     }));
   });
 
+  it('formats as text exactly what the bigint round trip renders', () => {
+    fc.assert(fc.property(scaleArb.chain((scale) => fc.tuple(fc.constant(scale), amountArb(scale))), ([scale, amount]) => {
+      expect(formatAmount(amount, scale)).to.equal(fromMinor(toMinor(amount, scale), scale));
+    }));
+  });
+
   it('formats idempotently and without changing the value', () => {
     fc.assert(fc.property(scaleArb.chain((scale) => fc.tuple(fc.constant(scale), amountArb(scale))), ([scale, amount]) => {
       const once = formatAmount(amount, scale);

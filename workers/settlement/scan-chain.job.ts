@@ -2,6 +2,7 @@ import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
 import { scanChain, WATCHED_SETTLEMENT_STATUSES } from '../../shared/chain/scanner.js';
 import { defineJob } from '../job-definition.js';
+import { scanLagBlocks } from '../../shared/metrics.js';
 
 /**
  * The settlement watcher: one scheduled scan per chain (a BullMQ job scheduler, so extra settlement dynos never scan
@@ -20,6 +21,8 @@ export const scanChainJob = defineJob({
     const result = await scanChain(deps, {
       environment, chain, client: scanClientFor(deps.config, chain), token: getAddress(deps.config.chains[chain].usdcAddress), maxRange: BigInt(deps.config.settlementMaxBlockRange),
     });
-    return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched };
+    const lag = result.head > result.to ? result.head - result.to : 0n;
+    scanLagBlocks.set({ environment, chain }, Number(lag));
+    return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag) };
   },
 });

@@ -1,0 +1,101 @@
+import { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
+import { HTTP_STATUS } from '../http-errors.js';
+import type { JsonSchema, RouteDef } from '../routes/route.js';
+
+/**
+ * Which error codes an operation can answer. The pipeline's codes (authentication, scope, live enablement,
+ * idempotency, validation, rate limit, outages) follow from the route's definition, so a new route gets them with no
+ * list to update; the business rules its handler applies are the route's own `errors`. The error handler checks every
+ * answer against this (see `noteUndeclared`), and the test run fails on any code an operation answered undeclared.
+ */
+export function errorCodesOf(route: RouteDef): ErrorCode[] {
+  let codes = cache.get(route);
+  if (codes) return codes;
+  const mutating = route.method !== 'get';
+  const found = new Set<ErrorCode>(['invalid_request', 'unauthorized', 'ip_not_allowed', 'rate_limited', 'internal_error', 'service_unavailable']);
+  if (mutating) for (const c of ['idempotency_key_required', 'invalid_idempotency_key', 'idempotency_key_in_use', 'idempotency_key_reused', 'payload_too_large'] as const) found.add(c);
+  if (route.scope) found.add('insufficient_scope');
+  if (route.requiresLiveEnabled) found.add('live_not_enabled');
+  // An {id} in the path, an id named in the body (customer_id, wallet_id, ...), or a sandbox control a live key calls.
+  if (route.path.includes('{') || route.body || route.sandboxOnly) found.add('not_found');
+  for (const c of route.errors ?? []) found.add(c);
+  codes = ERROR_CODES.filter((c) => found.has(c));
+  cache.set(route, codes);
+  return codes;
+}
+const cache = new WeakMap<RouteDef, ErrorCode[]>();
+
+/** Codes by the HTTP status that carries them, in status order. */
+export function errorCodesByStatus(route: RouteDef): Map<number, ErrorCode[]> {
+  const out = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(route)) out.set(HTTP_STATUS[code], [...(out.get(HTTP_STATUS[code]) ?? []), code]);
+  return new Map([...out].sort(([a], [b]) => a - b));
+}
+
+/** (operationId, code) pairs this process answered without the document declaring them; the test run asserts none. */
+export const undeclaredErrors = new Set<string>();
+
+/** Called on the error path only: a code the operation does not declare is logged and remembered. */
+export function noteUndeclared(route: RouteDef, code: ErrorCode): boolean {
+  if (errorCodesOf(route).includes(code)) return false;
+  undeclaredErrors.add(`${route.operationId}: ${code}`);
+  return true;
+}
+
+/** `invalid_request` -> `InvalidRequestError`: the component schema of one code's error object. */
+export function errorSchemaName(code: ErrorCode): string {
+  return `${code.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Error`;
+}
+
+const ISSUE_LIST: JsonSchema = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['path', 'message'],
+    properties: {
+      path: { type: 'string', maxLength: 1000, description: 'The field, dotted (`details.phone_number`), or `(body)` / `(query)`.' },
+      in: { type: 'string', enum: ['body', 'query', 'path', 'header'] },
+      message: { type: 'string', maxLength: 1000 },
+    },
+  },
+};
+const ID = { type: 'string', format: 'uuid', maxLength: 36 };
+const TEXT = { type: 'string', maxLength: 200 };
+const OBJECT_OR_NULL = (description: string, properties: Record<string, JsonSchema> = {}): JsonSchema => ({ type: ['object', 'null'], description, properties });
+
+/** What `details` holds, per code (the guide's error table says when each code happens). */
+const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
+  invalid_request: { oneOf: [ISSUE_LIST, { type: 'null' }], description: 'The fields that failed, when the request parsed; else `null`.' },
+  requirements_not_met: { ...ISSUE_LIST, description: 'The beneficiary or payer fields that fail the corridor\'s requirements.' },
+  insufficient_scope: { type: 'object', required: ['required_scope'], properties: { required_scope: TEXT } },
+  not_found: OBJECT_OR_NULL('`param` names the request field whose id was not found; `null` for the path\'s own id.', { param: TEXT }),
+  wallet_already_registered: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },
+  quote_already_used: { type: 'object', required: ['quote_id'], properties: { quote_id: ID } },
+  quote_expired: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, expires_at: { type: 'string', format: 'date-time', maxLength: 40 } } },
+  quote_not_available: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, status: TEXT } },
+  quote_direction_mismatch: { type: 'object', required: ['quote_id', 'direction'], properties: { quote_id: ID, direction: { type: 'string', enum: ['offramp', 'onramp'] } } },
+  unsupported_corridor: OBJECT_OR_NULL('`reason` when the pair exists but not for this request: `beneficiary_mismatch`, `direction_not_supported`, `collection_not_supported`, `no_live_provider`; else the currency and what it supports.', {
+    reason: TEXT, currency: TEXT, payment_method: TEXT, supported_payment_methods: { type: 'array', maxItems: 10, items: TEXT },
+  }),
+  amount_out_of_range: OBJECT_OR_NULL('The corridor\'s bounds, in its fiat currency, where they apply.', { min_amount: TEXT, max_amount: TEXT, currency: TEXT, max_usdc: TEXT }),
+  invalid_signature: { type: 'object', required: ['challenge_id'], properties: { challenge_id: ID } },
+  challenge_expired: { type: 'object', required: ['challenge_id'], properties: { challenge_id: ID } },
+  wallet_not_verified: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },
+  resource_archived: OBJECT_OR_NULL('The archived resource\'s id (`wallet_id`, `beneficiary_id`, `customer_id`).'),
+  invalid_state: OBJECT_OR_NULL('The resource\'s current `status` and related ids, when they help.', { status: TEXT }),
+  transaction_not_retryable: OBJECT_OR_NULL('The transaction\'s `status` and funding.', { status: TEXT }),
+};
+
+/** One component schema per code: `code` a constant, `details` typed for that code (`null` where it says nothing). */
+export function errorCodeSchemas(): Record<string, JsonSchema> {
+  return Object.fromEntries(ERROR_CODES.map((code) => [errorSchemaName(code), {
+    type: 'object',
+    required: ['code', 'message', 'requestId', 'details'],
+    properties: {
+      code: { type: 'string', const: code },
+      message: { type: 'string', maxLength: 2000, description: 'For people: may change; never parse it.' },
+      requestId: { type: 'string', format: 'uuid', maxLength: 36, description: 'Equals the X-Request-Id response header.' },
+      details: DETAILS[code] ?? { type: 'null' },
+    },
+  }]));
+}

@@ -1,0 +1,35 @@
+// Child processes of the benchmark, started as the Procfile starts them (node --import tsx), stopped with SIGTERM.
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface Started {
+  script: string;
+  args?: string[];
+  child: ChildProcess;
+}
+
+/** Starts `script` and resolves once its stdout shows `ready`; stdout keeps draining so logging never blocks it. */
+export function startProcess(script: string, env: Record<string, string>, ready: string, args: string[] = []): Promise<Started> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let seen = '';
+    const onData = (d: Buffer) => {
+      seen = (seen + d).slice(-4096);
+      if (seen.includes(ready)) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve({ script, args, child });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
+  });
+}
+
+export async function stopProcess({ child }: Started): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,136 @@
+// npm run bench:scan (and the end of npm run bench): the settlement watcher's scan against a real Anvil (chain id 8453
+// plays base), with 10 open deposit addresses and then with 10,000, over ranges of the same shape (10 payments to open
+// addresses among 100 unrelated transfers). What a scan costs must not grow with how many addresses are open.
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { encodeFunctionData, erc20Abi, type Address, type Hex } from 'viem';
+import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
+import { deployTestUsdc, mintUsdc, startAnvil } from '../test/helpers/chain.js';
+
+const SMALL = 10;
+const LARGE = Number(process.env.BENCH_SCAN_OPEN ?? 10_000);
+const PAID = 10;
+const UNRELATED = 100;
+const REPEATS = 3;
+const env = {
+  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
+  REDIS_PREFIX: `rampway-scan-${Date.now().toString(36)}`,
+  LOG_LEVEL: 'silent',
+};
+Object.assign(process.env, env);
+await ensureDatabase(env.DATABASE_URL);
+await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+
+const { getConfig } = await import('../shared/config.js');
+const { createDataSource, runMigrations } = await import('../shared/db/data-source.js');
+const { createBusiness } = await import('../shared/admin/commands.js');
+const { createWorkerRedis } = await import('../shared/queues/connections.js');
+const { createQueues, closeQueues } = await import('../shared/queues/producer.js');
+const { logger } = await import('../shared/logger.js');
+const { inUnit } = await import('../shared/db/unit-of-work.js');
+const { createPaymentIntent } = await import('../shared/domain/payment-intents.js');
+const { SANDBOX_RATES } = await import('../shared/domain/rates.js');
+const { toMinor, USDC_SCALE } = await import('../shared/domain/money.js');
+const { scanChain } = await import('../shared/chain/scanner.js');
+
+const config = getConfig();
+const ds = createDataSource({ poolSize: 10 });
+await ds.initialize();
+await runMigrations(ds);
+const queueRedis = createWorkerRedis(config.redisUrl);
+// The payments' follow-up jobs land in queues no worker reads; they go with this run's prefix.
+const queues = createQueues(queueRedis, config.redisPrefix);
+const deps = { ds, queues, log: logger(), config };
+const anvil = await startAnvil({ chainId: 8453 });
+try {
+  const token = await deployTestUsdc(anvil);
+  await mintUsdc(anvil, token, anvil.deployer.address, 10n ** 15n);
+  const biz = await createBusiness({ ds, config }, { name: `Scan ${randomUUID().slice(0, 8)}` });
+  // The scanner reads no environment-specific adapter: a sandbox business's intents stand for any open address.
+  const scope = { businessId: biz.business_id, environment: 'sandbox' as const };
+  const open: { address: string; amount: bigint }[] = [];
+
+  /** Opens payment intents until `count` are open, 100 to a unit of work. */
+  const openUntil = async (count: number) => {
+    const rate = { rate: SANDBOX_RATES.KES, as_of: new Date().toISOString() };
+    while (open.length < count) {
+      const n = Math.min(100, count - open.length);
+      const rows = await inUnit(deps, async (unit) => {
+        const made = [];
+        for (let i = 0; i < n; i++) {
+          made.push(await createPaymentIntent(unit, config, scope, randomUUID(), {
+            amount: { currency: 'KES', value: '1500.00' }, accepted_payment_methods: ['stablecoin'], settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' },
+          }, rate));
+        }
+        return made;
+      });
+      for (const r of rows) open.push({ address: r.deposit_address, amount: toMinor(r.usdc_amount, USDC_SCALE) });
+    }
+  };
+
+  /** Transfers sent together with explicit nonces, then mined in one go. */
+  const sendMany = async (transfers: { to: string; amount: bigint }[]) => {
+    const client = anvil.publicClient;
+    await client.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    let nonce = await client.getTransactionCount({ address: anvil.deployer.address, blockTag: 'pending' });
+    for (const t of transfers) {
+      await anvil.walletClient.sendTransaction({
+        account: anvil.deployer, chain: anvil.chain, to: token, nonce: nonce++, gas: 100_000n, maxFeePerGas: 20_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n,
+        data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [t.to as Address, t.amount] }),
+      });
+    }
+    await client.request({ method: 'anvil_mine' as never, params: ['0x3'] as never });
+    await client.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+  };
+
+  let paidSoFar = 0;
+  /** One scan over a fresh range holding PAID payments to open, not yet paid addresses and UNRELATED others. */
+  const timedScan = async (): Promise<number> => {
+    const head = await anvil.publicClient.getBlockNumber({ cacheTime: 0 });
+    await ds.query(
+      `INSERT INTO chain_cursors (environment, chain, next_block, updated_at) VALUES ('sandbox', 'base', $1, now())
+       ON CONFLICT (environment, chain) DO UPDATE SET next_block = EXCLUDED.next_block, updated_at = now()`,
+      [(head + 1n).toString()],
+    );
+    const targets = open.slice(paidSoFar, paidSoFar + PAID);
+    paidSoFar += PAID;
+    const unrelated = Array.from({ length: UNRELATED }, (_, i) => ({ to: `0x${(BigInt(Date.now()) * 1000n + BigInt(i)).toString(16).padStart(40, '0')}`, amount: 1n }));
+    await sendMany([...targets.map((t) => ({ to: t.address, amount: t.amount })), ...unrelated]);
+    const started = performance.now();
+    const result = await scanChain(deps, { environment: 'sandbox', chain: 'base', client: anvil.publicClient, token: token as Hex, maxRange: 2000n });
+    const ms = performance.now() - started;
+    if (result.matched !== PAID || result.logs !== PAID + UNRELATED) throw new Error(`scan saw ${result.logs} logs and matched ${result.matched}`);
+    return ms;
+  };
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+  await openUntil(SMALL + PAID * REPEATS);
+  await timedScan(); // warm-up: JIT, connections, plans
+  const small: number[] = [];
+  for (let i = 0; i < REPEATS; i++) small.push(await timedScan());
+  await openUntil(LARGE + PAID * (REPEATS * 2 + 1));
+  const large: number[] = [];
+  for (let i = 0; i < REPEATS; i++) large.push(await timedScan());
+
+  const [s, l] = [median(small), median(large)];
+  const ratio = l / s;
+  process.stdout.write([
+    `settlement scan on Anvil: ${PAID} payments among ${PAID + UNRELATED} transfers a scan, median of ${REPEATS}`,
+    `  with ${SMALL} watched addresses    ${s.toFixed(0).padStart(6)} ms`,
+    `  with ${LARGE.toLocaleString('en')} watched addresses${l.toFixed(0).padStart(6)} ms`,
+    `  ratio ${ratio.toFixed(2)} (goal at most 1.5)`,
+    '',
+  ].join('\n'));
+  const resultsFile = join(import.meta.dirname, 'results.json');
+  const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
+  results.scan = { measured_at: new Date().toISOString(), open_small: SMALL, open_large: LARGE, small_ms: Math.round(s), large_ms: Math.round(l), ratio: Number(ratio.toFixed(2)), goal_ratio: 1.5 };
+  writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+} finally {
+  await anvil.stop();
+  await Promise.all(Object.values(queues).map((q) => q.obliterate({ force: true }).catch(() => undefined)));
+  await closeQueues(queues);
+  queueRedis.disconnect();
+  await ds.destroy();
+}
+process.exit(0);
