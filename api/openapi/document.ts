@@ -127,7 +127,6 @@ export function buildDocument(routes: RouteDef[], schemas: Record<string, JsonSc
     info: {
       title: 'Rampway Business API',
       version: CONTRACT_VERSION,
-      summary: 'Business stablecoin payments: USDC wallets, on-ramps, off-ramps, payment intents and treasury.',
       description: guideDescription(),
       contact: { name: 'Rampway API support', email: 'api@rampway.example' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
