@@ -1,6 +1,7 @@
 // Quickstart, sandbox: a customer (with its managed wallet), simulated USDC on it, a KES M-Pesa beneficiary, a quote,
 // the off-ramp, and polling until it is final. Every write has its own Idempotency-Key, so this runs again and again.
 //   RAMPWAY_KEY=svc_test_... [RAMPWAY_BASE_URL=http://localhost:3000] npx tsx examples/quickstart.ts
+import { pathToFileURL } from 'node:url';
 import { createRampwayClient, idempotencyKey, unwrap, type Schemas } from '@rampway/client';
 
 export interface QuickstartOptions {
@@ -71,7 +72,7 @@ export async function quickstart(options: QuickstartOptions): Promise<Schemas['T
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const apiKey = process.env.RAMPWAY_KEY;
   if (!apiKey) {
     console.error('Set RAMPWAY_KEY to a sandbox key (npm run -s admin -- create-business --name Acme --json).');

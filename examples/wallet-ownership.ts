@@ -1,6 +1,7 @@
 // Proving ownership of an external wallet with viem: register it, ask for a challenge, sign the message exactly as
 // given (EIP-191 personal_sign), send the signature. A verified external wallet can fund off-ramps and receive on-ramps.
 //   RAMPWAY_KEY=svc_test_... [WALLET_PRIVATE_KEY=0x...] npx tsx examples/wallet-ownership.ts
+import { pathToFileURL } from 'node:url';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createRampwayClient, idempotencyKey, unwrap, type Schemas } from '@rampway/client';
 
@@ -29,7 +30,7 @@ export async function proveOwnership(options: { baseUrl: string; apiKey: string;
   return verified;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const apiKey = process.env.RAMPWAY_KEY;
   if (!apiKey) {
     console.error('Set RAMPWAY_KEY to a sandbox key.');

@@ -2,6 +2,7 @@
 // events it has already handled (delivery is at least once).
 //   RAMPWAY_WEBHOOK_SECRET=whsec_... [PORT=4000] npx tsx examples/webhook-receiver.ts
 // Register its URL with POST /api/v1/business/webhook-endpoints; the answer's `secret` is shown once.
+import { pathToFileURL } from 'node:url';
 import { createServer, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
@@ -37,7 +38,7 @@ export function startReceiver(options: { secret: string; port?: number; host?: s
   return new Promise((resolve) => server.listen(options.port ?? 4000, options.host ?? '127.0.0.1', () => resolve(server)));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const secret = process.env.RAMPWAY_WEBHOOK_SECRET;
   if (!secret) {
     console.error('Set RAMPWAY_WEBHOOK_SECRET to the endpoint\'s whsec_... secret.');

@@ -8,6 +8,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Customers: 'Your customers; each gets one managed USDC wallet, the same address on every chain.',
   Wallets: 'Managed wallets, external wallets you register, their USDC balances and ownership proofs (EIP-191 / EIP-1271).',
   Beneficiaries: 'Payout destinations, stored encrypted and returned redacted; the fields each corridor requires.',
+  'On-ramps': 'Whether on-ramps can run in this environment now: the checks a live on-ramp needs, and what is missing.',
   Quotes: 'Prices for an on-ramp or off-ramp, valid for a short time, consumed by one transaction.',
   Transactions: 'On-ramps and off-ramps: start them, follow their lifecycle, confirm a transfer, retry what needs you.',
   'Payment intents': 'Collect a customer\'s payment (mobile money or USDC) into your treasury, optionally paid straight out to a beneficiary.',

@@ -1,6 +1,6 @@
 import { BUSINESS_BASE, type JsonSchema, type ParamSpec, type RouteDef } from '../routes/route.js';
 import { sharedSchemas } from './components.js';
-import { errorCodesByStatus, errorCodeSchemas, errorSchemaName } from './error-codes.js';
+import { errorCodesByStatus, errorCodeSchemas, errorSchemaName, pascal } from './error-codes.js';
 import { HEADERS, SHARED_ERROR_RESPONSES, STATUS_TEXT, errorHeaders, successHeaders } from './headers.js';
 import { accessNote, guideDescription, TAG_DESCRIPTIONS } from './descriptions.js';
 
@@ -30,8 +30,6 @@ function errorBody(codes: string[]): JsonSchema {
 }
 
 type ResponseRegistry = Map<string, { name: string; response: object }>;
-
-const pascal = (code: string) => code.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
 
 /**
  * Per status, the codes this operation can answer (derived: see error-codes.ts), as a shared response: operations that
@@ -127,7 +125,6 @@ export function buildDocument(routes: RouteDef[], schemas: Record<string, JsonSc
     info: {
       title: 'Rampway Business API',
       version: CONTRACT_VERSION,
-      summary: 'Business stablecoin payments: USDC wallets, on-ramps, off-ramps, payment intents and treasury.',
       description: guideDescription(),
       contact: { name: 'Rampway API support', email: 'api@rampway.example' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },

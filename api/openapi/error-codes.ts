@@ -42,9 +42,12 @@ export function noteUndeclared(route: RouteDef, code: ErrorCode): boolean {
   return true;
 }
 
+/** `snake_case` -> `SnakeCase`. */
+export const pascal = (name: string): string => name.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+
 /** `invalid_request` -> `InvalidRequestError`: the component schema of one code's error object. */
 export function errorSchemaName(code: ErrorCode): string {
-  return `${code.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Error`;
+  return `${pascal(code)}Error`;
 }
 
 const ISSUE_LIST: JsonSchema = {

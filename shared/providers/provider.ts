@@ -19,13 +19,13 @@ function instrumented(provider: PaymentProvider): PaymentProvider {
     if (outcome === 'error') providerErrors.inc({ provider: provider.id, operation });
   };
   const statusOf = (o: ProviderOutcome | null) => o?.status ?? 'unknown';
-  return {
-    id: provider.id,
+  // Built on the provider itself: everything else (its id, parseCallback, instanceof) is the provider's own.
+  const calls: Pick<PaymentProvider, 'collect' | 'payout' | 'queryStatus'> = {
     collect: (req) => timed(record('collect'), () => provider.collect(req), statusOf),
     payout: (req) => timed(record('payout'), () => provider.payout(req), statusOf),
     queryStatus: (kind, reference) => timed(record('query_status'), () => provider.queryStatus(kind, reference), statusOf),
-    ...(provider.parseCallback ? { parseCallback: provider.parseCallback.bind(provider) } : {}),
   };
+  return Object.assign(Object.create(provider) as PaymentProvider, calls);
 }
 
 export type ProviderKind = 'collection' | 'payout';

@@ -125,10 +125,12 @@ export function operationsOf(doc: OpenApi, base: string, ajv: Ajv2020): Operatio
     }
   }
   // Creators first (a POST on a collection), each after the creators of the ids its body names (a quote names a
-  // beneficiary, an off-ramp a quote), so valid requests name real, fresh resources; archiving (DELETE) last, so it
-  // does not take every resource away from the operations that need a live one.
+  // beneficiary, an off-ramp a quote), so valid requests name real, fresh resources; ending a resource (DELETE, or a
+  // POST .../cancel) last, so it does not take every live resource away from the operations that need one (a
+  // payment intent cancelled before anything paid it leaves no treasury deposit to read).
   const depth = creatorDepths(doc, ops);
-  const order = (o: Operation) => (o.method === 'POST' && !o.path.includes('{') ? depth.get(o.id)! : o.method === 'DELETE' ? 1000 : 100);
+  const ends = (o: Operation) => o.method === 'DELETE' || (o.method === 'POST' && o.path.endsWith('/cancel'));
+  const order = (o: Operation) => (o.method === 'POST' && !o.path.includes('{') ? depth.get(o.id)! : ends(o) ? 1000 : 100);
   return ops.sort((a, b) => order(a) - order(b) || a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
 }
 

@@ -61,9 +61,10 @@ describe('platform endpoints', () => {
   });
 
   describe('Bull Board', () => {
-    it('is off when ADMIN_USER / ADMIN_PASSWORD are unset', async () => {
+    it('is off when ADMIN_USER / ADMIN_PASSWORD are unset, and so are the metrics', async () => {
       const res = await api.http.get('/admin/queues');
       expect(res.status).to.equal(404);
+      expect((await api.http.get('/metrics')).status).to.equal(404);
     });
 
     it('asks for basic auth, refuses wrong credentials, and lists every queue', async () => {

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import type { Job } from 'bullmq';
 import { getConfig } from '../../shared/config.js';
@@ -13,9 +15,9 @@ import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
 
-function runWorkerProcess(args: string[]): { exit: Promise<{ code: number | null; stderr: string; stdout: string }>; child: ReturnType<typeof spawn> } {
+function runWorkerProcess(args: string[], env: Record<string, string> = {}): { exit: Promise<{ code: number | null; stderr: string; stdout: string }>; child: ReturnType<typeof spawn> } {
   const child = spawn('node_modules/.bin/tsx', ['workers/main.ts', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100' },
+    env: { ...process.env, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -99,5 +101,26 @@ describe('worker pools', () => {
     const result = await exit;
     expect(result.code).to.equal(0);
     expect(result.stdout).to.include('workers stopped');
+  });
+
+  it('a worker process serves /health and, behind the operators\' basic auth, its metrics on WORKER_METRICS_PORT', async function () {
+    this.timeout(30_000);
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const { exit, child } = runWorkerProcess(['pricing'], { WORKER_METRICS_PORT: String(port), ADMIN_USER: 'ops', ADMIN_PASSWORD: 'worker-metrics-pass' });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const startedAt = Date.now();
+    while (!out.includes('worker health and metrics listening') && Date.now() - startedAt < 20_000) await new Promise((r) => setTimeout(r, 50));
+    const base = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${base}/health`)).status).to.equal(200);
+    expect((await fetch(`${base}/metrics`)).status).to.equal(401);
+    const metrics = await fetch(`${base}/metrics`, { headers: { Authorization: `Basic ${Buffer.from('ops:worker-metrics-pass').toString('base64')}` } });
+    expect(metrics.status).to.equal(200);
+    expect(await metrics.text()).to.match(/rampway_queue_jobs\{queue="pricing",state="waiting"\} \d+/);
+    child.kill('SIGTERM');
+    expect((await exit).code).to.equal(0);
   });
 });

@@ -38,7 +38,7 @@ describe('docs/ (the API guide)', () => {
 
   it('carries the chapters that concern every operation into the OpenAPI description', () => {
     const description = guideDescription();
-    for (const title of ['# Authentication, environments and keys', '# Idempotency', '# Rate limits', '# Errors', '# Money and amounts', '# Pagination', '# Sandbox']) {
+    for (const title of ['# Authentication, environments and keys', '# Idempotency', '# Rate limits', '# Errors', '# Money and amounts', '# Pagination', '# Sandbox: controls, magic values and rates']) {
       expect(description).to.include(title);
     }
     // Links between guide files mean nothing inside the reference page.

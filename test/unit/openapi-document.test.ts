@@ -3,6 +3,7 @@ import { buildDocument } from '../../api/openapi/document.js';
 import { errorCodesOf, noteUndeclared, undeclaredErrors } from '../../api/openapi/error-codes.js';
 import { routes, schemas } from '../../api/routes/index.js';
 import type { RouteDef } from '../../api/routes/route.js';
+import { TAG_DESCRIPTIONS } from '../../api/openapi/descriptions.js';
 
 const doc = buildDocument(routes, schemas);
 const operations = Object.values(doc.paths).flatMap((item) => Object.values(item as Record<string, any>));
@@ -14,6 +15,7 @@ describe('the OpenAPI document', () => {
     expect(doc.info.contact).to.have.property('name');
     expect(doc.info.license).to.have.property('identifier');
     const tags = new Set(doc.tags.map((t: { name: string; description: string }) => t.name));
+    for (const t of doc.tags) expect(TAG_DESCRIPTIONS, `tag ${t.name} needs its description in api/openapi/descriptions.ts`).to.have.property(t.name);
     for (const op of operations) {
       expect(op.description, op.operationId).to.be.a('string').and.match(/Scope: |Any valid API key/);
       for (const tag of op.tags) expect(tags.has(tag), `${op.operationId}: tag ${tag}`).to.equal(true);
