@@ -5,7 +5,7 @@ import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
-import { startProcess, stopProcess, type Started } from './processes.js';
+import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { seedBench } from './seed.js';
 
 const PER_ROUND = Number(process.env.BENCH_MEMORY_LIFECYCLES ?? 300);

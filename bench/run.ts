@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
-import { startProcess, stopProcess, type Started } from './processes.js';
+import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { seedBench, type Seed } from './seed.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);

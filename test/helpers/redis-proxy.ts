@@ -13,6 +13,14 @@ export interface RedisProxy {
 
 /** A TCP relay in front of the test Redis that a test can stall and resume, without touching Redis itself. */
 export async function startRedisProxy(target = testRedisUrl()): Promise<RedisProxy> {
+  return startTcpRelay(target, 6379);
+}
+
+/**
+ * The same relay in front of any TCP service named by a URL (PostgreSQL too): `url` is the target's URL with the
+ * relay's port in its place, so credentials, database and options carry over.
+ */
+export async function startTcpRelay(target: string, defaultPort: number): Promise<RedisProxy> {
   const upstreamUrl = new URL(target);
   const sockets = new Set<net.Socket>();
   let stalled = false;
@@ -22,7 +30,7 @@ export async function startRedisProxy(target = testRedisUrl()): Promise<RedisPro
       client.destroy();
       return;
     }
-    const upstream = net.connect(Number(upstreamUrl.port || 6379), upstreamUrl.hostname);
+    const upstream = net.connect(Number(upstreamUrl.port || defaultPort), upstreamUrl.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
@@ -37,8 +45,11 @@ export async function startRedisProxy(target = testRedisUrl()): Promise<RedisPro
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
+  const relayed = new URL(target);
+  relayed.hostname = '127.0.0.1';
+  relayed.port = String(port);
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: relayed.toString(),
     stall() {
       stalled = true;
       for (const s of sockets) s.pause();

@@ -1,0 +1,110 @@
+// The service as the Procfile runs it, for fault tests: a web process and a worker process (every pool), each a real
+// child process the test can kill, with its database and Redis optionally behind relays the test can cut.
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { startProcess, stopProcess, type Started } from '../helpers/processes.js';
+import { getDs } from '../helpers/shared.js';
+import { until } from '../helpers/until.js';
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: Record<string, any>;
+}
+
+export interface Service {
+  base: string;
+  call(key: string, method: string, path: string, body?: object, idempotencyKey?: string): Promise<Answer>;
+  /** SIGKILL the worker process (no drain, no goodbye), and start a new one. */
+  killWorkers(): Promise<void>;
+  startWorkers(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startService(overrides: Record<string, string> = {}): Promise<Service> {
+  const port = await freePort();
+  // Children log at info so their readiness lines show; stdout keeps draining so logging never blocks them.
+  const env = { ...(process.env as Record<string, string>), LOG_LEVEL: 'info', SANDBOX_STEP_MS: '20', OUTBOX_POLL_MS: '200', ...overrides, PORT: String(port) };
+  const web = await startProcess('api/main.ts', env, 'web listening');
+  let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started');
+  const base = `http://127.0.0.1:${port}/api/v1/business`;
+  return {
+    base,
+    async call(key, method, path, body, idempotencyKey = randomUUID()) {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...(method === 'GET' ? {} : { 'Idempotency-Key': idempotencyKey }) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(15_000),
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
+    },
+    async killWorkers() {
+      if (!workers) return;
+      const exited = new Promise((resolve) => workers!.child.once('exit', resolve));
+      workers.child.kill('SIGKILL');
+      await exited;
+      workers = null;
+    },
+    async startWorkers() {
+      workers ??= await startProcess('workers/main.ts', env, 'workers started');
+    },
+    async stop() {
+      if (workers) await stopProcess(workers);
+      await stopProcess(web);
+    },
+  };
+}
+
+/** `count` sandbox off-ramps from managed wallets (one funded wallet per ten), `width` created at a time. */
+export async function startOfframps(service: Service, key: string, count: number, width = 8): Promise<string[]> {
+  const ok = (a: Answer, what: string) => {
+    if (a.status >= 300) throw new Error(`${what}: ${a.status} ${JSON.stringify(a.body)}`);
+    return a.body;
+  };
+  const beneficiary = ok(await service.call(key, 'POST', '/beneficiaries', {
+    currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Chaos Payee', details: { phone_number: '+254722480163', mobile_network: 'safaricom' },
+  }), 'beneficiary');
+  const wallets: string[] = [];
+  for (let i = 0; i < Math.ceil(count / 10); i++) {
+    const customer = ok(await service.call(key, 'POST', '/customers', { external_reference: `chaos-${randomUUID()}` }), 'customer');
+    ok(await service.call(key, 'POST', `/sandbox/wallets/${customer.wallet.id}/fund`, { chain: 'base', amount: '300' }), 'fund');
+    wallets.push(customer.wallet.id);
+  }
+  const ids: string[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    for (let i = next++; i < count; i = next++) {
+      const quote = ok(await service.call(key, 'POST', '/quotes', { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '20', beneficiary_id: beneficiary.id }), 'quote');
+      ids.push(ok(await service.call(key, 'POST', '/offramps', { quote_id: quote.id, funding_source: { wallet_id: wallets[i % wallets.length] } }), 'offramp').id);
+    }
+  }));
+  return ids;
+}
+
+/** Waits until every transaction has ended; answers how many of each final status. */
+export async function untilEnded(ids: string[], timeoutMs = 120_000): Promise<Record<string, number>> {
+  const ds = await getDs();
+  let counts: Record<string, number> = {};
+  await until(async () => {
+    const rows: { status: string; n: number }[] = await ds.query(`SELECT status, count(*)::int AS n FROM transactions WHERE id = ANY($1) GROUP BY status`, [ids]);
+    counts = Object.fromEntries(rows.map((r) => [r.status, r.n]));
+    return ['completed', 'failed', 'action_required'].reduce((n, s) => n + (counts[s] ?? 0), 0) === ids.length;
+  }, { timeoutMs, everyMs: 250, what: `${ids.length} lifecycles ending`, describe: () => counts });
+  return counts;
+}
+
+/** Payouts the provider was asked for, per transaction: more than one evaluation would be a payout twice. */
+export async function payoutEvaluations(ids: string[]): Promise<number[]> {
+  const rows: { evaluations: number }[] = await (await getDs()).query(`SELECT evaluations FROM provider_requests WHERE kind = 'payout' AND reference = ANY($1)`, [ids]);
+  return rows.map((r) => r.evaluations);
+}
