@@ -46,7 +46,9 @@ for (const dependency of ['PostgreSQL', 'Redis'] as const) {
     let service: Service;
     before(async () => {
       relay = dependency === 'PostgreSQL' ? await startTcpRelay(testDatabaseUrl(), 5432) : await startTcpRelay(testRedisUrl(), 6379);
-      service = await startService(dependency === 'PostgreSQL' ? { DATABASE_URL: relay.url } : { REDIS_URL: relay.url });
+      // Slow steps (about 3 s a lifecycle), so the outage lands in the middle of the off-ramps, not after them.
+      const via: Record<string, string> = dependency === 'PostgreSQL' ? { DATABASE_URL: relay.url } : { REDIS_URL: relay.url };
+      service = await startService({ ...via, SANDBOX_STEP_MS: '400' });
     });
     after(async () => {
       relay?.resume();
@@ -58,8 +60,10 @@ for (const dependency of ['PostgreSQL', 'Redis'] as const) {
       const key = (await makeBusiness()).sandboxKey;
       const ids = await startOfframps(service, key, 20);
       let recoveredMs = 0;
+      let inFlight = 0;
       const { answers } = await underLoad(service, key, async () => {
         await new Promise((r) => setTimeout(r, 500));
+        inFlight = (await (await getDs()).query(`SELECT count(*)::int AS n FROM transactions WHERE id = ANY($1) AND status NOT IN ('completed', 'failed', 'action_required')`, [ids]))[0].n;
         relay.cut();
         await new Promise((r) => setTimeout(r, OUTAGE_MS));
         relay.resume();
@@ -69,7 +73,8 @@ for (const dependency of ['PostgreSQL', 'Redis'] as const) {
         await new Promise((r) => setTimeout(r, 500));
       });
       const counts = summary(answers);
-      console.log(`      ${answers.length} requests: ${JSON.stringify(counts)}; writes again ${recoveredMs.toFixed(0)} ms after ${dependency} came back; slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`);
+      expect(inFlight, 'off-ramps under way when it went down').to.be.greaterThan(0);
+      console.log(`      ${inFlight} of ${ids.length} off-ramps under way at the cut; ${answers.length} requests: ${JSON.stringify(counts)}; writes again ${recoveredMs.toFixed(0)} ms after ${dependency} came back; slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`);
       const unavailable = answers.filter((a) => a.status === 503);
       expect(unavailable.length, 'the outage was felt').to.be.greaterThan(0);
       for (const a of answers) {

@@ -84,7 +84,14 @@ export async function startOfframps(service: Service, key: string, count: number
   let next = 0;
   await Promise.all(Array.from({ length: width }, async () => {
     for (let i = next++; i < count; i = next++) {
-      const quote = ok(await service.call(key, 'POST', '/quotes', { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '20', beneficiary_id: beneficiary.id }), 'quote');
+      let quote = ok(await service.call(key, 'POST', '/quotes', { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '20', beneficiary_id: beneficiary.id }), 'quote');
+      // 202 pending while the pricing pool is away (a killed worker): priced once it is back.
+      if (quote.status === 'pending') {
+        quote = await until(async () => {
+          const q = (await service.call(key, 'GET', `/quotes/${quote.id}`)).body;
+          return q.status !== 'pending' && q;
+        }, { timeoutMs: 60_000, everyMs: 100, what: `quote ${quote.id} priced` });
+      }
       ids.push(ok(await service.call(key, 'POST', '/offramps', { quote_id: quote.id, funding_source: { wallet_id: wallets[i % wallets.length] } }), 'offramp').id);
     }
   }));

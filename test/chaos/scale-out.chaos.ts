@@ -1,0 +1,60 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { makeBusiness, makeKey } from '../helpers/factories.js';
+import { expectLedgerSound } from '../helpers/ramps.js';
+import { getDs } from '../helpers/shared.js';
+import { payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
+
+// Two dynos of each kind on one PostgreSQL and one Redis: two web processes, each request sent to them in turn (what a
+// round-robin router does), and two worker processes running every pool.
+describe('chaos: scale-out, two web processes and two worker processes on one PostgreSQL and Redis', function () {
+  this.timeout(600_000);
+  let a: Service;
+  let b: Service;
+  before(async () => {
+    [a, b] = await Promise.all([startService(), startService()]);
+  });
+  after(async () => Promise.all([a?.stop(), b?.stop()]));
+
+  /** The two web processes as one router hands them requests: in turn. */
+  const both = (): Service => {
+    let turn = 0;
+    return { ...a, call: (...args) => ((turn += 1) % 2 ? a : b).call(...args) };
+  };
+
+  it("a key's rate limit is one limit across web processes, not one each", async () => {
+    const { businessId } = await makeBusiness();
+    const { key } = await makeKey(businessId, { rateLimit: 20, rateWindowSeconds: 60 });
+    const router = both();
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push((await router.call(key, 'GET', '/account')).status);
+    expect(statuses.filter((s) => s === 200)).to.have.length(20);
+    expect(statuses.filter((s) => s === 429)).to.have.length(10);
+  });
+
+  it('one Idempotency-Key sent to both web processes at once creates one resource', async () => {
+    const key = (await makeBusiness()).sandboxKey;
+    for (let round = 0; round < 10; round++) {
+      const idempotencyKey = randomUUID();
+      const body = { external_reference: `both-${randomUUID()}` };
+      const answers = await Promise.all([a.call(key, 'POST', '/customers', body, idempotencyKey), b.call(key, 'POST', '/customers', body, idempotencyKey)]);
+      const created = answers.filter((x) => x.status === 201);
+      expect(created.length, JSON.stringify(answers.map((x) => x.status))).to.be.at.least(1);
+      for (const x of answers) expect(x.status).to.be.oneOf([201, 409]);
+      // A second 201 is the first one replayed: the same customer.
+      expect(new Set(created.map((x) => x.body.id)).size).to.equal(1);
+      const [{ n }] = await (await getDs()).query(`SELECT count(*)::int AS n FROM customers WHERE external_reference = $1`, [body.external_reference]);
+      expect(n).to.equal(1);
+    }
+  });
+
+  it('off-ramps through both web processes, worked by both worker processes: each payout is asked for once', async () => {
+    const key = (await makeBusiness()).sandboxKey;
+    const ids = await startOfframps(both(), key, 60);
+    expect(await untilEnded(ids)).to.deep.equal({ completed: ids.length });
+    const evaluations = await payoutEvaluations(ids);
+    expect(evaluations).to.have.length(ids.length);
+    expect(evaluations.every((n) => n === 1)).to.equal(true);
+    await expectLedgerSound();
+  });
+});
