@@ -3,6 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { makeBusiness, makeKey } from '../helpers/factories.js';
 import { expectLedgerSound } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
+import { getConfig } from '../../shared/config.js';
+import { createWorkerRedis } from '../../shared/queues/connections.js';
+import { closeQueues, createQueues } from '../../shared/queues/producer.js';
+import { SKIPPED_SCAN } from '../../workers/settlement/scan-chain.job.js';
 import { payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
 
 // Two dynos of each kind on one PostgreSQL and one Redis: two web processes, each request sent to them in turn (what a
@@ -12,7 +16,8 @@ describe('chaos: scale-out, two web processes and two worker processes on one Po
   let a: Service;
   let b: Service;
   before(async () => {
-    [a, b] = await Promise.all([startService(), startService()]);
+    // Scans every 250 ms, so a few seconds show whether two settlement pools ever scan a chain at once.
+    [a, b] = await Promise.all([startService({ SETTLEMENT_POLL_MS: '250' }), startService({ SETTLEMENT_POLL_MS: '250' })]);
   });
   after(async () => Promise.all([a?.stop(), b?.stop()]));
 
@@ -56,5 +61,26 @@ describe('chaos: scale-out, two web processes and two worker processes on one Po
     expect(evaluations).to.have.length(ids.length);
     expect(evaluations.every((n) => n === 1)).to.equal(true);
     await expectLedgerSound();
+  });
+
+  it('each chain is scanned by one process at a time: one scheduled scan per interval, never two at once', async () => {
+    await new Promise((r) => setTimeout(r, 4000));
+    const redis = createWorkerRedis(getConfig().redisUrl);
+    const queues = createQueues(redis, getConfig().redisPrefix);
+    try {
+      const jobs = (await queues.settlement.getJobs(['completed'], 0, 10_000)).filter((j) => j.name === 'chain.scan' && j.data.chain === 'base');
+      const runs = jobs.map((j) => ({ start: j.processedOn!, skipped: j.returnvalue === SKIPPED_SCAN, ran: (j.returnvalue as { ran?: number[] })?.ran })).sort((x, y) => x.start - y.start);
+      const spanMs = runs[runs.length - 1].start - runs[0].start;
+      const scans = runs.filter((r) => !r.skipped).map((r) => ({ start: r.ran![0], end: r.ran![1] })).sort((x, y) => x.start - y.start);
+      console.log(`      ${runs.length} scheduled scans of base in ${spanMs} ms, ${runs.length - scans.length} skipped while another ran`);
+      expect(runs.length).to.be.at.least(5);
+      // One scheduler, not one per process: about one run per interval, where two would make twice as many.
+      expect(runs.length).to.be.at.most(Math.ceil(spanMs / 250) + 2);
+      // A scan that outlasts its interval makes the next one step aside (the lease), so scans never overlap.
+      for (let i = 1; i < scans.length; i++) expect(scans[i].start, 'a scan began before the previous one ended').to.be.at.least(scans[i - 1].end);
+    } finally {
+      await closeQueues(queues);
+      redis.disconnect();
+    }
   });
 });

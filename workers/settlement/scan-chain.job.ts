@@ -1,8 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
 import { scanChain, WATCHED_SETTLEMENT_STATUSES } from '../../shared/chain/scanner.js';
-import { defineJob } from '../job-definition.js';
+import { defineJob, type WorkerDeps } from '../job-definition.js';
+import type { Chain, Environment } from '../../shared/domain/chains.js';
 import { scanLagBlocks } from '../../shared/metrics.js';
+
+/** The scheduler starts one scan per interval, but a scan longer than the interval would meet the next: a lease says no. */
+const SCAN_LEASE_MS = 60_000;
+export const SKIPPED_SCAN = 'another scan of this chain is running';
 
 /**
  * The settlement watcher: one scheduled scan per chain (a BullMQ job scheduler, so extra settlement dynos never scan
@@ -12,17 +18,34 @@ export const scanChainJob = defineJob({
   name: 'chain.scan',
   async process(job, deps) {
     const { environment, chain } = job.data;
-    const [{ open }]: { open: boolean }[] = await deps.ds.query(
-      `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[]))
-           OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')) AS open`,
-      [environment, chain, [...WATCHED_SETTLEMENT_STATUSES].filter((s) => s !== 'confirmed' && s !== 'expired')],
-    );
-    if (!open) return 'nothing open';
-    const result = await scanChain(deps, {
-      environment, chain, client: scanClientFor(deps.config, chain), token: getAddress(deps.config.chains[chain].usdcAddress), maxRange: BigInt(deps.config.settlementMaxBlockRange),
-    });
-    const lag = result.head > result.to ? result.head - result.to : 0n;
-    scanLagBlocks.set({ environment, chain }, Number(lag));
-    return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag) };
+    // Called without the pool's Redis (a test driving the processor directly): nothing to coordinate with.
+    if (!deps.redis) return scanOnce(deps, environment, chain);
+    const lease = `${deps.config.redisPrefix}:chain-scan:${environment}:${chain}`;
+    const token = randomUUID();
+    if ((await deps.redis.set(lease, token, 'PX', SCAN_LEASE_MS, 'NX')) !== 'OK') return SKIPPED_SCAN;
+    try {
+      const started = Date.now();
+      const outcome = await scanOnce(deps, environment, chain);
+      // When the scan held the chain, for operators (Bull Board shows it) and for the test that no two ever overlap.
+      return { outcome, ran: [started, Date.now()] };
+    } finally {
+      // Only our own lease: one that lapsed and was taken by the next scan stays its.
+      await deps.redis.eval(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`, 1, lease, token);
+    }
   },
 });
+
+async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain): Promise<unknown> {
+  const [{ open }]: { open: boolean }[] = await deps.ds.query(
+    `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[]))
+         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')) AS open`,
+    [environment, chain, [...WATCHED_SETTLEMENT_STATUSES].filter((s) => s !== 'confirmed' && s !== 'expired')],
+  );
+  if (!open) return 'nothing open';
+  const result = await scanChain(deps, {
+    environment, chain, client: scanClientFor(deps.config, chain), token: getAddress(deps.config.chains[chain].usdcAddress), maxRange: BigInt(deps.config.settlementMaxBlockRange),
+  });
+  const lag = result.head > result.to ? result.head - result.to : 0n;
+  scanLagBlocks.set({ environment, chain }, Number(lag));
+  return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag) };
+}
