@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { makeBusiness, makeKey } from '../helpers/factories.js';
 import { expectLedgerSound } from '../helpers/ramps.js';
@@ -7,30 +9,46 @@ import { getConfig } from '../../shared/config.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../../shared/queues/producer.js';
 import { SKIPPED_SCAN } from '../../workers/settlement/scan-chain.job.js';
-import { payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
+import { clientFor, payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
 
-// Two dynos of each kind on one PostgreSQL and one Redis: two web processes, each request sent to them in turn (what a
-// round-robin router does), and two worker processes running every pool.
+/** A router in front of web processes: each request, whatever connection it came on, goes to the next one in turn. */
+async function roundRobin(backends: Service[]): Promise<{ proxy: http.Server; router: Service }> {
+  let turn = 0;
+  const proxy = http.createServer((req, res) => {
+    const target = new URL(backends[turn++ % backends.length].base);
+    const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/api/v1/business`;
+  return { proxy, router: { ...backends[0], base, call: clientFor(base) } };
+}
+
+// Two dynos of each kind on one PostgreSQL and one Redis: two web processes behind a local router that hands each
+// request to the next one in turn (as Heroku's router spreads requests), and two worker processes running every pool.
 describe('chaos: scale-out, two web processes and two worker processes on one PostgreSQL and Redis', function () {
   this.timeout(600_000);
   let a: Service;
   let b: Service;
+  let router: Service;
+  let proxy: http.Server;
   before(async () => {
     // Scans every 250 ms, so a few seconds show whether two settlement pools ever scan a chain at once.
     [a, b] = await Promise.all([startService({ SETTLEMENT_POLL_MS: '250' }), startService({ SETTLEMENT_POLL_MS: '250' })]);
+    ({ proxy, router } = await roundRobin([a, b]));
   });
-  after(async () => Promise.all([a?.stop(), b?.stop()]));
-
-  /** The two web processes as one router hands them requests: in turn. */
-  const both = (): Service => {
-    let turn = 0;
-    return { ...a, call: (...args) => ((turn += 1) % 2 ? a : b).call(...args) };
-  };
+  after(async () => {
+    proxy?.close();
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
 
   it("a key's rate limit is one limit across web processes, not one each", async () => {
     const { businessId } = await makeBusiness();
     const { key } = await makeKey(businessId, { rateLimit: 20, rateWindowSeconds: 60 });
-    const router = both();
     const statuses: number[] = [];
     for (let i = 0; i < 30; i++) statuses.push((await router.call(key, 'GET', '/account')).status);
     expect(statuses.filter((s) => s === 200)).to.have.length(20);
@@ -55,7 +73,7 @@ describe('chaos: scale-out, two web processes and two worker processes on one Po
 
   it('off-ramps through both web processes, worked by both worker processes: each payout is asked for once', async () => {
     const key = (await makeBusiness()).sandboxKey;
-    const ids = await startOfframps(both(), key, 60);
+    const ids = await startOfframps(router, key, 60);
     expect(await untilEnded(ids)).to.deep.equal({ completed: ids.length });
     const evaluations = await payoutEvaluations(ids);
     expect(evaluations).to.have.length(ids.length);

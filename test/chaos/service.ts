@@ -29,6 +29,20 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** Calls the business API at `base` with a key: writes get a fresh Idempotency-Key unless one is given. */
+export function clientFor(base: string): Service['call'] {
+  return async (key, method, path, body, idempotencyKey = randomUUID()) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...(method === 'GET' ? {} : { 'Idempotency-Key': idempotencyKey }) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(15_000),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
+  };
+}
+
 export async function startService(overrides: Record<string, string> = {}): Promise<Service> {
   const port = await freePort();
   // Children log at info so their readiness lines show; stdout keeps draining so logging never blocks them.
@@ -38,16 +52,7 @@ export async function startService(overrides: Record<string, string> = {}): Prom
   const base = `http://127.0.0.1:${port}/api/v1/business`;
   return {
     base,
-    async call(key, method, path, body, idempotencyKey = randomUUID()) {
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...(method === 'GET' ? {} : { 'Idempotency-Key': idempotencyKey }) },
-        body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(15_000),
-      });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
-    },
+    call: clientFor(base),
     async killWorkers() {
       if (!workers) return;
       const exited = new Promise((resolve) => workers!.child.once('exit', resolve));
