@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { makeBusiness } from '../helpers/factories.js';
+import { makeBusiness, makeKey } from '../helpers/factories.js';
 import { expectLedgerSound } from '../helpers/ramps.js';
 import { startTcpRelay, type RedisProxy } from '../helpers/redis-proxy.js';
 import { testDatabaseUrl, testRedisUrl } from '../env.js';
@@ -57,7 +57,8 @@ for (const dependency of ['PostgreSQL', 'Redis'] as const) {
     });
 
     it('answers clean 503s with Retry-After (never a 500, never a hang), recovers by itself, and loses no accepted off-ramp', async () => {
-      const key = (await makeBusiness()).sandboxKey;
+      // A limit no test client reaches: the faults, not the rate limit, are under test.
+    const key = (await makeKey((await makeBusiness()).businessId, { rateLimit: 1_000_000 })).key;
       const ids = await startOfframps(service, key, 20);
       let recoveredMs = 0;
       let inFlight = 0;

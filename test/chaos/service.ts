@@ -95,7 +95,7 @@ export async function startOfframps(service: Service, key: string, count: number
         quote = await until(async () => {
           const q = (await service.call(key, 'GET', `/quotes/${quote.id}`)).body;
           return q.status !== 'pending' && q;
-        }, { timeoutMs: 60_000, everyMs: 100, what: `quote ${quote.id} priced` });
+        }, { timeoutMs: 60_000, everyMs: 250, what: `quote ${quote.id} priced` });
       }
       ids.push(ok(await service.call(key, 'POST', '/offramps', { quote_id: quote.id, funding_source: { wallet_id: wallets[i % wallets.length] } }), 'offramp').id);
     }
