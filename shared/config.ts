@@ -46,7 +46,14 @@ export interface Config {
    * under: its bytes are in this file, so live beneficiary details are then refused (503), never sealed under it.
    */
   encryptionKeysConfigured: boolean;
-  chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number }>;
+  /**
+   * Per chain: its RPC, USDC contract and confirmation depth; and the native gas a managed wallet or deposit address
+   * must hold before it sends USDC (below `gasTopupMinWei` the treasury hot wallet tops it up to `gasTopupTargetWei`;
+   * a target of 0 turns top-ups off).
+   */
+  chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number; gasTopupMinWei: bigint; gasTopupTargetWei: bigint }>;
+  /** How often the settlement pool compares each live managed and treasury address's on-chain USDC with the ledger. */
+  chainReconcileMs: number;
   adminUser: string | null;
   adminPassword: string | null;
   /** Each worker process serves its Prometheus metrics on this port (0: off); behind ADMIN_USER / ADMIN_PASSWORD. */
@@ -120,6 +127,22 @@ const CANONICAL_USDC: Record<Chain, string> = {
 
 // Circle's published confirmation guidance.
 const DEFAULT_CONFIRMATIONS: Record<Chain, number> = { base: 12, arbitrum: 12, optimism: 12, polygon: 3, avalanche: 1 };
+
+// Native gas a sender must hold (wei): about a hundred USDC transfers' worth on each chain at ordinary fees.
+const GAS_TOPUP_DEFAULTS: Record<Chain, { min: bigint; target: bigint }> = {
+  base: { min: 20_000_000_000_000n, target: 100_000_000_000_000n },
+  arbitrum: { min: 20_000_000_000_000n, target: 100_000_000_000_000n },
+  optimism: { min: 20_000_000_000_000n, target: 100_000_000_000_000n },
+  polygon: { min: 50_000_000_000_000_000n, target: 250_000_000_000_000_000n },
+  avalanche: { min: 5_000_000_000_000_000n, target: 25_000_000_000_000_000n },
+};
+
+function wei(env: NodeJS.ProcessEnv, name: string, fallback: bigint): bigint {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d{1,40}$/.test(raw)) throw new ConfigError(`${name} must be a whole number of wei`);
+  return BigInt(raw);
+}
 
 // Development-only defaults, for the sandbox only: live data never uses them (see walletSeeds, encryptionKeysConfigured).
 const DEV_SEED_SANDBOX = 'test test test test test test test test test test test junk';
@@ -236,7 +259,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rpcUrl: env[`RPC_URL_${upper}`] || null,
       usdcAddress: usdcAddress(`USDC_ADDRESS_${upper}`, env[`USDC_ADDRESS_${upper}`]) ?? CANONICAL_USDC[chain],
       confirmations: int(env, `CONFIRMATIONS_${upper}`, DEFAULT_CONFIRMATIONS[chain], 1),
+      gasTopupMinWei: wei(env, `GAS_TOPUP_MIN_WEI_${upper}`, GAS_TOPUP_DEFAULTS[chain].min),
+      gasTopupTargetWei: wei(env, `GAS_TOPUP_TARGET_WEI_${upper}`, GAS_TOPUP_DEFAULTS[chain].target),
     };
+    if (chains[chain].gasTopupTargetWei !== 0n && chains[chain].gasTopupTargetWei < chains[chain].gasTopupMinWei) {
+      throw new ConfigError(`GAS_TOPUP_TARGET_WEI_${upper} must be 0 (top-ups off) or at least GAS_TOPUP_MIN_WEI_${upper}`);
+    }
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
   const encryptionKeysConfigured = !encryptionKeys[0].key.equals(DEV_ENCRYPTION_KEY);
@@ -271,6 +299,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
+    chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),

@@ -55,6 +55,20 @@ export const scanLagBlocks = new client.Gauge({
   registers: [registry],
 });
 
+export const chainDrift = new client.Gauge({
+  name: 'rampway_ledger_chain_drift_usdc_minor',
+  help: 'On-chain USDC minus what the ledger says the address holds, summed over the addresses of a kind (managed_wallet, treasury), in minor units, as of the last reconciliation; 0 when they agree.',
+  labelNames: ['environment', 'chain', 'kind'] as const,
+  registers: [registry],
+});
+
+export const chainDriftAddresses = new client.Gauge({
+  name: 'rampway_ledger_chain_drifted_addresses',
+  help: 'Addresses whose on-chain USDC differs from the ledger, per kind, as of the last reconciliation.',
+  labelNames: ['environment', 'chain', 'kind'] as const,
+  registers: [registry],
+});
+
 let queueSource: Queues | undefined;
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
 

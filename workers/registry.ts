@@ -20,6 +20,9 @@ import { sandboxPayJob } from './sandbox/sandbox-pay.job.js';
 import { deliverWebhookJob } from './webhooks/deliver-webhook.job.js';
 import { scanChainJob } from './settlement/scan-chain.job.js';
 import { chainReceiptJob } from './settlement/chain-receipt.job.js';
+import { chainSendJob } from './settlement/chain-send.job.js';
+import { sweepSettlementJob } from './settlement/sweep-settlement.job.js';
+import { reconcileChainJob } from './settlement/reconcile-chain.job.js';
 import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
@@ -34,7 +37,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
-  deliverWebhookJob, scanChainJob, chainReceiptJob,
+  deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob,
   applyCallbackJob, checkProviderJob, resendPayoutJob,
 ];
 

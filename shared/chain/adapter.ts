@@ -1,5 +1,6 @@
 import { keccak256, stringToHex, type Hex } from 'viem';
-import type { Unit } from '../db/unit-of-work.js';
+import type { Unit, UnitDeps } from '../db/unit-of-work.js';
+import type { Config } from '../config.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import type { EventScope } from '../domain/events.js';
 
@@ -23,15 +24,36 @@ export interface ConfirmationSubject {
   required_confirmations: number;
 }
 
+/** A managed wallet's transfer as it landed: where the watcher will find it (the sandbox's is simulated, log 0, no block). */
+export interface SentTransfer {
+  hash: Hex;
+  nonce: number;
+  logIndex: number;
+  blockNumber: bigint | null;
+  blockHash: Hex | null;
+}
+
+export interface ChainDeps extends UnitDeps {
+  config: Config;
+}
+
 export interface ChainAdapter {
-  /** A managed wallet sends USDC (an off-ramp's funding). Insufficient funds: InsufficientFundsError. */
-  sendFromManagedWallet(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; hdIndex: number }): Promise<{ hash: Hex; nonce: number }>;
-  /** The platform sends USDC to a wallet (an on-ramp's delivery). */
-  deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string }): Promise<{ hash: Hex }>;
-  /** Returns a failed off-ramp's funds to the external wallet they came from. */
-  refundExternal(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string }): Promise<{ hash: Hex }>;
+  /** Whether transfers happen on a real chain (mined, confirmed from the head, subject to reorgs) or in the ledger. */
+  readonly live: boolean;
+  /**
+   * A managed wallet sends USDC to a deposit address (an off-ramp's funding), outside any unit of work: it answers
+   * once the transfer is final in the adapter's sense (the sandbox: posted; live: mined). Too little USDC:
+   * ChainFundsError; too little gas and no top-up: InsufficientGasError.
+   */
+  sendFromManagedWallet(deps: ChainDeps, scope: EventScope, req: TransferRequest & { walletId: string; hdIndex: number }): Promise<SentTransfer>;
+  /** The platform sends USDC to a wallet (an on-ramp's delivery): the hash now, or null when a send job was staged. */
+  deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; transactionId: string }): Promise<{ hash: Hex } | null>;
+  /** Returns an off-ramp's funds to a wallet: the hash now, or null when a send job was staged. */
+  refund(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string; transactionId: string; total: bigint }): Promise<{ hash: Hex } | null>;
   /** How many confirmations an observed transfer has now. */
   confirmations(subject: ConfirmationSubject): Promise<number>;
+  /** Whether the block that held a transfer is still on the canonical chain (false: a reorg removed it). */
+  canonical(chain: Chain, blockNumber: bigint, blockHash: string): Promise<boolean>;
 }
 
 /** A transaction hash in the on-chain format (0x + 64 lowercase hex), derived from what it stands for. */

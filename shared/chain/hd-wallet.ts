@@ -61,3 +61,8 @@ export function treasuryAddress(mnemonic: string): `0x${string}` {
   }
   return address;
 }
+
+/** The signing account of the treasury hot wallet (derived for the moment of a send, never kept). */
+export function treasuryAccount(mnemonic: string): HDAccount {
+  return mnemonicToAccount(mnemonic, { path: TREASURY_PATH });
+}

@@ -1,52 +1,46 @@
 import { AppError } from '../errors.js';
-import type { Unit } from '../db/unit-of-work.js';
+import type { Config } from '../config.js';
+import type { Chain } from '../domain/chains.js';
+import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { EventScope } from '../domain/events.js';
-import { postEntry } from '../domain/ledger.js';
+import { InsufficientFundsError, postEntry } from '../domain/ledger.js';
 import { walletUsdcAccount } from '../domain/wallet-balances.js';
 import { simulatedHash, type ChainAdapter, type ConfirmationSubject } from './adapter.js';
+import { liveChain } from './live-chain.js';
+import { ChainFundsError } from './sender.js';
 
 /**
  * The sandbox's chain is the ledger: a managed wallet's transfer debits its simulated balance (never below zero),
- * a delivery credits the destination, and hashes are simulated in the on-chain format. Confirmations rise one per
- * SANDBOX_STEP_MS from the moment the transfer was seen (all at once when the step is 0).
+ * deliveries and refunds are recorded at once, and hashes are simulated in the on-chain format. Confirmations rise one
+ * per SANDBOX_STEP_MS from the moment the transfer was seen (all at once when the step is 0). No block is ever removed.
  */
 export function sandboxChain(stepMs: number): ChainAdapter {
   return {
-    async sendFromManagedWallet(unit: Unit, scope: EventScope, req) {
-      await postEntry(unit.em, scope, {
-        kind: 'offramp_funding',
-        reference: `offramp-funding-${req.reference}`,
-        metadata: { transaction_id: req.reference, wallet_id: req.walletId },
-        postings: [
-          { account: walletUsdcAccount(req.walletId, req.chain), amount: -req.amount, noOverdraft: true },
-          { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: req.amount },
-        ],
-      });
-      return { hash: simulatedHash(scope.environment, `send-${req.reference}`), nonce: 0 };
+    live: false,
+    async sendFromManagedWallet(deps, scope: EventScope, req) {
+      try {
+        // One entry per off-ramp (its reference): a repeated step finds it and sends nothing twice.
+        await inUnit(deps, (unit) => postEntry(unit.em, scope, {
+          kind: 'offramp_funding',
+          reference: `offramp-funding-${req.reference}`,
+          metadata: { transaction_id: req.reference, wallet_id: req.walletId },
+          postings: [
+            { account: walletUsdcAccount(req.walletId, req.chain), amount: -req.amount, noOverdraft: true },
+            { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: req.amount },
+          ],
+        }));
+      } catch (err) {
+        if (err instanceof InsufficientFundsError) throw new ChainFundsError(req.walletId, err.available, err.required);
+        throw err;
+      }
+      return { hash: simulatedHash(scope.environment, `send-${req.reference}`), nonce: 0, logIndex: 0, blockNumber: null, blockHash: null };
     },
-    async deliver(unit: Unit, scope: EventScope, req) {
-      await postEntry(unit.em, scope, {
-        kind: 'onramp_delivery',
-        reference: `onramp-delivery-${req.reference}`,
-        metadata: { transaction_id: req.reference, wallet_id: req.walletId },
-        postings: [
-          { account: { kind: 'provider_clearing', asset: 'USDC' }, amount: -req.amount },
-          { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },
-        ],
-      });
+    async deliver(_unit: Unit, scope: EventScope, req) {
       return { hash: simulatedHash(scope.environment, `deliver-${req.reference}`) };
     },
-    async refundExternal(unit: Unit, scope: EventScope, req) {
-      // Back to the external wallet's simulated balance, where the transfer came from.
-      await postEntry(unit.em, scope, {
-        kind: 'offramp_refund',
-        reference: `refund-${req.reference}`,
-        metadata: { refund: req.reference, settlement_id: req.settlementId },
-        postings: [
-          { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
-          { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },
-        ],
-      });
+    async refund(unit: Unit, scope: EventScope, req) {
+      // Back to the wallet's simulated balance, where the transfer came from.
+      await postEntry(unit.em, scope, refundEntry(req));
       return { hash: simulatedHash(scope.environment, `refund-${req.reference}`) };
     },
     async confirmations(subject: ConfirmationSubject) {
@@ -54,12 +48,29 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       if (stepMs <= 0) return subject.required_confirmations;
       return Math.min(subject.required_confirmations, 1 + Math.floor((Date.now() - subject.detected_at.getTime()) / stepMs));
     },
+    async canonical() {
+      return true;
+    },
   };
 }
 
-/** The chain that serves an environment: the sandbox plays it; the live adapter plugs in here. */
-export function chainFor(environment: 'sandbox' | 'live', config: { sandboxStepMs: number; liveChainOverride?: 'sandbox' | null }): ChainAdapter {
+/** A refund's ledger entry: the settlement's clearing account back to the wallet the funds came from. */
+export function refundEntry(req: { reference: string; settlementId: string; walletId: string; chain: Chain; amount: bigint }) {
+  return {
+    kind: 'offramp_refund',
+    reference: `refund-${req.reference}`,
+    metadata: { refund: req.reference, settlement_id: req.settlementId },
+    postings: [
+      { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: -req.amount },
+      { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },
+    ],
+  };
+}
+
+/** The chain that serves an environment: the sandbox plays it; live reads and signs on each chain's RPC. */
+export function chainFor(environment: 'sandbox' | 'live', config: Config): ChainAdapter {
   // Tests of the live fiat rail (RAMPWAY_TEST_LIVE_CHAIN=sandbox, refused in production) run on the sandbox chain.
   if (environment === 'sandbox' || config.liveChainOverride === 'sandbox') return sandboxChain(config.sandboxStepMs);
-  throw AppError.unavailable('The live chain rails are not configured on this deployment yet.', 60);
+  if (!config.walletSeeds.live) throw AppError.unavailable('The live chain rails are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  return liveChain(config);
 }

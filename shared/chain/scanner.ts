@@ -2,7 +2,11 @@ import { parseAbiItem, parseEventLogs, type Address, type Hex, type PublicClient
 import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { inUnit, type UnitDeps } from '../db/unit-of-work.js';
+import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
+import { postEntry } from '../domain/ledger.js';
+import { walletUsdcAccount } from '../domain/wallet-balances.js';
+import { chainFor } from './sandbox-chain.js';
+import { treasuryAddress } from './hd-wallet.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { fromMinor, USDC_SCALE } from '../domain/money.js';
 import { observeTransfer } from '../domain/offramps.js';
@@ -57,6 +61,7 @@ export interface ScanResult {
 }
 
 export interface TransferLog {
+  from: string;
   to: string;
   value: bigint;
   transactionHash: Hex;
@@ -66,7 +71,8 @@ export interface TransferLog {
 }
 
 interface Match {
-  kind: 'settlement' | 'payment_intent';
+  /** A deposit address (a settlement's, a payment intent's), or live custody: a managed wallet, the treasury hot wallet. */
+  kind: 'settlement' | 'payment_intent' | 'wallet' | 'treasury';
   id: string;
   address: string;
 }
@@ -134,24 +140,37 @@ export async function fetchTransferLogs(
     for (const log of logs) {
       // Pending logs carry no block: eth_getLogs over mined blocks never answers one.
       if (log.blockNumber === null || log.transactionHash === null || log.logIndex === null || log.blockHash === null) continue;
-      out.push({ to: log.args.to, value: log.args.value, transactionHash: log.transactionHash, logIndex: log.logIndex, blockNumber: log.blockNumber, blockHash: log.blockHash });
+      out.push({ from: log.args.from, to: log.args.to, value: log.args.value, transactionHash: log.transactionHash, logIndex: log.logIndex, blockNumber: log.blockNumber, blockHash: log.blockHash });
     }
     pos = end + 1n;
   }
   return out;
 }
 
-/** The open deposit addresses of the environment and chain among `addresses` (lowercase), in one query. */
-export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain, addresses: string[]): Promise<Match[]> {
+/**
+ * The addresses of ours among `addresses` (lowercase), in one query: open deposit addresses of the environment and
+ * chain, and where the chain is live, the managed wallets and the treasury hot wallet (their funding from outside is
+ * recorded, so the ledger keeps up with the chain).
+ */
+export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'> & { config?: Config }, environment: Environment, chain: Chain, addresses: string[]): Promise<Match[]> {
   if (!addresses.length) return [];
-  return deps.ds.query(
+  const custody = deps.config && chainFor(environment, deps.config).live;
+  const hot = custody ? treasuryAddress(deps.config!.walletSeeds[environment]!).toLowerCase() : null;
+  const matches: Match[] = hot && addresses.includes(hot) ? [{ kind: 'treasury', id: hot, address: hot }] : [];
+  if (custody) {
+    matches.push(...(await deps.ds.query(
+      `SELECT 'wallet' AS kind, w.id, lower(w.address) AS address FROM wallets w WHERE w.environment = $1 AND w.type = 'managed_wallet' AND lower(w.address) = ANY($2::text[])`,
+      [environment, addresses],
+    )) as Match[]);
+  }
+  return matches.concat(await deps.ds.query(
     `SELECT 'settlement' AS kind, s.id, lower(s.to_address) AS address FROM settlements s
       WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[])
      UNION ALL
      SELECT 'payment_intent' AS kind, i.id, lower(i.deposit_address) AS address FROM payment_intents i
       WHERE i.environment = $1 AND i.chain = $2 AND lower(i.deposit_address) = ANY($4::text[])`,
     [environment, chain, [...WATCHED_SETTLEMENT_STATUSES], addresses],
-  );
+  ));
 }
 
 /** One pass of the watcher over a chain for an environment: see the notes at the top of this file. */
@@ -181,7 +200,7 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
 
   for (const log of matching) {
     const match = byAddress.get(log.to.toLowerCase())!;
-    await applyTransfer(deps, match, log);
+    await applyTransfer(deps, match, log, environment, chain);
   }
 
   if (!(await advanceCursor(deps, environment, chain, cursor, to + 1n))) {
@@ -207,21 +226,25 @@ export async function applyReceipt(deps: UnitDeps & { config: Config }, input: O
   if (receipt.status !== 'success') return 0;
   const logs: TransferLog[] = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs, strict: true })
     .filter((l) => l.address.toLowerCase() === input.token.toLowerCase())
-    .map((l) => ({ to: l.args.to, value: l.args.value, transactionHash: l.transactionHash!, logIndex: l.logIndex!, blockNumber: l.blockNumber!, blockHash: l.blockHash! }));
+    .map((l) => ({ from: l.args.from, to: l.args.to, value: l.args.value, transactionHash: l.transactionHash!, logIndex: l.logIndex!, blockNumber: l.blockNumber!, blockHash: l.blockHash! }));
   const matches = new Map((await matchDepositAddresses(deps, input.environment, input.chain, [...new Set(logs.map((l) => l.to.toLowerCase()))])).map((m) => [m.address, m]));
   const matching = logs.filter((l) => matches.has(l.to.toLowerCase()));
-  for (const log of matching) await applyTransfer(deps, matches.get(log.to.toLowerCase())!, log);
+  for (const log of matching) await applyTransfer(deps, matches.get(log.to.toLowerCase())!, log, input.environment, input.chain);
   return matching.length;
 }
 
 /** Records one matching log, in its own unit of work (idempotent by transaction hash and log index). */
-async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, log: TransferLog): Promise<void> {
+async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, log: TransferLog, environment: Environment, chain: Chain): Promise<void> {
+  if (match.kind === 'wallet' || match.kind === 'treasury') {
+    await inUnit(deps, (unit) => recordInflow(unit, environment, chain, match, log));
+    return;
+  }
   if (match.kind === 'settlement') {
     await inUnit(deps, async (unit) => {
       const settlement = await loadSettlement(unit.em, match.id);
       if (!settlement) return;
       await observeTransfer(unit, deps.config, settlement, {
-        transactionHash: log.transactionHash, logIndex: log.logIndex, amount: log.value, blockNumber: log.blockNumber, blockHash: log.blockHash,
+        transactionHash: log.transactionHash, logIndex: log.logIndex, amount: log.value, blockNumber: log.blockNumber, blockHash: log.blockHash, from: log.from,
       });
     });
     return;
@@ -239,4 +262,33 @@ async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, 
       blockHash: log.blockHash,
     }),
   );
+}
+
+/**
+ * USDC that reached a managed wallet or the hot wallet from outside: recorded once (by hash and log index), and a
+ * managed wallet's ledger account credited. Our own sends (deliveries, refunds, sweeps) are already in the books.
+ */
+async function recordInflow(unit: Unit, environment: Environment, chain: Chain, match: Match, log: TransferLog): Promise<void> {
+  const ours: unknown[] = await unit.em.query(
+    `SELECT 1 FROM chain_sends WHERE environment = $1 AND chain = $2 AND (transaction_hash = $3 OR $3 = ANY(replaced_hashes)) LIMIT 1`,
+    [environment, chain, log.transactionHash],
+  );
+  if (ours.length) return;
+  const walletId = match.kind === 'wallet' ? match.id : null;
+  const inserted: unknown[] = await unit.em.query(
+    `INSERT INTO chain_inflows (environment, chain, address, kind, wallet_id, transaction_hash, log_index, amount, block_number)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING id`,
+    [environment, chain, match.address, match.kind === 'wallet' ? 'managed_wallet' : 'treasury', walletId, log.transactionHash, log.logIndex, log.value.toString(), log.blockNumber.toString()],
+  );
+  if (!inserted.length || !walletId) return;
+  const [wallet]: { business_id: string }[] = await unit.em.query(`SELECT business_id FROM wallets WHERE id = $1`, [walletId]);
+  await postEntry(unit.em, { businessId: wallet.business_id, environment }, {
+    kind: 'wallet_deposit',
+    reference: `wallet-deposit-${chain}-${log.transactionHash}-${log.logIndex}`,
+    metadata: { wallet_id: walletId, transaction_hash: log.transactionHash, log_index: log.logIndex, from: log.from },
+    postings: [
+      { account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -log.value },
+      { account: walletUsdcAccount(walletId, chain), amount: log.value },
+    ],
+  });
 }

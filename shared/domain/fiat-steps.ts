@@ -11,6 +11,7 @@ import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
 import { consumeQuote, insertTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
 import { NOW } from './transition.js';
+import { walletUsdcAccount } from './wallet-balances.js';
 
 // The steps that meet the fiat provider (payouts of off-ramps, collections of on-ramps) and the on-ramp's delivery.
 // Provider calls happen outside the database transaction; these functions apply their outcome inside one.
@@ -92,15 +93,37 @@ export async function applyCollectionOutcome(unit: Unit, config: Config, tx: Tra
   return 'funded';
 }
 
-/** funded -> processing -> completed: the USDC is sent and its hash recorded. */
+/**
+ * funded -> processing -> completed: the USDC is sent and its hash recorded. The sandbox sends at once; live stages
+ * the hot wallet's send, and the transaction completes when it is mined (completeDelivery, from the chain.send job).
+ */
 export async function deliverOnramp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
-  if (tx.status !== 'funded') return `not funded (${tx.status})`;
-  const processing = await moveTransaction(unit, tx, 'processing');
+  if (tx.status !== 'funded' && tx.status !== 'processing') return `not funded (${tx.status})`;
+  const processing = tx.status === 'processing' ? { row: tx } : await moveTransaction(unit, tx, 'processing');
   if (!processing) return 'moved on';
   const sent = await chain.deliver(unit, scopeOf(tx), {
-    reference: tx.id, chain: tx.chain, amount: toMinor(tx.destination_amount, USDC_SCALE), to: tx.wallet_address!, walletId: tx.wallet_id!,
+    reference: tx.id, chain: tx.chain, amount: toMinor(tx.destination_amount, USDC_SCALE), to: tx.wallet_address!, walletId: tx.wallet_id!, transactionId: tx.id,
   });
-  await moveTransaction(unit, processing.row, 'completed', { set: { destination_transaction_hash: sent.hash, completed_at: NOW } });
+  if (!sent) return 'sending';
+  return completeDelivery(unit, processing.row, sent.hash);
+}
+
+/** The delivery is on its way to the wallet (sandbox: recorded; live: mined): processing -> completed, the wallet credited. */
+export async function completeDelivery(unit: Unit, tx: TransactionRow, hash: string): Promise<string> {
+  if (tx.status !== 'processing') return `not processing (${tx.status})`;
+  const amount = toMinor(tx.destination_amount, USDC_SCALE);
+  await moveTransaction(unit, tx, 'completed', {
+    set: { destination_transaction_hash: hash, completed_at: NOW },
+    ledger: () => ({
+      kind: 'onramp_delivery',
+      reference: `onramp-delivery-${tx.id}`,
+      metadata: { transaction_id: tx.id, wallet_id: tx.wallet_id, transaction_hash: hash },
+      postings: [
+        { account: { kind: 'provider_clearing' as const, asset: 'USDC' }, amount: -amount },
+        { account: walletUsdcAccount(tx.wallet_id!, tx.chain), amount },
+      ],
+    }),
+  });
   return 'completed';
 }
 

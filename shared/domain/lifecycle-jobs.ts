@@ -17,6 +17,11 @@ export function stepDelay(config: Config, environment: Environment): number {
   return environment === 'sandbox' ? config.sandboxStepMs : 0;
 }
 
+/** How long until confirmations are counted again: a sandbox step, or live the chain watcher's interval. */
+export function confirmPollDelay(config: Config, environment: Environment): number {
+  return environment === 'sandbox' ? Math.max(config.sandboxStepMs, 1) : config.settlementPollMs;
+}
+
 interface StepSubject extends Subject {
   direction: 'offramp' | 'onramp';
   funding_type: string | null;
@@ -28,7 +33,7 @@ interface StepSubject extends Subject {
  * confirmation check: the sweeper's own is round 0.
  */
 export function jobForStep(tx: StepSubject, step: string, delayMs = 0, confirmRound = 1): JobRequest | null {
-  if (tx.direction === 'onramp') return step === 'created' ? txJobs.collect(tx, delayMs) : step === 'funded' ? txJobs.deliver(tx, delayMs) : null;
+  if (tx.direction === 'onramp') return step === 'created' ? txJobs.collect(tx, delayMs) : step === 'funded' || step === 'processing' ? txJobs.deliver(tx, delayMs) : null;
   if (['created', 'signing', 'submitting'].includes(step)) return tx.funding_type === 'managed_wallet' ? txJobs.submit(tx, delayMs) : null;
   if (step === 'awaiting_funds') return txJobs.confirm(tx, confirmRound, delayMs);
   if (step === 'funded') return txJobs.payout(tx, delayMs);

@@ -1,13 +1,17 @@
 import type { Config } from '../config.js';
+import type { JobRequest } from '../queues/producer.js';
+import { jobId } from '../queues/registry.js';
 import { AppError } from '../errors.js';
-import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
-import type { ChainAdapter } from '../chain/adapter.js';
+import { inUnit, updateReturning, type Unit } from '../db/unit-of-work.js';
+import type { ChainAdapter, ChainDeps, SentTransfer } from '../chain/adapter.js';
+import { chainFor } from '../chain/sandbox-chain.js';
+import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
 import type { EventScope } from './events.js';
-import { lockedBalance, postEntry } from './ledger.js';
+import { postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
-import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { confirmPollDelay, stepDelay, txJobs } from './lifecycle-jobs.js';
 import {
-  createSettlement, isFullyPaid, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  createSettlement, isFullyPaid, loadSettlement, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
@@ -44,54 +48,69 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
 }
 
 /**
- * Managed wallet: created -> signing -> submitting, the transfer sent (the sandbox debits the wallet), committed; then
- * the transfer is observed like any other. Not enough USDC: action_required `insufficient_funds`, retryable after
- * funding. The wallet's balance is checked and held first and the ledger entry posted last, so the business's shared
- * clearing account stays locked only for the moment of the commit.
+ * Managed wallet: created -> signing, the transfer sent through the chain adapter (the sandbox debits the wallet's
+ * simulated balance; live signs, sends once and waits for it to be mined, outside any unit of work), then
+ * signing -> submitting and the transfer observed like any other, in one unit. Not enough USDC: action_required
+ * `insufficient_funds`; not enough gas and no top-up: `insufficient_gas`; both retryable, and a retry resumes at
+ * `signing`, where the adapter finds the transfer already sent (its reference) rather than sending it twice.
  */
-export async function submitOfframp(deps: UnitDeps, config: Config, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
-  if (tx.status === 'submitting') {
-    // Sent and committed, but not yet observed (the job stopped in between): observe what was sent.
-    const settlement = (await settlementOf(deps.ds, tx.id))!;
-    const hash = (settlement.execution.submitted as { transaction_hash?: string } | undefined)?.transaction_hash;
-    if (!hash) return 'submitting without a transfer';
-    await inUnit(deps, (unit) => observeTransfer(unit, config, settlement, { transactionHash: hash, logIndex: 0, amount: minor(settlement.total_required) }));
-    return 'observed';
+export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
+  let current = tx;
+  if (current.status === 'created') {
+    const moved = await inUnit(deps, (unit) => moveTransaction(unit, current, 'signing'));
+    if (!moved) return 'moved on';
+    current = moved.row;
   }
-  const sent = await inUnit(deps, async (unit) => {
-    if (tx.status === 'created' && !(await moveTransaction(unit, tx, 'signing'))) return 'moved on';
-    if (tx.status !== 'created' && tx.status !== 'signing') return `not submittable (${tx.status})`;
-    const settlement = (await settlementOf(unit.em, tx.id, true))!;
-    const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
-    const total = minor(settlement.total_required);
-    const available = await lockedBalance(unit.em, scopeOf(tx), walletUsdcAccount(wallet.id, tx.chain));
-    if (available < total) {
-      await moveTransaction(unit, tx, 'action_required', {
-        set: {
-          stalled_at: 'signing',
-          failure: { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.', details: { available: usdc(available), required: usdc(total) } },
-        },
-        reason: 'insufficient_funds',
-      });
-      return 'insufficient_funds';
+  if (current.status !== 'signing' && current.status !== 'submitting') return `not submittable (${current.status})`;
+  const settlement = (await settlementOf(deps.ds, tx.id))!;
+  const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
+  const total = minor(settlement.total_required);
+  let sent: SentTransfer;
+  try {
+    sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), {
+      reference: tx.id, chain: tx.chain, amount: total, to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
+    });
+  } catch (err) {
+    const failure = sendFailure(err);
+    if (!failure) throw err;
+    await inUnit(deps, async (unit) => {
+      const now = (await loadTransaction(unit.em, tx.id))!;
+      if (now.status === 'signing') await moveTransaction(unit, now, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
+    });
+    return failure.code;
+  }
+  return inUnit(deps, async (unit) => {
+    let now = (await loadTransaction(unit.em, tx.id))!;
+    if (now.status === 'signing') {
+      const moved = await moveTransaction(unit, now, 'submitting');
+      if (!moved) return 'moved on';
+      now = moved.row;
     }
-    const submitting = (await moveTransaction(unit, tx, 'submitting'))!;
-    const hash = await sendAndNote(unit, chain, tx, settlement, wallet);
-    // The shared clearing account is striped, so observing in the same transaction holds no lock others wait on.
-    await observeTransfer(unit, config, settlement, { transactionHash: hash, logIndex: 0, amount: total }, submitting.row, chain);
+    if (now.status !== 'submitting') return `moved on (${now.status})`;
+    const locked = (await settlementOf(unit.em, tx.id, true))!;
+    await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`, [
+      locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
+    ]);
+    await observeTransfer(unit, deps.config, locked, {
+      transactionHash: sent.hash, logIndex: sent.logIndex, amount: total, blockNumber: sent.blockNumber, blockHash: sent.blockHash, from: wallet.address,
+    }, now, chain);
     return 'submitted';
   });
-  return sent;
 }
 
-async function sendAndNote(unit: Unit, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, wallet: { id: string; hd_index: number | null }): Promise<string> {
-  const sent = await chain.sendFromManagedWallet(unit, scopeOf(tx), {
-    reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
-  });
-  await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`, [
-    settlement.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
-  ]);
-  return sent.hash;
+/** Why a managed wallet could not send, as the transaction's failure (null: an error the job retries). */
+function sendFailure(err: unknown): { code: string; message: string; details: Record<string, string> } | null {
+  if (err instanceof ChainFundsError) {
+    return { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.', details: { available: usdc(err.available), required: usdc(err.required) } };
+  }
+  if (err instanceof InsufficientGasError) {
+    return {
+      code: 'insufficient_gas',
+      message: 'The managed wallet holds too little native gas to send, and the treasury hot wallet could not top it up; add gas and retry.',
+      details: { balance_wei: err.balance.toString(), required_wei: err.required.toString() },
+    };
+  }
+  return null;
 }
 
 /**
@@ -107,20 +126,43 @@ export async function observeTransfer(
   chain?: ChainAdapter,
 ): Promise<SettlementRow> {
   const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
-  if (!isNew) return updated;
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
-  if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
+  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) await postEntry(unit.em, scopeOf(tx), depositEntry(updated, tx, transfer));
+  if (!isNew) {
+    // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take.
+    if (tx.status !== 'submitting' || updated.status !== 'confirming') return updated;
+  } else if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
+    // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
     await lateDeposit(unit, updated, tx);
     return updated;
   }
-  if (!isFullyPaid(updated) || updated.status !== 'awaiting_transfer') return updated;
-  const confirming = (await moveSettlement(unit, updated, 'confirming'))!;
+  if (!isFullyPaid(updated) || !['awaiting_transfer', 'confirming'].includes(updated.status)) return updated;
+  const confirming = updated.status === 'confirming' ? updated : (await moveSettlement(unit, updated, 'confirming'))!.row;
+  // A managed wallet's transaction still signing: its submit job's own unit takes it on (signing cannot skip submitting).
+  if (tx.status === 'signing') return confirming;
   const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
   // With the chain at hand, count at once (a transfer may already be deep enough); else the confirmation job does.
-  if (moved && chain) await countConfirmations(unit, config, chain, moved.row, confirming.row, 0);
+  if (moved && chain) await countConfirmations(unit, config, chain, moved.row, confirming, 0);
   else if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
   return updated;
+}
+
+/**
+ * Live: an observed transfer moves USDC into the settlement's clearing account, from the managed wallet that sent it
+ * (so its ledger balance follows the chain) or from outside (inbound clearing). The sandbox posts when it sends.
+ */
+function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: ObservedTransfer) {
+  const fromWallet = tx.funding_type === 'managed_wallet' && transfer.from?.toLowerCase() === settlement.from_address.toLowerCase();
+  return {
+    kind: 'offramp_deposit',
+    // The block too: a transfer a reorg removed and the new chain mined again is a new deposit (the first was reversed).
+    reference: `offramp-deposit-${settlement.id}-${transfer.transactionHash}-${transfer.logIndex}-${transfer.blockHash ?? 'none'}`,
+    metadata: { transaction_id: tx.id, settlement_id: settlement.id, transaction_hash: transfer.transactionHash, log_index: transfer.logIndex },
+    postings: [
+      { account: fromWallet ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing' as const, asset: 'USDC' }, amount: -transfer.amount },
+      { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: transfer.amount },
+    ],
+  };
 }
 
 /**
@@ -154,18 +196,97 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
 
 /** Counts now; deep enough: confirmed, funded, payout staged; else another check a step later. */
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
+  const removed = await reorgedTransfers(unit, chain, settlement);
+  if (removed.length) return rollBack(unit, config, chain, tx, settlement, removed, round);
   const seen = await lastTransferAt(unit.em, settlement.id);
   const confirmations = Math.min(await chain.confirmations({ ...settlement, detected_at: seen ?? settlement.detected_at }), settlement.required_confirmations);
   if (confirmations < settlement.required_confirmations) {
     await setConfirmations(unit, settlement, confirmations);
-    await unit.stage(txJobs.confirm(tx, round + 1, Math.max(stepDelay(config, tx.environment), 1)), scopeOf(tx));
+    await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
     return `${confirmations}/${settlement.required_confirmations}`;
   }
-  await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations });
+  const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations });
+  // Live: the deposit address's USDC goes on to the treasury hot wallet, beside the payout (never before it).
+  if (confirmed && chain.live) await unit.stage(sweepJob(confirmed.row), scopeOf(tx));
   const funded = await moveTransaction(unit, tx, 'funded');
   if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
   return 'funded';
 }
+
+interface CountedTransfer {
+  id: string;
+  transaction_hash: string;
+  log_index: number;
+  amount: string;
+  block_number: string;
+  block_hash: string;
+}
+
+/** The counted transfers whose block is no longer on the canonical chain (the sandbox's blocks never leave it). */
+async function reorgedTransfers(unit: Unit, chain: ChainAdapter, settlement: SettlementRow): Promise<CountedTransfer[]> {
+  if (!chain.live) return [];
+  const rows: CountedTransfer[] = await unit.em.query(
+    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash FROM settlement_transfers WHERE settlement_id = $1 AND block_hash IS NOT NULL`,
+    [settlement.id],
+  );
+  const gone: CountedTransfer[] = [];
+  for (const row of rows) if (!(await chain.canonical(settlement.chain, BigInt(row.block_number), row.block_hash))) gone.push(row);
+  return gone;
+}
+
+/**
+ * A reorg removed counted transfers: they are uncounted (their ledger entries reversed), the watcher's cursor goes back
+ * to the first removed block (so a transfer mined again in the new chain is found again), and a settlement no longer
+ * paid in full goes back to awaiting_transfer and its transaction to created, each with its event.
+ */
+async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, removed: CountedTransfer[], round: number): Promise<string> {
+  const total = removed.reduce((sum, t) => sum + minor(t.amount), 0n);
+  await unit.em.query(`DELETE FROM settlement_transfers WHERE id = ANY($1::bigint[])`, [removed.map((t) => t.id)]);
+  const [updated] = await updateReturning<SettlementRow>(unit.em,
+    `UPDATE settlements s SET received_amount = received_amount - $2, confirmations = 0,
+       transaction_hash = (SELECT transaction_hash FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
+       block_number = (SELECT block_number FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
+       detected_at = CASE WHEN EXISTS (SELECT 1 FROM settlement_transfers WHERE settlement_id = s.id) THEN detected_at END, updated_at = now()
+     WHERE id = $1 RETURNING id`,
+    [settlement.id, usdc(total)],
+  );
+  for (const t of removed) {
+    const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash });
+    const original: { from_wallet: boolean }[] = await unit.em.query(
+      `SELECT EXISTS (SELECT 1 FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.account_id WHERE p.entry_id = e.id AND a.account_key LIKE 'wallet:%') AS from_wallet
+         FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $3`,
+      [tx.business_id, tx.environment, entry.reference],
+    );
+    if (!original[0]) continue;
+    const source = original[0].from_wallet ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing' as const, asset: 'USDC' };
+    await postEntry(unit.em, scopeOf(tx), {
+      kind: 'offramp_deposit_reorg',
+      reference: `reorg-${entry.reference}`,
+      metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },
+      postings: [
+        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -minor(t.amount) },
+        { account: source, amount: minor(t.amount) },
+      ],
+    });
+  }
+  const first = removed.reduce((min, t) => (BigInt(t.block_number) < min ? BigInt(t.block_number) : min), BigInt(removed[0].block_number));
+  await unit.em.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [tx.environment, tx.chain, first.toString()]);
+  const now = (await loadSettlement(unit.em, updated.id))!;
+  if (isFullyPaid(now)) {
+    await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
+    return 'reorg: still paid in full';
+  }
+  await moveSettlement(unit, now, 'awaiting_transfer', { confirmations: 0 }, 'reorg');
+  // Like a retry, a step taken again: its jobs are new facts with their own ids.
+  const back = await moveTransaction(unit, tx, 'created', { set: { retry_count: tx.retry_count + 1 }, reason: 'reorg' });
+  // A managed wallet's own transfer: its submit step runs again, finds the send and waits for it to be mined anew.
+  if (back && tx.funding_type === 'managed_wallet') await unit.stage(txJobs.submit(back.row, confirmPollDelay(config, tx.environment)), scopeOf(tx));
+  return 'reorg: awaiting transfer again';
+}
+
+const sweepJob = (settlement: SettlementRow): JobRequest<'settlement.sweep'> => ({
+  name: 'settlement.sweep', id: jobId('settlement.sweep', settlement.id, minor(settlement.received_amount).toString()), data: { settlementId: settlement.id, received: minor(settlement.received_amount).toString() },
+});
 
 /** At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid). */
 export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<string> {
@@ -208,24 +329,40 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
   const already = tx.refund ? minor(tx.refund.amount) : 0n;
   const due = received - already;
   if (!settlement || due <= 0n) return tx.refund;
-  const scope = scopeOf(tx);
-  // One refund per amount received so far: a repeated step finds its entry, a later one is a new entry.
+  // One refund per amount received so far: a repeated step finds its entry (or send), a later one is a new one.
   const reference = `${tx.id}-${received}`;
-  let hash: string | null = tx.refund?.transaction_hash ?? null;
-  if (tx.funding_type === 'managed_wallet') {
-    await postEntry(unit.em, scope, {
-      kind: 'offramp_refund',
-      reference: `refund-${reference}`,
-      metadata: { transaction_id: tx.id },
-      postings: [
-        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -due },
-        { account: walletUsdcAccount(tx.wallet_id!, tx.chain), amount: due },
-      ],
-    });
-  } else {
-    hash = (await chain.refundExternal(unit, scope, { reference, chain: tx.chain, amount: due, to: settlement.from_address, settlementId: settlement.id, walletId: tx.wallet_id! })).hash;
-  }
-  return { status: 'completed', amount: usdc(received), transaction_hash: hash };
+  // A managed wallet's funds go back to it; an external wallet's to the address they came from.
+  const to = tx.funding_type === 'managed_wallet' ? tx.wallet_address! : settlement.from_address;
+  const sent = await chain.refund(unit, scopeOf(tx), {
+    reference, chain: tx.chain, amount: due, to, settlementId: settlement.id, walletId: tx.wallet_id!, transactionId: tx.id, total: received,
+  });
+  // Live: the hot wallet's send is staged; the refund is pending until it is mined (the chain.send job records it).
+  if (!sent) return { status: 'pending', amount: usdc(received), transaction_hash: tx.refund?.transaction_hash ?? null };
+  const hash = tx.funding_type === 'managed_wallet' ? null : sent.hash;
+  return { status: 'completed', amount: usdc(received), transaction_hash: hash ?? tx.refund?.transaction_hash ?? null };
+}
+
+/**
+ * Live: the hot wallet's refund send was mined. The refund completes with its hash (when it is still the refund of
+ * that amount: a later refund for a late deposit supersedes it), the funds leave the settlement's clearing account,
+ * and the transaction's current status is announced again with the refund in it.
+ */
+export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<received> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
+  const settlement = (await settlementOf(unit.em, tx.id))!;
+  await postEntry(unit.em, scopeOf(tx), {
+    kind: 'offramp_refund',
+    reference: send.reference,
+    metadata: { transaction_id: tx.id, settlement_id: settlement.id, transaction_hash: send.hash },
+    postings: [
+      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -send.amount },
+      { account: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' }, amount: send.amount },
+    ],
+  });
+  if (!tx.refund || (send.total !== null && tx.refund.amount !== usdc(BigInt(send.total)))) return 'superseded';
+  await unit.em.query(`UPDATE transactions SET refund = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify({ ...tx.refund, status: 'completed', transaction_hash: send.hash })]);
+  const now = (await loadTransaction(unit.em, tx.id))!;
+  unit.event(scopeOf(tx), `transaction.${now.status}`, transactionView(now));
+  return 'refunded';
 }
 
 async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<Record<string, unknown>> {

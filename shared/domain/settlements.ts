@@ -143,6 +143,8 @@ export interface ObservedTransfer {
   amount: bigint;
   blockNumber?: bigint | null;
   blockHash?: string | null;
+  /** The sender, when known (the chain's log): a managed wallet's own transfer is taken from its ledger balance. */
+  from?: string;
 }
 
 /**

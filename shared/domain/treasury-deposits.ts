@@ -10,6 +10,7 @@ import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
 import { formatAmount, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDepositStatus } from './machines.js';
+import { confirmPollDelay } from './lifecycle-jobs.js';
 import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
 
@@ -200,9 +201,7 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
   return { deposit, isNew: true };
 }
 
-function stepDelay(config: Config, scope: EventScope): number {
-  return scope.environment === 'sandbox' ? config.sandboxStepMs : 0;
-}
+const stepDelay = (config: Config, scope: EventScope): number => (scope.environment === 'sandbox' ? config.sandboxStepMs : 0);
 
 /** The confirmation job: counts a USDC deposit's confirmations; at the required number, it is confirmed. */
 export async function confirmDepositStep(unit: Unit, config: Config, chain: ChainAdapter, depositId: string, round: number): Promise<string> {
@@ -213,13 +212,21 @@ export async function confirmDepositStep(unit: Unit, config: Config, chain: Chai
 }
 
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, deposit: DepositRow, intent: PaymentIntentRow, round: number): Promise<string> {
+  if (deposit.block_number && deposit.block_hash && !(await chain.canonical(intent.chain, BigInt(deposit.block_number), deposit.block_hash))) {
+    // A reorg removed the payment's block: the deposit fails (its pending credit reversed); if the transfer is mined
+    // again, the watcher, sent back to that block, records it anew.
+    await unit.em.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [intent.environment, intent.chain, deposit.block_number]);
+    // Its payment key is freed: the same transfer mined again in the new chain is a new deposit.
+    await unit.em.query(`UPDATE treasury_deposits SET payment_key = payment_key || '-reorged-' || block_hash WHERE id = $1`, [deposit.id]);
+    return failDeposit(unit, deposit.id, { code: 'reorged', message: 'The block that held this transfer left the canonical chain.' });
+  }
   const confirmations = Math.min(
     await chain.confirmations({ chain: intent.chain, block_number: deposit.block_number, detected_at: deposit.observed_at, required_confirmations: deposit.required_confirmations }),
     deposit.required_confirmations,
   );
   if (confirmations < deposit.required_confirmations) {
     await unit.em.query(`UPDATE treasury_deposits SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [deposit.id, confirmations]);
-    await unit.stage(depositJobs.confirm(deposit.id, round + 1, Math.max(stepDelay(config, intentScope(intent)), 1)), intentScope(intent));
+    await unit.stage(depositJobs.confirm(deposit.id, round + 1, confirmPollDelay(config, intent.environment)), intentScope(intent));
     return `${confirmations}/${deposit.required_confirmations}`;
   }
   await confirmDeposit(unit, config, deposit, intent);

@@ -52,6 +52,15 @@ export interface JobPayloads {
   'provider.check': { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
   /** M-Pesa answered a payout with a temporary result: the request is made again (`send` counts them). */
   'payout.resend': { transactionId: string; send: number };
+  /** Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund), then the transaction records it. */
+  'chain.send': {
+    environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; purpose: 'onramp_delivery' | 'refund'; reference: string; to: string;
+    amount: string; transactionId: string; total: string | null;
+  };
+  /** Live: a confirmed deposit address's USDC goes to the treasury hot wallet (gas topped up first). */
+  'settlement.sweep': { settlementId: string; received: string };
+  /** Live: each managed wallet's and the hot wallet's on-chain USDC compared with what the ledger says it holds. */
+  'chain.reconcile': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -93,6 +102,10 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'payout.resend': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   // Not mined yet: asked again (2 s, 4 s, ... about 2 minutes in all); the scan finds it anyway.
   'chain.receipt': { queue: 'settlement', attempts: 7, backoffMs: 2000 },
+  // Not mined within a wait, or the RPC down: asked again (1 s, 2 s, ... about 9 hours in all); the send is never repeated.
+  'chain.send': { queue: 'settlement', attempts: 16, backoffMs: 1000 },
+  'settlement.sweep': { queue: 'settlement', attempts: 16, backoffMs: 1000 },
+  'chain.reconcile': { queue: 'settlement', attempts: 1, backoffMs: 1000 },
 };
 
 /** Which queue each job runs on. */

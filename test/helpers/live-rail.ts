@@ -10,7 +10,10 @@ import { getConfig } from '../../shared/config.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { forgetDarajaTokens } from '../../shared/providers/daraja/daraja-client.js';
 import { startApi, type ApiHarness } from './harness.js';
-import { makeBusiness, writeHeaders, type TestBusiness } from './factories.js';
+import { makeBusiness, makeKey, writeHeaders, type TestBusiness } from './factories.js';
+import { deployTestUsdc, mintUsdc, startAnvil, type Anvil } from './chain.js';
+import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
+import { parseEther, type Address } from 'viem';
 import { getDs } from './shared.js';
 import { quote } from './ramps.js';
 import { startPools, type RunningPools } from './workers.js';
@@ -90,4 +93,44 @@ export async function livePayout(rail: LiveRail, method: 'mobile_money' | 'paybi
   const res = await rail.api.http.post(`${BASE}/offramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, funding_source: { wallet_id: walletId } });
   expect(res.status, JSON.stringify(res.body)).to.equal(201);
   return { id: res.body.id, walletId };
+}
+
+export interface LiveChainRail extends LiveRail {
+  anvil: Anvil;
+  token: Address;
+  /** The live treasury hot wallet, holding gas and `float` USDC. */
+  hot: Address;
+}
+
+/**
+ * The live rail on a real chain: Anvil playing base with the test USDC, the hot wallet funded (10 ETH and `float`
+ * USDC, one block before the watcher's first scan, so unrecorded), and a live key no polling test meets the limit of.
+ * The shared test database forgets what earlier runs' chains left (cursor, sends, nonces, inflows).
+ */
+export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record<string, string>; float?: bigint } = {}): Promise<LiveChainRail> {
+  const anvil = await startAnvil({ chainId: 8453 });
+  const token = await deployTestUsdc(anvil);
+  const hot = treasuryAddress(getConfig().walletSeeds.live!);
+  await anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [hot, `0x${parseEther('10').toString(16)}`] as never });
+  await mintUsdc(anvil, token, hot, options.float ?? 100_000_000_000n);
+  await anvil.publicClient.request({ method: 'anvil_mine' as never, params: ['0x1'] as never });
+  await forgetLiveChain();
+  const rail = await startLiveRail({
+    pools: options.pools,
+    env: { RAMPWAY_TEST_LIVE_CHAIN: '', RPC_URL_BASE: anvil.rpcUrl, USDC_ADDRESS_BASE: token, SETTLEMENT_POLL_MS: '150', ...options.env },
+  });
+  rail.key = (await makeKey(rail.biz.businessId, { environment: 'live', rateLimit: 1_000_000 })).key;
+  return {
+    ...rail, anvil, token, hot,
+    async close() {
+      await rail.close();
+      await anvil.stop();
+      await forgetLiveChain();
+    },
+  };
+}
+
+async function forgetLiveChain(): Promise<void> {
+  const ds = await getDs();
+  for (const table of ['chain_cursors', 'chain_sends', 'chain_nonces', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
 }

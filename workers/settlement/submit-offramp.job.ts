@@ -10,7 +10,7 @@ export const submitOfframpJob = defineJob({
   async process(job, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
     if (!tx) return 'gone';
-    return submitOfframp(deps, deps.config, chainFor(tx.environment, deps.config), tx);
+    return submitOfframp(deps, chainFor(tx.environment, deps.config), tx);
   },
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);

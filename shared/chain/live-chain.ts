@@ -1,0 +1,75 @@
+import { getAddress, type Hex } from 'viem';
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import type { EventScope } from '../domain/events.js';
+import type { Chain } from '../domain/chains.js';
+import { jobId } from '../queues/registry.js';
+import type { ChainAdapter, ConfirmationSubject } from './adapter.js';
+import { scanClientFor } from './clients.js';
+import { sendAndSettle, transferLogOf } from './sender.js';
+
+/**
+ * The live chain: USDC on each chain's RPC. A managed wallet's transfer is signed, sent once and waited for (in the
+ * settlement pool's job, outside any unit of work); deliveries and refunds leave the treasury hot wallet through the
+ * `chain.send` job, staged in the unit that decided them; confirmations count from the chain head, and a transfer's
+ * block is checked to still be canonical.
+ */
+export function liveChain(config: Config): ChainAdapter {
+  return {
+    live: true,
+    async sendFromManagedWallet(deps, scope: EventScope, req) {
+      const sent = (await sendAndSettle({ ...deps, config }, {
+        environment: scope.environment, chain: req.chain, reference: `offramp-${req.reference}`, purpose: 'offramp_funding',
+        signer: { kind: 'managed', index: req.hdIndex }, to: req.to, asset: 'USDC', amount: req.amount,
+      }))!;
+      const log = transferLogOf(sent.receipt, config.chains[req.chain].usdcAddress, req.to);
+      if (!log) throw new Error(`the mined transfer ${sent.row.transaction_hash} carries no USDC Transfer to the deposit address`);
+      return { hash: sent.row.transaction_hash, nonce: Number(sent.row.nonce), logIndex: log.logIndex, blockNumber: log.blockNumber, blockHash: log.blockHash };
+    },
+    async deliver(unit: Unit, scope: EventScope, req) {
+      await stageSend(unit, scope, { purpose: 'onramp_delivery', reference: `onramp-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId });
+      return null;
+    },
+    async refund(unit: Unit, scope: EventScope, req) {
+      await stageSend(unit, scope, {
+        purpose: 'refund', reference: `refund-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId, total: req.total.toString(),
+      });
+      return null;
+    },
+    async confirmations(subject: ConfirmationSubject) {
+      if (subject.block_number === null) return 0;
+      const head = await scanClientFor(config, subject.chain).getBlockNumber({ cacheTime: 0 });
+      const depth = head - BigInt(subject.block_number) + 1n;
+      return depth < 0n ? 0 : Number(depth > BigInt(subject.required_confirmations) ? BigInt(subject.required_confirmations) : depth);
+    },
+    async canonical(chain: Chain, blockNumber: bigint, blockHash: string) {
+      const block = await scanClientFor(config, chain).getBlock({ blockNumber }).catch((err: unknown) => {
+        // A block past the head (the chain got shorter) is no longer there.
+        if (err instanceof Error && /not found|could not be found/i.test(err.message)) return null;
+        throw err;
+      });
+      return block !== null && block.hash === blockHash;
+    },
+  };
+}
+
+interface StagedSend {
+  purpose: 'onramp_delivery' | 'refund';
+  reference: string;
+  chain: Chain;
+  to: string;
+  amount: bigint;
+  transactionId: string;
+  total?: string;
+}
+
+/** The hot wallet's send, staged with the unit that decided it: one job per reference. */
+async function stageSend(unit: Unit, scope: EventScope, s: StagedSend): Promise<void> {
+  await unit.stage({
+    name: 'chain.send',
+    id: jobId('chain.send', scope.environment, s.chain, s.reference),
+    data: { environment: scope.environment, chain: s.chain, purpose: s.purpose, reference: s.reference, to: getAddress(s.to), amount: s.amount.toString(), transactionId: s.transactionId, total: s.total ?? null },
+  }, scope);
+}
+
+export type { Hex };

@@ -1,0 +1,339 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Logger } from 'pino';
+import { encodeFunctionData, erc20Abi, getAddress, keccak256, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
+import { sendRawTransaction } from 'viem/actions';
+import type { HDAccount } from 'viem/accounts';
+import type { Config } from '../config.js';
+import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
+import { updateReturning } from '../db/unit-of-work.js';
+import { managedWalletAccount, treasuryAccount } from './hd-wallet.js';
+import { scanClientFor } from './clients.js';
+import { TRANSFER_EVENT } from './scanner.js';
+
+// Every transaction the platform signs goes through here: a managed wallet's or deposit address's USDC, and the
+// treasury hot wallet's deliveries, refunds and gas top-ups.
+//
+// - Sent once. A send is named by its reference (our id for what it pays). Under a lock on the sending address's
+//   nonce row, the transaction is built, signed and written to chain_sends, and that is committed BEFORE it is
+//   broadcast; a retried or restarted job finds the row and checks the chain instead of signing again.
+// - Nonces. Parallel sends from one address queue on its chain_nonces row and take consecutive nonces (the larger of
+//   ours and the node's pending count). A dropped transaction (the node no longer knows it and its nonce is still free)
+//   is broadcast again from the stored bytes, same nonce; one whose nonce another transaction took (replaced) is signed
+//   again with a fresh nonce, its old hash kept, because any of them may still be the one mined.
+// - Funds. USDC is checked at a pinned block, less what this address already has in flight. Native gas is checked
+//   before a USDC send: below GAS_TOPUP_MIN_WEI_<CHAIN> the hot wallet tops the sender up to GAS_TOPUP_TARGET_WEI_<CHAIN>
+//   (itself a send, named after the one it pays for), else InsufficientGasError.
+// - Keys are derived inside signFor for the moment of signing, and never logged, stored or returned.
+
+export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep';
+export type Signer = { kind: 'managed'; index: number } | { kind: 'treasury' };
+
+export interface SendInput {
+  environment: Environment;
+  chain: Chain;
+  reference: string;
+  purpose: SendPurpose;
+  signer: Signer;
+  to: string;
+  asset: 'USDC' | 'native';
+  /** Minor units (USDC) or wei; 'all' sends the address's whole spendable USDC (a sweep). */
+  amount: bigint | 'all';
+}
+
+export interface SendRow {
+  id: string;
+  reference: string;
+  purpose: SendPurpose;
+  from_address: string;
+  to_address: string;
+  asset: 'USDC' | 'native';
+  amount: string;
+  nonce: string;
+  transaction_hash: Hex;
+  raw_transaction: Hex;
+  replaced_hashes: Hex[];
+  status: 'sent' | 'mined' | 'reverted' | 'failed';
+  block_number: string | null;
+}
+
+export interface SenderDeps {
+  ds: DataSource;
+  config: Config;
+  log: Logger;
+}
+
+/** The sender holds too little USDC (less what it already has in flight). */
+export class ChainFundsError extends Error {
+  constructor(readonly address: string, readonly available: bigint, readonly required: bigint) {
+    super(`${address} holds ${available} USDC minor units spendable, ${required} required`);
+  }
+}
+
+/** The sender has too little native gas and the hot wallet cannot (or may not) top it up. */
+export class InsufficientGasError extends Error {
+  constructor(readonly address: string, readonly balance: bigint, readonly required: bigint, readonly why: string) {
+    super(`${address} holds ${balance} wei, ${required} wei needed: ${why}`);
+  }
+}
+
+/** Broadcast, not mined yet within the wait: the job retries later and finds the same send. */
+export class SendPendingError extends Error {}
+
+const ROW = `id::text, reference, purpose, from_address, to_address, asset, amount::text, nonce::text, transaction_hash, raw_transaction, replaced_hashes, status, block_number::text`;
+const POLL_MS = 200;
+const TRANSFER_GAS_FALLBACK = 100_000n;
+
+const clientOf = (deps: SenderDeps, chain: Chain): PublicClient => scanClientFor(deps.config, chain);
+const tokenOf = (deps: SenderDeps, chain: Chain): Address => getAddress(deps.config.chains[chain].usdcAddress);
+
+function seedOf(deps: SenderDeps, environment: Environment): string {
+  const seed = deps.config.walletSeeds[environment];
+  if (!seed) throw new Error(`no wallet seed for ${environment}`);
+  return seed;
+}
+
+function signFor(deps: SenderDeps, environment: Environment, signer: Signer): HDAccount {
+  const seed = seedOf(deps, environment);
+  return signer.kind === 'treasury' ? treasuryAccount(seed) : managedWalletAccount(seed, signer.index);
+}
+
+export async function findSend(q: Pick<DataSource | EntityManager, 'query'>, environment: Environment, chain: Chain, reference: string): Promise<SendRow | undefined> {
+  const rows: SendRow[] = await q.query(`SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND reference = $3`, [environment, chain, reference]);
+  return rows[0];
+}
+
+/** The address's USDC sends not yet mined, refreshed from their receipts as of `block`: what it has in flight. */
+async function inFlight(em: EntityManager, client: PublicClient, environment: Environment, chain: Chain, from: string, block: bigint): Promise<{ usdc: bigint; native: bigint }> {
+  const rows: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND status = 'sent'`, [environment, chain, from]);
+  let usdc = 0n;
+  let native = 0n;
+  for (const row of rows) {
+    const receipt = await minedReceipt(client, row);
+    if (receipt && receipt.blockNumber <= block) {
+      await markMined(em, row, receipt);
+      continue;
+    }
+    if (row.asset === 'USDC') usdc += BigInt(row.amount);
+    else native += BigInt(row.amount);
+  }
+  return { usdc, native };
+}
+
+async function markMined(q: Pick<DataSource | EntityManager, 'query'>, row: SendRow, receipt: TransactionReceipt): Promise<'mined' | 'reverted'> {
+  const status = receipt.status === 'success' ? 'mined' : 'reverted';
+  await q.query(`UPDATE chain_sends SET status = $2, transaction_hash = $3, block_number = $4, updated_at = now() WHERE id = $1`, [
+    row.id, status, receipt.transactionHash, receipt.blockNumber.toString(),
+  ]);
+  return status;
+}
+
+async function minedReceipt(client: PublicClient, row: SendRow): Promise<TransactionReceipt | null> {
+  for (const hash of [row.transaction_hash, ...row.replaced_hashes]) {
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
+    if (receipt) return receipt;
+  }
+  return null;
+}
+
+/**
+ * Signs and records a send under its address's nonce lock, then broadcasts it. A reference already sent answers its
+ * row (checked on the chain by `settle`). 'all' with nothing to send answers null.
+ */
+export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow | null> {
+  const existing = await findSend(deps.ds, input.environment, input.chain, input.reference);
+  if (existing) return existing;
+  const client = clientOf(deps, input.chain);
+  const account = signFor(deps, input.environment, input.signer);
+  const from = account.address.toLowerCase();
+  const token = tokenOf(deps, input.chain);
+  if (input.asset === 'USDC' && input.signer.kind === 'managed') await ensureGas(deps, input, from, client);
+
+  const row = await deps.ds.transaction(async (em) => {
+    await em.query(
+      `INSERT INTO chain_nonces (environment, chain, address, next_nonce) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING`,
+      [input.environment, input.chain, from],
+    );
+    await em.query(`SELECT 1 FROM chain_nonces WHERE environment = $1 AND chain = $2 AND address = $3 FOR UPDATE`, [input.environment, input.chain, from]);
+    // Another process may have sent it while this one waited for the lock.
+    const raced = await findSend(em, input.environment, input.chain, input.reference);
+    if (raced) return raced;
+    const block = await client.getBlockNumber({ cacheTime: 0 });
+    const flight = await inFlight(em, client, input.environment, input.chain, from, block);
+    let amount: bigint;
+    if (input.asset === 'USDC') {
+      const balance = await client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [account.address], blockNumber: block });
+      const spendable = balance - flight.usdc;
+      amount = input.amount === 'all' ? spendable : input.amount;
+      if (input.amount === 'all' && amount <= 0n) return null;
+      if (spendable < amount) throw new ChainFundsError(getAddress(from), spendable < 0n ? 0n : spendable, amount);
+    } else {
+      if (input.amount === 'all') throw new RangeError("'all' is for USDC sweeps");
+      amount = input.amount;
+    }
+    const call = input.asset === 'USDC'
+      ? { to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(input.to), amount] }), value: 0n }
+      : { to: getAddress(input.to), data: undefined, value: amount };
+    const gas = input.asset === 'USDC'
+      ? ((await client.estimateGas({ account: account.address, ...call }).catch(() => TRANSFER_GAS_FALLBACK)) * 12n) / 10n
+      : 21_000n;
+    const fees = await client.estimateFeesPerGas();
+    const native = await client.getBalance({ address: account.address });
+    const needed = gas * fees.maxFeePerGas + call.value + flight.native;
+    if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
+    const nonce = await nextNonce(em, client, input.environment, input.chain, from);
+    const raw = await account.signTransaction({
+      type: 'eip1559', chainId: CHAIN_IDS[input.chain], nonce: Number(nonce), gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call,
+    });
+    const rows: SendRow[] = await em.query(
+      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, asset, amount, nonce, transaction_hash, raw_transaction)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${ROW}`,
+      [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.asset, amount.toString(), nonce.toString(), keccak256(raw), raw],
+    );
+    await em.query(`UPDATE chain_nonces SET next_nonce = $4, updated_at = now() WHERE environment = $1 AND chain = $2 AND address = $3`, [
+      input.environment, input.chain, from, (nonce + 1n).toString(),
+    ]);
+    return rows[0];
+  });
+  if (row && row.status === 'sent') await broadcast(deps, input.chain, row);
+  return row;
+}
+
+/**
+ * The nonce for a new transaction of `from` (under its lock): after the node's pending count and after every send of
+ * ours still in flight (each is broadcast again by its own job until mined), so nonces stay consecutive and a stale
+ * record never opens a gap.
+ */
+async function nextNonce(em: EntityManager, client: PublicClient, environment: Environment, chain: Chain, from: string, except?: string): Promise<bigint> {
+  const pending = BigInt(await client.getTransactionCount({ address: getAddress(from), blockTag: 'pending' }));
+  const [{ top }]: { top: string | null }[] = await em.query(
+    `SELECT max(nonce)::text AS top FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND status = 'sent' AND id <> coalesce($4::bigint, -1)`,
+    [environment, chain, from, except ?? null],
+  );
+  const afterOurs = top === null ? 0n : BigInt(top) + 1n;
+  return afterOurs > pending ? afterOurs : pending;
+}
+
+/** Before a managed address sends USDC: enough native gas, topped up from the treasury hot wallet when low. */
+async function ensureGas(deps: SenderDeps, input: SendInput, from: string, client: PublicClient): Promise<void> {
+  // A top-up sent for this transfer before (a job that stopped while it was being mined): settled first.
+  const earlier = await findSend(deps.ds, input.environment, input.chain, `gas-${input.reference}`);
+  if (earlier?.status === 'sent') await settle(deps, input.chain, earlier);
+  const { gasTopupMinWei: min, gasTopupTargetWei: target } = deps.config.chains[input.chain];
+  const fees = await client.estimateFeesPerGas();
+  const need = TRANSFER_GAS_FALLBACK * fees.maxFeePerGas;
+  const floor = need > min ? need : min;
+  const balance = await client.getBalance({ address: getAddress(from) });
+  if (balance >= floor) return;
+  if (target === 0n) throw new InsufficientGasError(getAddress(from), balance, floor, 'gas top-ups are off (GAS_TOPUP_TARGET_WEI is 0)');
+  const to = target > floor ? target : floor;
+  let topUp: SendRow | null;
+  try {
+    topUp = await send(deps, {
+      environment: input.environment, chain: input.chain, reference: `gas-${input.reference}`, purpose: 'gas_topup', signer: { kind: 'treasury' }, to: from, asset: 'native', amount: to - balance,
+    });
+  } catch (err) {
+    if (err instanceof InsufficientGasError) throw new InsufficientGasError(getAddress(from), balance, floor, 'the treasury hot wallet cannot top it up');
+    throw err;
+  }
+  if (topUp) await settle(deps, input.chain, topUp);
+  deps.log.info({ chain: input.chain, environment: input.environment, reference: input.reference, topup_hash: topUp?.transaction_hash }, 'gas topped up from the treasury hot wallet');
+}
+
+async function broadcast(deps: SenderDeps, chain: Chain, row: SendRow): Promise<void> {
+  try {
+    await sendRawTransaction(clientOf(deps, chain), { serializedTransaction: row.raw_transaction });
+  } catch (err) {
+    // Already in the node's pool or mined (a second broadcast): settle finds it. Anything else is logged; settle
+    // broadcasts again while the nonce is free.
+    const message = err instanceof Error ? err.message : String(err);
+    if (!/already known|known transaction|nonce too low|already imported/i.test(message)) {
+      deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, err: message.slice(0, 300) }, 'broadcast refused; will check and retry');
+    }
+  }
+  await deps.ds.query(`UPDATE chain_sends SET broadcasts = broadcasts + 1, updated_at = now() WHERE id = $1`, [row.id]);
+}
+
+/**
+ * Waits (up to `timeoutMs`) for the send to be mined, broadcasting it again if the node dropped it, or signing it again
+ * with a fresh nonce if another transaction took its nonce. Answers the receipt; a revert is an error.
+ */
+export async function settle(deps: SenderDeps, chain: Chain, row: SendRow, timeoutMs = 30_000): Promise<TransactionReceipt> {
+  const client = clientOf(deps, chain);
+  const deadline = Date.now() + timeoutMs;
+  let current = row;
+  for (;;) {
+    const receipt = await minedReceipt(client, current);
+    if (receipt) {
+      if ((await markMined(deps.ds, current, receipt)) === 'reverted') throw new Error(`send ${current.reference} reverted on chain (${receipt.transactionHash})`);
+      return receipt;
+    }
+    const known = await client.getTransaction({ hash: current.transaction_hash }).catch(() => null);
+    if (!known) current = await recover(deps, chain, current);
+    if (Date.now() >= deadline) throw new SendPendingError(`send ${current.reference} not mined yet (${current.transaction_hash})`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** Not known to the node: dropped (its nonce still free: broadcast the same bytes) or replaced (sign again). */
+async function recover(deps: SenderDeps, chain: Chain, row: SendRow): Promise<SendRow> {
+  const client = clientOf(deps, chain);
+  const used = BigInt(await client.getTransactionCount({ address: getAddress(row.from_address), blockTag: 'latest' }));
+  if (used <= BigInt(row.nonce)) {
+    deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce }, 'send dropped by the node; broadcasting it again');
+    await broadcast(deps, chain, row);
+    return row;
+  }
+  // The nonce is spent and none of our hashes was mined (checked just before): another transaction replaced ours.
+  deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce }, 'send replaced: its nonce was taken by another transaction; signing it again with a new nonce');
+  const resigned = await deps.ds.transaction(async (em) => {
+    const environment = ((await em.query(`SELECT environment FROM chain_sends WHERE id = $1`, [row.id])) as { environment: Environment }[])[0].environment;
+    await em.query(`SELECT 1 FROM chain_nonces WHERE environment = $1 AND chain = $2 AND address = $3 FOR UPDATE`, [environment, chain, row.from_address]);
+    const [locked]: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE id = $1 FOR UPDATE`, [row.id]);
+    if (locked.transaction_hash !== row.transaction_hash) return locked; // someone re-signed it meanwhile
+    const signer = await signerOf(em, deps, environment, row.from_address);
+    const account = signFor(deps, environment, signer);
+    const nonce = await nextNonce(em, client, environment, chain, row.from_address, row.id);
+    const fees = await client.estimateFeesPerGas();
+    const token = tokenOf(deps, chain);
+    const call = row.asset === 'USDC'
+      ? { to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(row.to_address), BigInt(row.amount)] }), value: 0n, gas: (TRANSFER_GAS_FALLBACK * 12n) / 10n }
+      : { to: getAddress(row.to_address), data: undefined, value: BigInt(row.amount), gas: 21_000n };
+    const raw = await account.signTransaction({ type: 'eip1559', chainId: CHAIN_IDS[chain], nonce: Number(nonce), maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call });
+    const rows = await updateReturning<SendRow>(em,
+      `UPDATE chain_sends SET replaced_hashes = replaced_hashes || transaction_hash, transaction_hash = $2, raw_transaction = $3, nonce = $4, updated_at = now()
+        WHERE id = $1 RETURNING ${ROW}`,
+      [row.id, keccak256(raw), raw, nonce.toString()],
+    );
+    await em.query(`UPDATE chain_nonces SET next_nonce = $4, updated_at = now() WHERE environment = $1 AND chain = $2 AND address = $3`, [environment, chain, row.from_address, (nonce + 1n).toString()]);
+    return rows[0];
+  });
+  await broadcast(deps, chain, resigned);
+  return resigned;
+}
+
+/** Which key signs for an address of ours: the hot wallet, a managed wallet, or a deposit address. */
+async function signerOf(em: EntityManager, deps: SenderDeps, environment: Environment, address: string): Promise<Signer> {
+  if (treasuryAccount(seedOf(deps, environment)).address.toLowerCase() === address) return { kind: 'treasury' };
+  const rows: { hd_index: number }[] = await em.query(
+    `SELECT hd_index FROM wallets WHERE environment = $1 AND lower(address) = $2 AND hd_index IS NOT NULL
+     UNION ALL SELECT hd_index FROM settlements WHERE environment = $1 AND lower(to_address) = $2
+     UNION ALL SELECT hd_index FROM payment_intents WHERE environment = $1 AND lower(deposit_address) = $2 LIMIT 1`,
+    [environment, address],
+  );
+  if (!rows[0]) throw new Error(`no key of ours signs for ${address}`);
+  return { kind: 'managed', index: rows[0].hd_index };
+}
+
+/** Sends (or finds the send) and waits for it to be mined. */
+export async function sendAndSettle(deps: SenderDeps, input: SendInput, timeoutMs?: number): Promise<{ row: SendRow; receipt: TransactionReceipt } | null> {
+  const row = await send(deps, input);
+  if (!row) return null;
+  return { row, receipt: await settle(deps, input.chain, row, timeoutMs) };
+}
+
+/** The USDC Transfer log of a mined send (where it landed: log index, block and its hash). */
+export function transferLogOf(receipt: TransactionReceipt, token: string, to: string): { logIndex: number; blockNumber: bigint; blockHash: Hex; value: bigint } | null {
+  const log = parseEventLogs({ abi: [TRANSFER_EVENT], logs: receipt.logs, strict: true })
+    .find((l) => l.address.toLowerCase() === token.toLowerCase() && l.args.to.toLowerCase() === to.toLowerCase());
+  return log ? { logIndex: log.logIndex!, blockNumber: log.blockNumber!, blockHash: log.blockHash!, value: log.args.value } : null;
+}

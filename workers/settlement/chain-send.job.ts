@@ -1,0 +1,41 @@
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { sendAndSettle } from '../../shared/chain/sender.js';
+import { completeDelivery } from '../../shared/domain/fiat-steps.js';
+import { completeRefund } from '../../shared/domain/offramps.js';
+import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { defineJob } from '../job-definition.js';
+
+/**
+ * Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund) and the transaction records it once mined.
+ * The send is recorded before it is broadcast and named by its reference, so a retry or a restarted worker checks the
+ * chain and never sends twice; while it is not mined the job retries with backoff.
+ */
+export const chainSendJob = defineJob({
+  name: 'chain.send',
+  async process(job, deps) {
+    const d = job.data;
+    const sent = await sendAndSettle(deps, {
+      environment: d.environment, chain: d.chain, reference: d.reference, purpose: d.purpose, signer: { kind: 'treasury' }, to: d.to, asset: 'USDC', amount: BigInt(d.amount),
+    });
+    const hash = sent!.receipt.transactionHash;
+    return inUnit(deps, async (unit) => {
+      const tx = (await loadTransaction(unit.em, d.transactionId))!;
+      if (d.purpose === 'onramp_delivery') return completeDelivery(unit, tx, hash);
+      return completeRefund(unit, tx, { reference: d.reference, amount: BigInt(d.amount), total: d.total, hash });
+    });
+  },
+  async onFinalFailure(job, err, deps) {
+    const d = job.data;
+    const message = (err as Error).message;
+    deps.log.error({ transaction_id: d.transactionId, reference: d.reference, chain: d.chain, err: message }, 'the treasury hot wallet could not send; an operator must act');
+    await inUnit(deps, async (unit) => {
+      const tx = await loadTransaction(unit.em, d.transactionId);
+      if (!tx) return;
+      if (d.purpose === 'onramp_delivery') {
+        if (tx.status === 'processing') await stepFailed(unit, tx, 'funded', message);
+      } else if (tx.refund?.status === 'pending') {
+        await unit.em.query(`UPDATE transactions SET refund = refund || '{"status": "failed"}'::jsonb, updated_at = now() WHERE id = $1`, [tx.id]);
+      }
+    });
+  },
+});
