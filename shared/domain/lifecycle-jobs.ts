@@ -22,6 +22,11 @@ export function confirmPollDelay(config: Config, environment: Environment): numb
   return environment === 'sandbox' ? Math.max(config.sandboxStepMs, 1) : config.settlementPollMs;
 }
 
+/** Live: a confirmed deposit address's USDC to the hot wallet; one sweep per deposit (`round`). */
+export const sweepJob = (kind: 'settlement' | 'payment_intent', id: string, round: string): JobRequest<'settlement.sweep'> => ({
+  name: 'settlement.sweep', id: jobId('settlement.sweep', id, round), data: { kind, id, round },
+});
+
 interface StepSubject extends Subject {
   direction: 'offramp' | 'onramp';
   funding_type: string | null;

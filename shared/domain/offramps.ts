@@ -1,6 +1,4 @@
 import type { Config } from '../config.js';
-import type { JobRequest } from '../queues/producer.js';
-import { jobId } from '../queues/registry.js';
 import { AppError } from '../errors.js';
 import { inUnit, updateReturning, type Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter, ChainDeps, SentTransfer } from '../chain/adapter.js';
@@ -9,7 +7,7 @@ import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
 import type { EventScope } from './events.js';
 import { postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
-import { confirmPollDelay, stepDelay, txJobs } from './lifecycle-jobs.js';
+import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
   createSettlement, isFullyPaid, loadSettlement, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
@@ -207,7 +205,7 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
   }
   const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations });
   // Live: the deposit address's USDC goes on to the treasury hot wallet, beside the payout (never before it).
-  if (confirmed && chain.live) await unit.stage(sweepJob(confirmed.row), scopeOf(tx));
+  if (confirmed && chain.live) await unit.stage(sweepJob('settlement', settlement.id, minor(confirmed.row.received_amount).toString()), scopeOf(tx));
   const funded = await moveTransaction(unit, tx, 'funded');
   if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
   return 'funded';
@@ -283,10 +281,6 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
   if (back && tx.funding_type === 'managed_wallet') await unit.stage(txJobs.submit(back.row, confirmPollDelay(config, tx.environment)), scopeOf(tx));
   return 'reorg: awaiting transfer again';
 }
-
-const sweepJob = (settlement: SettlementRow): JobRequest<'settlement.sweep'> => ({
-  name: 'settlement.sweep', id: jobId('settlement.sweep', settlement.id, minor(settlement.received_amount).toString()), data: { settlementId: settlement.id, received: minor(settlement.received_amount).toString() },
-});
 
 /** At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid). */
 export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<string> {

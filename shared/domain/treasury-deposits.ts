@@ -10,7 +10,7 @@ import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
 import { formatAmount, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDepositStatus } from './machines.js';
-import { confirmPollDelay } from './lifecycle-jobs.js';
+import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
 import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
 
@@ -230,6 +230,8 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
     return `${confirmations}/${deposit.required_confirmations}`;
   }
   await confirmDeposit(unit, config, deposit, intent);
+  // Live: the intent's deposit address is swept to the hot wallet, beside whatever the payment starts.
+  if (chain.live && deposit.payment_method === 'stablecoin') await unit.stage(sweepJob('payment_intent', intent.id, deposit.id), intentScope(intent));
   return 'confirmed';
 }
 

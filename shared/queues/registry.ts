@@ -57,8 +57,8 @@ export interface JobPayloads {
     environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; purpose: 'onramp_delivery' | 'refund'; reference: string; to: string;
     amount: string; transactionId: string; total: string | null;
   };
-  /** Live: a confirmed deposit address's USDC goes to the treasury hot wallet (gas topped up first). */
-  'settlement.sweep': { settlementId: string; received: string };
+  /** Live: a confirmed deposit address's USDC goes to the treasury hot wallet (gas topped up first); `round` names the deposit swept. */
+  'settlement.sweep': { kind: 'settlement' | 'payment_intent'; id: string; round: string };
   /** Live: each managed wallet's and the hot wallet's on-chain USDC compared with what the ledger says it holds. */
   'chain.reconcile': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */

@@ -395,5 +395,7 @@ describe('live chain rails on Anvil', function () {
     expect(deposits.map((d) => d.status).sort()).to.deep.equal(['confirmed', 'failed']);
     const balance = (await api().http.get(`${BASE}/treasury/balance`).set(bearer(key()))).body;
     expect(minor(balance.available)).to.equal(amount);
+    // Its deposit address is swept into the hot wallet.
+    await until(async () => (await usdcOf(intent.payment_instructions.address)) === 0n, { what: 'the intent\'s deposit address swept' });
   });
 });
