@@ -5,23 +5,14 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 //   hot wallet, a gas top-up, a sweep), written and committed before it is broadcast: one per reference (our id for
 //   what it pays), so a retried or restarted job finds it and checks the chain instead of sending again. The signed
 //   bytes are kept (they hold no key) so a dropped transaction is broadcast again unchanged, with the same nonce.
-// - chain_nonces: the next nonce of each sending address, locked while one is handed out, so parallel sends from one
-//   wallet get consecutive nonces.
+//   Parallel sends from one address take consecutive nonces under a transaction-scoped advisory lock on the address.
+// - settlement_transfers.from_address: who sent a counted transfer, so a reorg reverses exactly the entry it made.
 // - chain_inflows: USDC that arrived at a managed wallet or the treasury hot wallet from outside (not one of our own
 //   sends), found by the settlement watcher; the reconciliation counts it.
 export class LiveChain1763800021000 implements MigrationInterface {
   name = 'LiveChain1763800021000';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`
-      CREATE TABLE chain_nonces (
-        environment text NOT NULL CHECK (environment IN ('sandbox', 'live')),
-        chain text NOT NULL,
-        address text NOT NULL CHECK (address ~ '^0x[0-9a-f]{40}$'),
-        next_nonce bigint NOT NULL CHECK (next_nonce >= 0),
-        updated_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (environment, chain, address)
-      )`);
     await q.query(`
       CREATE TABLE chain_sends (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -31,6 +22,7 @@ export class LiveChain1763800021000 implements MigrationInterface {
         purpose text NOT NULL CHECK (purpose IN ('offramp_funding', 'onramp_delivery', 'refund', 'gas_topup', 'sweep')),
         from_address text NOT NULL CHECK (from_address ~ '^0x[0-9a-f]{40}$'),
         to_address text NOT NULL CHECK (to_address ~ '^0x[0-9a-f]{40}$'),
+        hd_index integer CHECK (hd_index >= 0),
         asset text NOT NULL CHECK (asset IN ('USDC', 'native')),
         amount numeric(78, 0) NOT NULL CHECK (amount > 0),
         nonce bigint NOT NULL CHECK (nonce >= 0),
@@ -63,11 +55,12 @@ export class LiveChain1763800021000 implements MigrationInterface {
         UNIQUE (environment, chain, transaction_hash, log_index)
       )`);
     await q.query(`CREATE INDEX chain_inflows_address ON chain_inflows (environment, chain, address)`);
+    await q.query(`ALTER TABLE settlement_transfers ADD COLUMN from_address text`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE settlement_transfers DROP COLUMN from_address`);
     await q.query(`DROP TABLE chain_inflows`);
     await q.query(`DROP TABLE chain_sends`);
-    await q.query(`DROP TABLE chain_nonces`);
   }
 }

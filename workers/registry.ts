@@ -46,6 +46,8 @@ export const SCHEDULES: ScheduleDefinition[] = [
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
   // The live chains' watchers (sandbox deposits arrive through the sandbox controls).
   ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: getConfig().settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
+  // The ledger against the chain, for chains with an RPC configured (the others answer at once).
+  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-reconcile-live-${chain}`, everyMs: getConfig().chainReconcileMs, name: 'chain.reconcile', data: { environment: 'live', chain } })),
 ];
 
 export interface PoolSpec {

@@ -1,4 +1,4 @@
-import { getAddress, type Hex } from 'viem';
+import { getAddress } from 'viem';
 import type { Config } from '../config.js';
 import type { Unit } from '../db/unit-of-work.js';
 import type { EventScope } from '../domain/events.js';
@@ -72,4 +72,3 @@ async function stageSend(unit: Unit, scope: EventScope, s: StagedSend): Promise<
   }, scope);
 }
 
-export type { Hex };

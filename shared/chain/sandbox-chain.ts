@@ -1,9 +1,9 @@
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
-import type { Chain } from '../domain/chains.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { EventScope } from '../domain/events.js';
 import { InsufficientFundsError, postEntry } from '../domain/ledger.js';
+import { refundEntry } from '../domain/offramps.js';
 import { walletUsdcAccount } from '../domain/wallet-balances.js';
 import { simulatedHash, type ChainAdapter, type ConfirmationSubject } from './adapter.js';
 import { liveChain } from './live-chain.js';
@@ -40,7 +40,7 @@ export function sandboxChain(stepMs: number): ChainAdapter {
     },
     async refund(unit: Unit, scope: EventScope, req) {
       // Back to the wallet's simulated balance, where the transfer came from.
-      await postEntry(unit.em, scope, refundEntry(req));
+      await postEntry(unit.em, scope, refundEntry({ reference: `refund-${req.reference}`, settlementId: req.settlementId, amount: req.amount, to: walletUsdcAccount(req.walletId, req.chain) }));
       return { hash: simulatedHash(scope.environment, `refund-${req.reference}`) };
     },
     async confirmations(subject: ConfirmationSubject) {
@@ -51,19 +51,6 @@ export function sandboxChain(stepMs: number): ChainAdapter {
     async canonical() {
       return true;
     },
-  };
-}
-
-/** A refund's ledger entry: the settlement's clearing account back to the wallet the funds came from. */
-export function refundEntry(req: { reference: string; settlementId: string; walletId: string; chain: Chain; amount: bigint }) {
-  return {
-    kind: 'offramp_refund',
-    reference: `refund-${req.reference}`,
-    metadata: { refund: req.reference, settlement_id: req.settlementId },
-    postings: [
-      { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: -req.amount },
-      { account: walletUsdcAccount(req.walletId, req.chain), amount: req.amount },
-    ],
   };
 }
 

@@ -1,4 +1,5 @@
 import { parseAbiItem, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import type { EntityManager } from 'typeorm';
 import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
@@ -98,6 +99,11 @@ export async function advanceCursor(deps: Pick<UnitDeps, 'ds'>, environment: Env
   return rows.length > 0;
 }
 
+/** A reorg removed a block at or after `block`: the cursor goes back to it (never forward), so the new chain is read again. */
+export async function rewindCursor(q: Pick<EntityManager, 'query'>, environment: Environment, chain: Chain, block: bigint | string): Promise<void> {
+  await q.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [environment, chain, block.toString()]);
+}
+
 /** Whether an eth_getLogs error is the RPC refusing the range (as opposed to the RPC being down). */
 export function isRangeRefusal(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
@@ -154,23 +160,20 @@ export async function fetchTransferLogs(
  */
 export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'> & { config?: Config }, environment: Environment, chain: Chain, addresses: string[]): Promise<Match[]> {
   if (!addresses.length) return [];
-  const custody = deps.config && chainFor(environment, deps.config).live;
+  const custody = Boolean(deps.config && chainFor(environment, deps.config).live);
   const hot = custody ? treasuryAddress(deps.config!.walletSeeds[environment]!).toLowerCase() : null;
-  const matches: Match[] = hot && addresses.includes(hot) ? [{ kind: 'treasury', id: hot, address: hot }] : [];
-  if (custody) {
-    matches.push(...(await deps.ds.query(
-      `SELECT 'wallet' AS kind, w.id, lower(w.address) AS address FROM wallets w WHERE w.environment = $1 AND w.type = 'managed_wallet' AND lower(w.address) = ANY($2::text[])`,
-      [environment, addresses],
-    )) as Match[]);
-  }
-  return matches.concat(await deps.ds.query(
+  const matches: Match[] = await deps.ds.query(
     `SELECT 'settlement' AS kind, s.id, lower(s.to_address) AS address FROM settlements s
       WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[])
      UNION ALL
      SELECT 'payment_intent' AS kind, i.id, lower(i.deposit_address) AS address FROM payment_intents i
-      WHERE i.environment = $1 AND i.chain = $2 AND lower(i.deposit_address) = ANY($4::text[])`,
-    [environment, chain, [...WATCHED_SETTLEMENT_STATUSES], addresses],
-  ));
+      WHERE i.environment = $1 AND i.chain = $2 AND lower(i.deposit_address) = ANY($4::text[])
+     UNION ALL
+     SELECT 'wallet' AS kind, w.id, lower(w.address) AS address FROM wallets w
+      WHERE $5 AND w.environment = $1 AND w.type = 'managed_wallet' AND lower(w.address) = ANY($4::text[])`,
+    [environment, chain, [...WATCHED_SETTLEMENT_STATUSES], addresses, custody],
+  );
+  return hot && addresses.includes(hot) ? [...matches, { kind: 'treasury', id: hot, address: hot }] : matches;
 }
 
 /** One pass of the watcher over a chain for an environment: see the notes at the top of this file. */

@@ -13,11 +13,12 @@ import { TRANSFER_EVENT } from './scanner.js';
 // Every transaction the platform signs goes through here: a managed wallet's or deposit address's USDC, and the
 // treasury hot wallet's deliveries, refunds and gas top-ups.
 //
-// - Sent once. A send is named by its reference (our id for what it pays). Under a lock on the sending address's
-//   nonce row, the transaction is built, signed and written to chain_sends, and that is committed BEFORE it is
-//   broadcast; a retried or restarted job finds the row and checks the chain instead of signing again.
-// - Nonces. Parallel sends from one address queue on its chain_nonces row and take consecutive nonces (the larger of
-//   ours and the node's pending count). A dropped transaction (the node no longer knows it and its nonce is still free)
+// - Sent once. A send is named by its reference (our id for what it pays). Under a lock on the sending address (a
+//   transaction-scoped advisory lock), the transaction is built, signed and written to chain_sends, and that is
+//   committed BEFORE it is broadcast; a retried or restarted job finds the row and checks the chain instead of signing
+//   again.
+// - Nonces. Parallel sends from one address queue on its lock and take consecutive nonces (after the node's pending
+//   count and after our own sends still in flight). A dropped transaction (the node no longer knows it and its nonce is still free)
 //   is broadcast again from the stored bytes, same nonce; one whose nonce another transaction took (replaced) is signed
 //   again with a fresh nonce, its old hash kept, because any of them may still be the one mined.
 // - Funds. USDC is checked at a pinned block, less what this address already has in flight. Native gas is checked
@@ -42,10 +43,14 @@ export interface SendInput {
 
 export interface SendRow {
   id: string;
+  environment: Environment;
+  chain: Chain;
   reference: string;
   purpose: SendPurpose;
   from_address: string;
   to_address: string;
+  /** The signer: a managed or deposit address's HD index, null for the treasury hot wallet. */
+  hd_index: number | null;
   asset: 'USDC' | 'native';
   amount: string;
   nonce: string;
@@ -79,9 +84,10 @@ export class InsufficientGasError extends Error {
 /** Broadcast, not mined yet within the wait: the job retries later and finds the same send. */
 export class SendPendingError extends Error {}
 
-const ROW = `id::text, reference, purpose, from_address, to_address, asset, amount::text, nonce::text, transaction_hash, raw_transaction, replaced_hashes, status, block_number::text`;
+const ROW = `id::text, environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount::text, nonce::text, transaction_hash, raw_transaction, replaced_hashes, status, block_number::text`;
 const POLL_MS = 200;
 const TRANSFER_GAS_FALLBACK = 100_000n;
+const NATIVE_GAS = 21_000n;
 
 const clientOf = (deps: SenderDeps, chain: Chain): PublicClient => scanClientFor(deps.config, chain);
 const tokenOf = (deps: SenderDeps, chain: Chain): Address => getAddress(deps.config.chains[chain].usdcAddress);
@@ -149,11 +155,7 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
   if (input.asset === 'USDC' && input.signer.kind === 'managed') await ensureGas(deps, input, from, client);
 
   const row = await deps.ds.transaction(async (em) => {
-    await em.query(
-      `INSERT INTO chain_nonces (environment, chain, address, next_nonce) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING`,
-      [input.environment, input.chain, from],
-    );
-    await em.query(`SELECT 1 FROM chain_nonces WHERE environment = $1 AND chain = $2 AND address = $3 FOR UPDATE`, [input.environment, input.chain, from]);
+    await lockSender(em, input.environment, input.chain, from);
     // Another process may have sent it while this one waited for the lock.
     const raced = await findSend(em, input.environment, input.chain, input.reference);
     if (raced) return raced;
@@ -170,47 +172,65 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
       if (input.amount === 'all') throw new RangeError("'all' is for USDC sweeps");
       amount = input.amount;
     }
-    const call = input.asset === 'USDC'
-      ? { to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(input.to), amount] }), value: 0n }
-      : { to: getAddress(input.to), data: undefined, value: amount };
+    const call = callFor(token, input.asset, input.to, amount);
     const gas = input.asset === 'USDC'
       ? ((await client.estimateGas({ account: account.address, ...call }).catch(() => TRANSFER_GAS_FALLBACK)) * 12n) / 10n
-      : 21_000n;
+      : NATIVE_GAS;
     const fees = await client.estimateFeesPerGas();
     const native = await client.getBalance({ address: account.address });
     const needed = gas * fees.maxFeePerGas + call.value + flight.native;
     if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
-    const nonce = await nextNonce(em, client, input.environment, input.chain, from);
-    const raw = await account.signTransaction({
-      type: 'eip1559', chainId: CHAIN_IDS[input.chain], nonce: Number(nonce), gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call,
-    });
+    const signed = await signNext(em, client, account, input.environment, input.chain, { ...call, gas }, fees);
     const rows: SendRow[] = await em.query(
-      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, asset, amount, nonce, transaction_hash, raw_transaction)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${ROW}`,
-      [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.asset, amount.toString(), nonce.toString(), keccak256(raw), raw],
+      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${ROW}`,
+      [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.signer.kind === 'managed' ? input.signer.index : null,
+        input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw],
     );
-    await em.query(`UPDATE chain_nonces SET next_nonce = $4, updated_at = now() WHERE environment = $1 AND chain = $2 AND address = $3`, [
-      input.environment, input.chain, from, (nonce + 1n).toString(),
-    ]);
     return rows[0];
   });
   if (row && row.status === 'sent') await broadcast(deps, input.chain, row);
   return row;
 }
 
+/** One sender at a time per address (transaction-scoped): its nonces are handed out in order. */
+async function lockSender(em: EntityManager, environment: Environment, chain: Chain, from: string): Promise<void> {
+  await em.query(`SELECT pg_advisory_xact_lock(hashtext('chain_sends:' || $1 || ':' || $2 || ':' || $3))`, [environment, chain, from]);
+}
+
+/** The call of a send: a USDC `transfer`, or native value. */
+function callFor(token: Address, asset: 'USDC' | 'native', to: string, amount: bigint): { to: Address; data: Hex | undefined; value: bigint } {
+  return asset === 'USDC'
+    ? { to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(to), amount] }), value: 0n }
+    : { to: getAddress(to), data: undefined, value: amount };
+}
+
 /**
- * The nonce for a new transaction of `from` (under its lock): after the node's pending count and after every send of
- * ours still in flight (each is broadcast again by its own job until mined), so nonces stay consecutive and a stale
- * record never opens a gap.
+ * Signs `call` with the next nonce of the account (under its lock): after the node's pending count and after every
+ * send of ours still in flight (each is broadcast again by its own job until mined), so nonces stay consecutive and a
+ * stale record never opens a gap. `except`: the send being signed again.
  */
-async function nextNonce(em: EntityManager, client: PublicClient, environment: Environment, chain: Chain, from: string, except?: string): Promise<bigint> {
-  const pending = BigInt(await client.getTransactionCount({ address: getAddress(from), blockTag: 'pending' }));
+async function signNext(
+  em: EntityManager,
+  client: PublicClient,
+  account: HDAccount,
+  environment: Environment,
+  chain: Chain,
+  call: { to: Address; data: Hex | undefined; value: bigint; gas: bigint },
+  fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  except?: string,
+): Promise<{ nonce: bigint; raw: Hex; hash: Hex }> {
+  const pending = BigInt(await client.getTransactionCount({ address: account.address, blockTag: 'pending' }));
   const [{ top }]: { top: string | null }[] = await em.query(
     `SELECT max(nonce)::text AS top FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND status = 'sent' AND id <> coalesce($4::bigint, -1)`,
-    [environment, chain, from, except ?? null],
+    [environment, chain, account.address.toLowerCase(), except ?? null],
   );
   const afterOurs = top === null ? 0n : BigInt(top) + 1n;
-  return afterOurs > pending ? afterOurs : pending;
+  const nonce = afterOurs > pending ? afterOurs : pending;
+  const raw = await account.signTransaction({
+    type: 'eip1559', chainId: CHAIN_IDS[chain], nonce: Number(nonce), maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call,
+  });
+  return { nonce, raw, hash: keccak256(raw) };
 }
 
 /** Before a managed address sends USDC: enough native gas, topped up from the treasury hot wallet when low. */
@@ -286,42 +306,22 @@ async function recover(deps: SenderDeps, chain: Chain, row: SendRow): Promise<Se
   // The nonce is spent and none of our hashes was mined (checked just before): another transaction replaced ours.
   deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce }, 'send replaced: its nonce was taken by another transaction; signing it again with a new nonce');
   const resigned = await deps.ds.transaction(async (em) => {
-    const environment = ((await em.query(`SELECT environment FROM chain_sends WHERE id = $1`, [row.id])) as { environment: Environment }[])[0].environment;
-    await em.query(`SELECT 1 FROM chain_nonces WHERE environment = $1 AND chain = $2 AND address = $3 FOR UPDATE`, [environment, chain, row.from_address]);
+    await lockSender(em, row.environment, chain, row.from_address);
     const [locked]: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE id = $1 FOR UPDATE`, [row.id]);
     if (locked.transaction_hash !== row.transaction_hash) return locked; // someone re-signed it meanwhile
-    const signer = await signerOf(em, deps, environment, row.from_address);
-    const account = signFor(deps, environment, signer);
-    const nonce = await nextNonce(em, client, environment, chain, row.from_address, row.id);
-    const fees = await client.estimateFeesPerGas();
-    const token = tokenOf(deps, chain);
-    const call = row.asset === 'USDC'
-      ? { to: token, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [getAddress(row.to_address), BigInt(row.amount)] }), value: 0n, gas: (TRANSFER_GAS_FALLBACK * 12n) / 10n }
-      : { to: getAddress(row.to_address), data: undefined, value: BigInt(row.amount), gas: 21_000n };
-    const raw = await account.signTransaction({ type: 'eip1559', chainId: CHAIN_IDS[chain], nonce: Number(nonce), maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas, ...call });
+    const account = signFor(deps, row.environment, row.hd_index === null ? { kind: 'treasury' } : { kind: 'managed', index: row.hd_index });
+    const call = callFor(tokenOf(deps, chain), row.asset, row.to_address, BigInt(row.amount));
+    const gas = row.asset === 'USDC' ? (TRANSFER_GAS_FALLBACK * 12n) / 10n : NATIVE_GAS;
+    const signed = await signNext(em, client, account, row.environment, chain, { ...call, gas }, await client.estimateFeesPerGas(), row.id);
     const rows = await updateReturning<SendRow>(em,
       `UPDATE chain_sends SET replaced_hashes = replaced_hashes || transaction_hash, transaction_hash = $2, raw_transaction = $3, nonce = $4, updated_at = now()
         WHERE id = $1 RETURNING ${ROW}`,
-      [row.id, keccak256(raw), raw, nonce.toString()],
+      [row.id, signed.hash, signed.raw, signed.nonce.toString()],
     );
-    await em.query(`UPDATE chain_nonces SET next_nonce = $4, updated_at = now() WHERE environment = $1 AND chain = $2 AND address = $3`, [environment, chain, row.from_address, (nonce + 1n).toString()]);
     return rows[0];
   });
   await broadcast(deps, chain, resigned);
   return resigned;
-}
-
-/** Which key signs for an address of ours: the hot wallet, a managed wallet, or a deposit address. */
-async function signerOf(em: EntityManager, deps: SenderDeps, environment: Environment, address: string): Promise<Signer> {
-  if (treasuryAccount(seedOf(deps, environment)).address.toLowerCase() === address) return { kind: 'treasury' };
-  const rows: { hd_index: number }[] = await em.query(
-    `SELECT hd_index FROM wallets WHERE environment = $1 AND lower(address) = $2 AND hd_index IS NOT NULL
-     UNION ALL SELECT hd_index FROM settlements WHERE environment = $1 AND lower(to_address) = $2
-     UNION ALL SELECT hd_index FROM payment_intents WHERE environment = $1 AND lower(deposit_address) = $2 LIMIT 1`,
-    [environment, address],
-  );
-  if (!rows[0]) throw new Error(`no key of ours signs for ${address}`);
-  return { kind: 'managed', index: rows[0].hd_index };
 }
 
 /** Sends (or finds the send) and waits for it to be mined. */

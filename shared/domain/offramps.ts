@@ -4,12 +4,13 @@ import { inUnit, updateReturning, type Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter, ChainDeps, SentTransfer } from '../chain/adapter.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
+import { rewindCursor } from '../chain/scanner.js';
 import type { EventScope } from './events.js';
-import { postEntry } from './ledger.js';
+import { postEntry, type EntryInput, type LedgerAccount } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  createSettlement, isFullyPaid, loadSettlement, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
@@ -211,24 +212,11 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
   return 'funded';
 }
 
-interface CountedTransfer {
-  id: string;
-  transaction_hash: string;
-  log_index: number;
-  amount: string;
-  block_number: string;
-  block_hash: string;
-}
-
 /** The counted transfers whose block is no longer on the canonical chain (the sandbox's blocks never leave it). */
 async function reorgedTransfers(unit: Unit, chain: ChainAdapter, settlement: SettlementRow): Promise<CountedTransfer[]> {
   if (!chain.live) return [];
-  const rows: CountedTransfer[] = await unit.em.query(
-    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash FROM settlement_transfers WHERE settlement_id = $1 AND block_hash IS NOT NULL`,
-    [settlement.id],
-  );
   const gone: CountedTransfer[] = [];
-  for (const row of rows) if (!(await chain.canonical(settlement.chain, BigInt(row.block_number), row.block_hash))) gone.push(row);
+  for (const row of await countedTransfers(unit.em, settlement.id)) if (!(await chain.canonical(settlement.chain, BigInt(row.block_number), row.block_hash))) gone.push(row);
   return gone;
 }
 
@@ -238,38 +226,18 @@ async function reorgedTransfers(unit: Unit, chain: ChainAdapter, settlement: Set
  * paid in full goes back to awaiting_transfer and its transaction to created, each with its event.
  */
 async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, removed: CountedTransfer[], round: number): Promise<string> {
-  const total = removed.reduce((sum, t) => sum + minor(t.amount), 0n);
-  await unit.em.query(`DELETE FROM settlement_transfers WHERE id = ANY($1::bigint[])`, [removed.map((t) => t.id)]);
-  const [updated] = await updateReturning<SettlementRow>(unit.em,
-    `UPDATE settlements s SET received_amount = received_amount - $2, confirmations = 0,
-       transaction_hash = (SELECT transaction_hash FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
-       block_number = (SELECT block_number FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
-       detected_at = CASE WHEN EXISTS (SELECT 1 FROM settlement_transfers WHERE settlement_id = s.id) THEN detected_at END, updated_at = now()
-     WHERE id = $1 RETURNING id`,
-    [settlement.id, usdc(total)],
-  );
+  const now = await uncountTransfers(unit, settlement, removed);
   for (const t of removed) {
-    const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash });
-    const original: { from_wallet: boolean }[] = await unit.em.query(
-      `SELECT EXISTS (SELECT 1 FROM ledger_postings p JOIN ledger_accounts a ON a.id = p.account_id WHERE p.entry_id = e.id AND a.account_key LIKE 'wallet:%') AS from_wallet
-         FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $3`,
-      [tx.business_id, tx.environment, entry.reference],
-    );
-    if (!original[0]) continue;
-    const source = original[0].from_wallet ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing' as const, asset: 'USDC' };
+    // The entry its observation made (depositEntry, from the same facts), reversed.
+    const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined });
     await postEntry(unit.em, scopeOf(tx), {
       kind: 'offramp_deposit_reorg',
       reference: `reorg-${entry.reference}`,
       metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },
-      postings: [
-        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -minor(t.amount) },
-        { account: source, amount: minor(t.amount) },
-      ],
+      postings: entry.postings.map((p) => ({ ...p, amount: -p.amount })),
     });
   }
-  const first = removed.reduce((min, t) => (BigInt(t.block_number) < min ? BigInt(t.block_number) : min), BigInt(removed[0].block_number));
-  await unit.em.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [tx.environment, tx.chain, first.toString()]);
-  const now = (await loadSettlement(unit.em, updated.id))!;
+  await rewindCursor(unit.em, tx.environment, tx.chain, removed.reduce((min, t) => (BigInt(t.block_number) < min ? BigInt(t.block_number) : min), BigInt(removed[0].block_number)));
   if (isFullyPaid(now)) {
     await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
     return 'reorg: still paid in full';
@@ -343,15 +311,11 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
  */
 export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<received> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
   const settlement = (await settlementOf(unit.em, tx.id))!;
-  await postEntry(unit.em, scopeOf(tx), {
-    kind: 'offramp_refund',
-    reference: send.reference,
-    metadata: { transaction_id: tx.id, settlement_id: settlement.id, transaction_hash: send.hash },
-    postings: [
-      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -send.amount },
-      { account: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' }, amount: send.amount },
-    ],
-  });
+  // Out of our books as it left: to the managed wallet's account, or out through inbound clearing to an external one.
+  await postEntry(unit.em, scopeOf(tx), refundEntry({
+    reference: send.reference, settlementId: settlement.id, amount: send.amount, transactionHash: send.hash,
+    to: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
+  }));
   if (!tx.refund || (send.total !== null && tx.refund.amount !== usdc(BigInt(send.total)))) return 'superseded';
   await unit.em.query(`UPDATE transactions SET refund = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify({ ...tx.refund, status: 'completed', transaction_hash: send.hash })]);
   const now = (await loadTransaction(unit.em, tx.id))!;
@@ -371,6 +335,19 @@ async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<Record<
     ],
   });
   return { status: 'completed', amount: usdc(total), transaction_hash: null };
+}
+
+/** A refund's ledger entry: out of the settlement's clearing account, to `to` (the wallet's account, or inbound clearing). */
+export function refundEntry(req: { reference: string; settlementId: string; amount: bigint; to: LedgerAccount; transactionHash?: string }): EntryInput {
+  return {
+    kind: 'offramp_refund',
+    reference: req.reference,
+    metadata: { settlement_id: req.settlementId, ...(req.transactionHash ? { transaction_hash: req.transactionHash } : {}) },
+    postings: [
+      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
+      { account: req.to, amount: req.amount },
+    ],
+  };
 }
 
 /** The payout happened: the deposit leaves the clearing account for the provider, the platform keeps its fee. */

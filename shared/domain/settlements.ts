@@ -153,9 +153,10 @@ export interface ObservedTransfer {
  */
 export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean }> {
   const inserted: unknown[] = await unit.em.query(
-    `INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash) VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id`,
-    [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null],
+    [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
+      transfer.from?.toLowerCase() ?? null],
   );
   if (!inserted.length) return { settlement, isNew: false };
   const rows = await updateReturning<SettlementRow>(
@@ -165,6 +166,42 @@ export async function recordTransfer(unit: Unit, settlement: SettlementRow, tran
     [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
   );
   return { settlement: rows[0], isNew: true };
+}
+
+/** A transfer counted on-chain (with its block), as a reorg check reads it. */
+export interface CountedTransfer {
+  id: string;
+  transaction_hash: string;
+  log_index: number;
+  amount: string;
+  block_number: string;
+  block_hash: string;
+  from_address: string | null;
+}
+
+export function countedTransfers(q: Queryable, settlementId: string): Promise<CountedTransfer[]> {
+  return q.query(
+    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address FROM settlement_transfers WHERE settlement_id = $1 AND block_hash IS NOT NULL`,
+    [settlementId],
+  );
+}
+
+/**
+ * The reverse of recordTransfer, for transfers a reorg removed: they leave received_amount, and the settlement's first
+ * transfer, block and detection are those of what remains. Answers the settlement as it now stands.
+ */
+export async function uncountTransfers(unit: Unit, settlement: SettlementRow, removed: CountedTransfer[]): Promise<SettlementRow> {
+  const total = removed.reduce((sum, t) => sum + toMinor(t.amount, USDC_SCALE), 0n);
+  await unit.em.query(`DELETE FROM settlement_transfers WHERE id = ANY($1::bigint[])`, [removed.map((t) => t.id)]);
+  const rows = await updateReturning<SettlementRow>(unit.em,
+    `UPDATE settlements s SET received_amount = received_amount - $2, confirmations = 0,
+       transaction_hash = (SELECT transaction_hash FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
+       block_number = (SELECT block_number FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
+       detected_at = CASE WHEN EXISTS (SELECT 1 FROM settlement_transfers WHERE settlement_id = s.id) THEN detected_at END, updated_at = now()
+     WHERE id = $1 RETURNING ${COLUMNS}`,
+    [settlement.id, fromMinor(total, USDC_SCALE)],
+  );
+  return rows[0];
 }
 
 /** When the latest transfer to the address was seen: confirmations count from the transfer that completed the payment. */

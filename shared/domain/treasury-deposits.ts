@@ -11,6 +11,7 @@ import type { EntryInput } from './ledger.js';
 import { formatAmount, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDepositStatus } from './machines.js';
 import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
+import { rewindCursor } from '../chain/scanner.js';
 import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
 
@@ -215,10 +216,11 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
   if (deposit.block_number && deposit.block_hash && !(await chain.canonical(intent.chain, BigInt(deposit.block_number), deposit.block_hash))) {
     // A reorg removed the payment's block: the deposit fails (its pending credit reversed); if the transfer is mined
     // again, the watcher, sent back to that block, records it anew.
-    await unit.em.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [intent.environment, intent.chain, deposit.block_number]);
+    await rewindCursor(unit.em, intent.environment, intent.chain, deposit.block_number);
     // Its payment key is freed: the same transfer mined again in the new chain is a new deposit.
-    await unit.em.query(`UPDATE treasury_deposits SET payment_key = payment_key || '-reorged-' || block_hash WHERE id = $1`, [deposit.id]);
-    return failDeposit(unit, deposit.id, { code: 'reorged', message: 'The block that held this transfer left the canonical chain.' });
+    return failDeposit(unit, deposit.id, { code: 'reorged', message: 'The block that held this transfer left the canonical chain.' }, {
+      payment_key: `${deposit.payment_key}-reorged-${deposit.block_hash}`,
+    });
   }
   const confirmations = Math.min(
     await chain.confirmations({ chain: intent.chain, block_number: deposit.block_number, detected_at: deposit.observed_at, required_confirmations: deposit.required_confirmations }),
@@ -265,7 +267,7 @@ async function confirmDeposit(unit: Unit, config: Config, deposit: DepositRow, i
  * pending -> failed: a payment that did not hold (its transfer's block left the chain, the provider reversed it) is
  * taken back out of the treasury's pending balance; an intent it had paid waits for payment again (or expires).
  */
-export async function failDeposit(unit: Unit, depositId: string, failure: { code: string; message: string }): Promise<string> {
+export async function failDeposit(unit: Unit, depositId: string, failure: { code: string; message: string }, set: Record<string, unknown> = {}): Promise<string> {
   const deposit = await loadDeposit(unit.em, depositId);
   if (!deposit || deposit.status !== 'pending') return `not pending (${deposit?.status ?? 'gone'})`;
   const intent = (await loadPaymentIntent(unit.em, deposit.payment_intent_id, true))!;
@@ -273,7 +275,7 @@ export async function failDeposit(unit: Unit, depositId: string, failure: { code
     scope: intentScope(intent),
     id: deposit.id,
     to: 'failed',
-    set: { failure },
+    set: { failure, ...set },
     reason: failure.code,
     view: (row) => depositView(row),
     ledger: (row) => depositEntry(row, 'failed'),

@@ -132,5 +132,5 @@ export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record
 
 async function forgetLiveChain(): Promise<void> {
   const ds = await getDs();
-  for (const table of ['chain_cursors', 'chain_sends', 'chain_nonces', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
+  for (const table of ['chain_cursors', 'chain_sends', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
 }

@@ -332,6 +332,8 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     const idle = { ...config, chains: { ...config.chains, avalanche: { ...config.chains.avalanche, rpcUrl: 'http://127.0.0.1:9' } } };
     expect(await scanChainJob.process({ data: { environment: 'live', chain: 'avalanche' } } as never, { ...deps, config: idle })).to.equal('nothing open');
     expect(SCHEDULES.filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
+    // And one reconciliation of the ledger against the chain per chain, for live.
+    expect(SCHEDULES.filter((sch) => sch.name === 'chain.reconcile').map((sch) => sch.data)).to.deep.equal(CHAINS.map((chain) => ({ environment: 'live', chain })));
   });
 
   it('a hash the business names is read at once (chain.receipt): its transfers to our addresses recorded once, a foreign one changes nothing', async () => {

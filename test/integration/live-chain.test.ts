@@ -14,6 +14,7 @@ import { getConfig } from '../../shared/config.js';
 import { managedWalletAccount } from '../../shared/chain/hd-wallet.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { reconcileChain } from '../../shared/chain/reconcile.js';
+import { reconcileChainJob } from '../../workers/settlement/reconcile-chain.job.js';
 import { registry as metrics } from '../../shared/metrics.js';
 
 // The live chain rails end to end on a real Anvil playing base (chain id 8453) with a 6-decimal USDC deployed by the
@@ -345,6 +346,12 @@ describe('live chain rails on Anvil', function () {
       const rows: unknown[] = await (await getDs()).query(`SELECT 1 FROM chain_inflows WHERE wallet_id = $1`, [onChain.id]);
       return rows.length > 0;
     }, { what: 'the managed wallet\'s funding recorded by the watcher' });
+    // Outside funding of the hot wallet while the watcher runs is recorded too, so it is no drift.
+    await mintUsdc(anvil, token, hot, minor('5'));
+    await until(async () => {
+      const rows: unknown[] = await (await getDs()).query(`SELECT 1 FROM chain_inflows WHERE kind = 'treasury' AND amount = $1`, [minor('5').toString()]);
+      return rows.length > 0;
+    }, { what: 'the hot wallet\'s funding recorded by the watcher' });
     await untilStatus(api(), key(), open.id, ['action_required']);
     const result = await reconcileChain({ ds: await getDs(), config: rail.pools.deps.config, log: rail.pools.deps.log }, 'live', 'base');
     if (result === 'not configured') throw new Error('reconciliation not configured');
@@ -353,6 +360,9 @@ describe('live chain rails on Anvil', function () {
     expect(of(ledgerOnlyAddress)).to.deep.include({ chain_balance: 0n, ledger_balance: minor('7'), drift: -minor('7') });
     // The hot wallet's float was minted before the watcher began: the only difference our records cannot explain.
     expect(of(hot).drift).to.equal(minor('100000'));
+    // The scheduled job runs the same comparison.
+    const job = await reconcileChainJob.process({ data: { environment: 'live', chain: 'base' } } as never, rail.pools.deps);
+    expect(job).to.deep.include({ addresses: result.length, drifted: result.filter((d) => d.drift !== 0n).length });
     const text = await metrics.metrics();
     expect(text).to.match(/rampway_ledger_chain_drifted_addresses\{environment="live",chain="base",kind="treasury"\} 1/);
     expect(text).to.match(/rampway_ledger_chain_drift_usdc_minor\{environment="live",chain="base",kind="managed_wallet"\} -?\d+/);

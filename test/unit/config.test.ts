@@ -55,4 +55,14 @@ describe('configuration', () => {
       expect(() => loadConfig({ TRUST_PROXY: bad }), bad).to.throw(ConfigError, /TRUST_PROXY/);
     }
   });
+
+  it('reads the gas top-up per chain: defaults, wei overrides, 0 turning top-ups off, and no target below the minimum', () => {
+    const defaults = loadConfig({}).chains;
+    expect(defaults.base).to.include({ gasTopupMinWei: 20_000_000_000_000n, gasTopupTargetWei: 100_000_000_000_000n });
+    expect(defaults.polygon.gasTopupMinWei).to.equal(50_000_000_000_000_000n);
+    expect(loadConfig({ GAS_TOPUP_MIN_WEI_BASE: '5', GAS_TOPUP_TARGET_WEI_BASE: '7' }).chains.base).to.include({ gasTopupMinWei: 5n, gasTopupTargetWei: 7n });
+    expect(loadConfig({ GAS_TOPUP_TARGET_WEI_BASE: '0' }).chains.base.gasTopupTargetWei).to.equal(0n);
+    expect(() => loadConfig({ GAS_TOPUP_MIN_WEI_BASE: '10', GAS_TOPUP_TARGET_WEI_BASE: '9' })).to.throw(ConfigError, /GAS_TOPUP_TARGET_WEI_BASE must be 0 .* or at least GAS_TOPUP_MIN_WEI_BASE/);
+    expect(() => loadConfig({ GAS_TOPUP_MIN_WEI_ARBITRUM: '1e18' })).to.throw(ConfigError, /GAS_TOPUP_MIN_WEI_ARBITRUM must be a whole number of wei/);
+  });
 });
