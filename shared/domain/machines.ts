@@ -31,6 +31,11 @@ export interface Machine<S extends string = string> {
   moves: Readonly<Partial<Record<S, readonly S[]>>>;
   /** Statuses whose arrival is announced as an event; the others are recorded in history only. */
   announced: readonly S[];
+  /**
+   * Conditions for leaving a status toward `to` for `reason`: SQL over the row's columns (qualified by `t`), checked
+   * in the transition's conditional UPDATE, so no caller can make a move the machine forbids, whatever it read.
+   */
+  guards?: Readonly<Partial<Record<S, (to: string, t: string, reason: string | undefined) => string | null>>>;
 }
 
 // CONTRACT section 7. Backwards only: action_required -> the step it stalled in (retry), awaiting_funds -> created (a reorg).
@@ -51,6 +56,13 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     failed: ['action_required'],
   },
   announced: TRANSACTION_STATUSES,
+  guards: {
+    // Back only to the step it stalled in (retry), on to awaiting_funds (the payment arrived), or to failed.
+    action_required: (to, t) => (to === 'failed' || to === 'awaiting_funds' ? null : `${t}.stalled_at = '${to}'`),
+    // Reopened only by money that arrived after it failed (a late deposit, for the business to have refunded), never
+    // to be retried: a stale job's move to action_required is refused. Anything else only while nothing was returned.
+    failed: (to, t, reason) => (to === 'action_required' ? (reason === 'late_deposit' ? null : 'false') : `${t}.refund IS NULL`),
+  },
 };
 
 export const SETTLEMENT_MACHINE: Machine<SettlementStatus> = {

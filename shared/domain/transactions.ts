@@ -195,9 +195,11 @@ export async function usableWallet(em: EntityManager, scope: EventScope, walletI
  * The one way a transaction's status moves (with its event and history); null when it was not in a status that may.
  * A treasury-funded payout's intent follows it (payout_status) in the same transaction.
  */
-export async function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view'> = {}) {
+export async function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view' | 'expected'> = {}) {
+  // Compare-and-set on the status the caller read: a job acting on a row it read before a newer decision is a no-op.
   const moved = await transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
     ...opts,
+    expected: row.status,
     scope: scopeOf(row),
     id: row.id,
     to,

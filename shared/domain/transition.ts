@@ -11,6 +11,11 @@ export interface TransitionInput<S extends string, R> {
   scope: EventScope;
   id: string;
   to: S;
+  /**
+   * The status the caller saw (compare-and-set): the move happens only while the row is still there. A job that read
+   * its row before a newer decision then changes nothing. Omitted: any status that may move to `to`.
+   */
+  expected?: S;
   /** Other columns changed in the same UPDATE (objects are stored as JSON). */
   set?: Record<string, unknown>;
   /** Why, for the history row (a failure code, `retry`, `reorg`). */
@@ -33,15 +38,18 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /**
  * The one way a status changes: a conditional UPDATE from an allowed previous status, a history row, the event,
  * the ledger entry and the staged jobs, all in the caller's transaction. Answers null when the row is not in a
- * status that may move to `to` (or does not exist): a duplicate job or a lost race, for the caller to judge.
+ * status that may move to `to`, or no longer in the `expected` one (or does not exist): a duplicate job or a lost
+ * race, for the caller to judge.
  */
 export async function transition<S extends string, R extends Record<string, any>>(
   unit: Unit,
   machine: Machine<S>,
   input: TransitionInput<S, R>,
 ): Promise<Moved<S, R> | null> {
-  const from = sourcesOf(machine, input.to);
-  if (!from.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
+  const allowed = sourcesOf(machine, input.to);
+  if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
+  const from = input.expected === undefined ? allowed : allowed.filter((s) => s === input.expected);
+  if (!from.length) return null;
   const params: unknown[] = [input.id, input.scope.businessId, input.scope.environment, from, input.to];
   const sets = [`${machine.column} = $5`, 'updated_at = now()'];
   for (const [column, value] of Object.entries(input.set ?? {})) {
@@ -59,7 +67,7 @@ export async function transition<S extends string, R extends Record<string, any>
   // status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
     `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR NO KEY UPDATE),
-     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[]) RETURNING ${t}.*, prev.status AS previous_status),
+     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])${guarded(machine, from, input.to, t, input.reason)} RETURNING ${t}.*, prev.status AS previous_status),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
                  SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)
      SELECT * FROM moved`,
@@ -75,6 +83,15 @@ export async function transition<S extends string, R extends Record<string, any>
   if (entry) unit.post(input.scope, entry);
   for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
   return { row, from: previous };
+}
+
+/** The machine's guards on leaving `from` toward `to`, as a condition on the row (`t`) for the conditional UPDATE. */
+function guarded<S extends string>(machine: Machine<S>, from: S[], to: S, t: string, reason: string | undefined): string {
+  const conditions = from.flatMap((status) => {
+    const guard = machine.guards?.[status]?.(to, t, reason);
+    return guard ? [`(prev.status <> '${status}' OR (${guard}))`] : [];
+  });
+  return conditions.map((c) => ` AND ${c}`).join('');
 }
 
 /** A resource's first status: the history row (from nothing) and, when announced, its event, in the caller's transaction. */

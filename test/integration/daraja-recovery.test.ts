@@ -86,7 +86,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
     await settled();
     expect((await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
     const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
-    expect(counts['live transactions waiting on the provider whose status check was lost']).to.be.at.least(1);
+    expect(counts['transactions live onramp awaiting_funds']).to.be.at.least(1);
     expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
   });
 });

@@ -11,6 +11,9 @@ import { asJobFailure } from '../../workers/runtime.js';
 import { AppError, PermanentJobError } from '../../shared/errors.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import type { Environment } from '../../shared/domain/chains.js';
+import { loadTransaction, moveTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
+import { startPools, type RunningPools } from '../helpers/workers.js';
+import { kesBeneficiary, offramp, quote, verifiedWallet } from '../helpers/ramps.js';
 
 describe('the engine: units of work and the one transition function', () => {
   let api: ApiHarness;
@@ -150,5 +153,61 @@ describe('the engine: units of work and the one transition function', () => {
     expect(asJobFailure(outage)).to.equal(outage);
     const unknown = new Error('ECONNRESET');
     expect(asJobFailure(unknown)).to.equal(unknown);
+  });
+
+  describe('a transaction moves only from the status its caller saw, and only where its machine allows', () => {
+    let pools: RunningPools;
+    let beneficiary: string;
+    before(async () => {
+      pools = await startPools(['pricing']);
+      beneficiary = await kesBeneficiary(api, key);
+    });
+    after(() => pools?.close());
+
+    /** An external-wallet off-ramp left in `created` (no settlement pool runs here), then set as the case needs. */
+    async function offrampIn(status: string, set: Record<string, unknown> = {}): Promise<TransactionRow> {
+      const wallet = await verifiedWallet(api, key);
+      const q = await quote(api, key, { direction: 'offramp', source_amount: '10', beneficiary_id: beneficiary });
+      const res = await offramp(api, key, q.id, wallet.id);
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      const columns = Object.keys(set);
+      await api.deps.ds.query(
+        `UPDATE transactions SET status = $2${columns.map((c, i) => `, ${c} = $${i + 3}`).join('')} WHERE id = $1`,
+        [res.body.id, status, ...columns.map((c) => (set[c] !== null && typeof set[c] === 'object' ? JSON.stringify(set[c]) : set[c]))],
+      );
+      return (await loadTransaction(api.deps.ds, res.body.id))!;
+    }
+    const failure = { code: 'test', message: 'Set by the test.' };
+    const statusOf = async (id: string) => (await loadTransaction(api.deps.ds, id))!.status;
+
+    it('a job acting on a row it read before a newer decision changes nothing (compare-and-set)', async () => {
+      const seen = await offrampIn('processing');
+      // A newer decision: the payout is stalled for the business.
+      const newer = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'test' }));
+      expect(newer?.from).to.equal('processing');
+      // The stale job still holds `processing` and tries to fail it: processing -> failed is allowed, but it is not there any more.
+      const stale = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'failed', { set: { failure }, reason: 'stale' }));
+      expect(stale).to.equal(null);
+      expect(await statusOf(seen.id)).to.equal('action_required');
+      const reasons = await api.deps.ds.query(`SELECT reason FROM status_history WHERE resource_id = $1 AND reason IN ('test', 'stale')`, [seen.id]);
+      expect(reasons).to.deep.equal([{ reason: 'test' }]);
+    });
+
+    it('action_required goes back only to the step it stalled in (or on to failed)', async () => {
+      const tx = await offrampIn('action_required', { stalled_at: 'funded', failure });
+      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'processing'))).to.equal(null);
+      expect(await statusOf(tx.id)).to.equal('action_required');
+      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))?.from).to.equal('action_required');
+    });
+
+    it('a failed transaction is reopened only by a late deposit, never to be retried', async () => {
+      const refunded = await offrampIn('failed', { failure, refund: { status: 'completed', amount: '10.150000', transaction_hash: null } });
+      // A stale provider check that still believes the payout is out: refused.
+      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
+      expect(await statusOf(refunded.id)).to.equal('failed');
+      // USDC that arrived after it failed is left to the business (refunded, never paid out).
+      const late = await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
+      expect(late?.from).to.equal('failed');
+    });
   });
 });

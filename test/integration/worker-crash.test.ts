@@ -87,7 +87,7 @@ describe('a worker process killed in the middle of lifecycles', function () {
       const ds = await getDs();
       await ds.query(`UPDATE transactions SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [tx.id]);
       const counts = (await sweepJob.process({ data: {} } as never, settlement.deps)) as Record<string, number>;
-      expect(counts['transactions whose step job was lost']).to.be.at.least(1);
+      expect(counts['transactions funded']).to.be.at.least(1);
       expect(await settlement.deps.queues.providers.getJobState(lost.id)).to.be.oneOf(['waiting', 'delayed']);
       const providers = await startPools(['providers']);
       try {

@@ -1,0 +1,68 @@
+import { expect } from 'chai';
+import { erc20Abi, getAddress, parseEther, type Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { bearer, writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { BASE } from '../helpers/wallets.js';
+import { expectLedgerSound, offramp, quote } from '../helpers/ramps.js';
+import { until } from '../helpers/until.js';
+import { mintUsdc } from '../helpers/chain.js';
+import { liveBeneficiary, startLiveChainRail, type LiveChainRail } from '../helpers/live-rail.js';
+import { jobId } from '../../shared/queues/registry.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+
+// Money owed after a transaction ended is never left to a job Redis may forget: the sweeper finds a refund whose
+// send job was lost (or gave up), from the outbox that staged it, and the refund is made, once.
+describe('the sweeper re-drives a live refund whose job was lost', function () {
+  this.timeout(120_000);
+  let rail: LiveChainRail;
+
+  before(async () => {
+    rail = await startLiveChainRail({ pools: ['pricing', 'settlement', 'providers'], env: { CONFIRMATIONS_BASE: '1', CHAIN_RECONCILE_MS: '3600000' } });
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  const setEth = (address: Address, wei: bigint) => rail.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [address, `0x${wei.toString(16)}`] as never });
+  const mine = () => rail.anvil.publicClient.request({ method: 'anvil_mine' as never, params: ['0x1'] as never });
+  const get = async (id: string) => (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
+
+  it('a refused payout\'s refund, its send job lost while the hot wallet had no gas, is sent once the sweeper runs', async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const wallet = await rail.api.http.post(`${BASE}/wallets`).set(writeHeaders(rail.key)).send({ address: account.address, chain: 'base' });
+    const challenge = await rail.api.http.post(`${BASE}/wallets/${wallet.body.id}/verification-challenges`).set(writeHeaders(rail.key));
+    await rail.api.http.post(`${BASE}/wallets/${wallet.body.id}/verify`).set(writeHeaders(rail.key))
+      .send({ challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }) });
+    // A receiver M-Pesa refuses for good (magic 0002): the payout fails and the USDC goes back.
+    const beneficiary = await liveBeneficiary(rail, 'mobile_money', { phone_number: '+254712340002', mobile_network: 'safaricom' });
+    const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiary });
+    const created = (await offramp(rail.api, rail.key, q.id, wallet.body.id)).body;
+    const total = toMinor(created.settlement.total_required, USDC_SCALE);
+    await mintUsdc(rail.anvil, rail.token, account.address, total);
+    await setEth(account.address, parseEther('1'));
+    // The hot wallet cannot pay gas: the refund's send waits, retried with backoff.
+    await setEth(rail.hot, 0n);
+    const hash = await rail.anvil.walletClient.writeContract({ address: rail.token, abi: erc20Abi, functionName: 'transfer', args: [getAddress(created.settlement.to_address), total], account, chain: rail.anvil.chain });
+    await rail.anvil.publicClient.waitForTransactionReceipt({ hash });
+    const failed = await until(async () => { await mine(); const tx = await get(created.id); return tx.status === 'failed' && tx; }, { what: 'the payout refused', everyMs: 100, timeoutMs: 30_000, describe: async () => ({ status: (await get(created.id)).status, failure: (await get(created.id)).failure }) });
+    expect(failed.refund.status).to.equal('pending');
+    const send = jobId('chain.send', 'live', 'base', `refund-${created.id}-${total}`);
+    const queue = rail.pools.deps.queues.settlement;
+    await until(async () => (await queue.getJobState(send)) === 'delayed', { what: 'the refund send waiting for gas' });
+    // Redis forgets it.
+    await queue.remove(send);
+    expect(await queue.getJobState(send)).to.equal('unknown');
+    await setEth(rail.hot, parseEther('10'));
+    const ds = await getDs();
+    await ds.query(`UPDATE transactions SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [created.id]);
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['refunds still pending or failed']).to.equal(1);
+    const refunded = await until(async () => { await mine(); const tx = await get(created.id); return tx.refund?.status === 'completed' && tx; }, { what: 'the refund completed', everyMs: 100 });
+    expect(refunded.status).to.equal('failed');
+    const balance = await rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [account.address] });
+    expect(balance).to.equal(total);
+    const sends: unknown[] = await ds.query(`SELECT 1 FROM chain_sends WHERE purpose = 'refund' AND to_address = $1`, [account.address.toLowerCase()]);
+    expect(sends).to.have.length(1);
+  });
+});
