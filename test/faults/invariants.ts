@@ -174,7 +174,7 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
       const paidIn = facts.transfers.filter((x) => x.to === address).reduce((s, x) => s + x.value, 0n);
       if (t.status === 'action_required' || paidIn === 0n && t.status !== 'completed') continue; // invariant 5's to judge
       const out = (t.status === 'completed' ? minor(t.total_required) : 0n) + (t.refund?.status === 'completed' ? minor(t.refund.amount) : 0n);
-      if (out !== paidIn) examples.push(`off-ramp ${t.id} (${t.status}${t.failure ? ` ${t.failure.code}` : ''}): payer sent ${paidIn}, paid out + returned ${out}`);
+      if (out !== paidIn) examples.push(`off-ramp ${t.id} (${t.status}${t.failure ? ` ${t.failure.code}` : ''}): payer sent ${paidIn}, paid out + returned ${out} (refund ${JSON.stringify(t.refund)})`);
     } else {
       const life = facts.lives.find((l) => l.transactions.includes(t.id))!;
       const paid = collectionsPaid(facts.world, life.phones);

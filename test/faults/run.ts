@@ -24,7 +24,9 @@ async function fire(world: World, event: FaultEvent, notes: string[], injected: 
       // Snapshot, let `depth` blocks come, revert, and grow a longer chain without them.
       const request = (method: string, params: unknown[] = []) => world.anvil.publicClient.request({ method: method as never, params: params as never });
       const { id, from } = await world.withoutMiner(async () => ({ id: await request('evm_snapshot'), from: await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 }) }));
-      await sleep(event.depth * 300 + 100);
+      // Blocks come from the miner and from every mined transaction: revert as soon as `depth` are there.
+      const waitUntil = Date.now() + 3000;
+      while (Date.now() < waitUntil && (await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 })) - from < BigInt(event.depth)) await sleep(40);
       await world.withoutMiner(async () => {
         const head = await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 });
         // Never deeper than the configured confirmations promise: that would be the harness's fault.
@@ -114,7 +116,7 @@ async function operateExits(world: World, lives: Lifecycle[], exits: Map<string,
   return stalled.length;
 }
 
-export async function runFaults(seed: number, options: { lifecycles: number; faultMs: number; quiesceMs: number; log: (line: string) => void }): Promise<RunReport> {
+export async function runFaults(seed: number, options: { lifecycles: number; faultMs: number; quiesceMs: number; exitMs: number; log: (line: string) => void }): Promise<RunReport> {
   const plan = makePlan(seed, { lifecycles: options.lifecycles, faultMs: options.faultMs, confirmations: CONFIRMATIONS });
   options.log(describePlan(plan));
   const runStarted = new Date();
@@ -147,11 +149,11 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     await world.service.killWorkers();
     await world.service.startWorkers();
     const exits = new Map<string, string[]>();
-    const deadline = Date.now() + options.quiesceMs;
-    let stuck = await quiesce(lives, deadline - Date.now());
-    for (let round = 0; round < 2 && Date.now() < deadline; round++) {
+    let stuck = await quiesce(lives, options.quiesceMs);
+    // Then the operator: every action_required is offered its exit, and each exit gets its own time to work.
+    for (let round = 0; round < 2; round++) {
       if (!(await operateExits(world, lives, exits))) break;
-      stuck = await quiesce(lives, Math.max(5000, deadline - Date.now()));
+      stuck = await quiesce(lives, options.exitMs);
     }
     if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
