@@ -5,12 +5,12 @@
 import { erc20Abi, parseEventLogs, type Hex } from 'viem';
 import { getDs } from '../helpers/shared.js';
 import { findLedgerInconsistencies } from '../../shared/domain/ledger.js';
-import { reconcileChain } from '../../shared/chain/reconcile.js';
+import { reconcileChain, type AddressDrift } from '../../shared/chain/reconcile.js';
 import { loadConfig } from '../../shared/config.js';
 import { logger } from '../../shared/logger.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import type { Lifecycle } from './lifecycles.js';
-import { CONFIRMATIONS, HOT_FLOAT, type World } from './world.js';
+import { CONFIRMATIONS, type World } from './world.js';
 
 export interface Verdict {
   name: string;
@@ -28,6 +28,8 @@ export interface Facts {
   transfers: { from: string; to: string; value: bigint; block: bigint; hash: string }[];
   /** The exits the run operated on transactions left in action_required: id -> what was tried and what it answered. */
   exits: Map<string, string[]>;
+  /** The hot wallet's chain-minus-ledger before any lifecycle ran (its float, and what earlier runs left in its account). */
+  hotDriftAtStart: bigint;
 }
 
 const minor = (v: string | null | undefined) => (v ? toMinor(String(v), USDC_SCALE) : 0n);
@@ -243,6 +245,14 @@ export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
   return verdict('every transaction ends completed, failed with its refund completed, or action_required with a working exit', rows.length + intents.length, examples);
 }
 
+/** Each managed wallet's and the hot wallet's chain balance against its ledger account (the service's own reconciliation, read straight from Anvil). */
+export async function chainDrifts(world: World): Promise<AddressDrift[]> {
+  const config = loadConfig({ ...process.env, RPC_URL_BASE: world.anvil.rpcUrl, USDC_ADDRESS_BASE: world.token });
+  const drifts = await reconcileChain({ ds: await getDs(), config, log: logger() }, 'live', 'base');
+  if (drifts === 'not configured') throw new Error('the ledger/chain reconciliation is not configured');
+  return drifts;
+}
+
 /** 6. The ledger balances, and equals the chain for every managed wallet of the run and the hot wallet. */
 export async function ledgerBalancesAndMatchesChain(facts: Facts): Promise<Verdict> {
   const ds = await getDs();
@@ -251,16 +261,16 @@ export async function ledgerBalancesAndMatchesChain(facts: Facts): Promise<Verdi
   for (const e of found.unbalancedEntries.slice(0, 5)) examples.push(`unbalanced entry ${JSON.stringify(e)}`);
   for (const a of found.driftedAccounts.slice(0, 5)) examples.push(`stored balance differs from its postings: ${JSON.stringify(a)}`);
   const { world } = facts;
-  const config = loadConfig({ ...process.env, RPC_URL_BASE: world.anvil.rpcUrl, USDC_ADDRESS_BASE: world.token });
-  const drifts = await reconcileChain({ ds, config, log: logger() }, 'live', 'base');
-  if (drifts === 'not configured') return verdict('the ledger balances and equals the chain', 0, ['reconciliation not configured']);
+  const drifts = await chainDrifts(world);
   const ours = new Set((await ds.query(`SELECT lower(address) AS address FROM wallets WHERE business_id = $1 AND environment = 'live' AND type = 'managed_wallet'`, [world.businessId]) as { address: string }[]).map((w) => w.address));
   let checked = 0;
   for (const d of drifts) {
     const address = d.address.toLowerCase();
     if (d.kind === 'treasury') {
       checked++;
-      if (d.drift !== HOT_FLOAT) examples.push(`hot wallet ${address}: chain ${d.chain_balance}, ledger ${d.ledger_balance} (drift ${d.drift - HOT_FLOAT} beyond the float minted before the run)`);
+      // The hot wallet's ledger account outlives a run (same address, same database): what must hold is that the run
+      // changed its chain balance and its ledger balance alike.
+      if (d.drift !== facts.hotDriftAtStart) examples.push(`hot wallet ${address}: chain ${d.chain_balance}, ledger ${d.ledger_balance}: drift ${d.drift - facts.hotDriftAtStart} beyond the drift at the run's start`);
     } else if (ours.has(address)) {
       checked++;
       if (d.drift !== 0n) examples.push(`managed wallet ${address}: chain ${d.chain_balance}, ledger ${d.ledger_balance}`);

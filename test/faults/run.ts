@@ -3,7 +3,7 @@
 // an operator would take on action_required), then every invariant read.
 import { getDs } from '../helpers/shared.js';
 import { drive, type Lifecycle } from './lifecycles.js';
-import { INVARIANTS, gatherTransfers, type Facts, type Verdict } from './invariants.js';
+import { INVARIANTS, chainDrifts, gatherTransfers, type Facts, type Verdict } from './invariants.js';
 import { describePlan, makePlan, type FaultEvent, type Plan } from './schedule.js';
 import { CONFIRMATIONS, startWorld, type World } from './world.js';
 
@@ -128,6 +128,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     const keeper = await world.call(world.liveKey, 'POST', '/payment-intents', { amount: { currency: 'KES', value: '1000' }, accepted_payment_methods: ['stablecoin'], settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' }, expires_in_seconds: 3600 });
     if (keeper.status !== 201) notes.push(`keeper intent: ${keeper.status}`);
     await sleep(1500);
+    const hotDriftAtStart = (await chainDrifts(world)).find((d) => d.kind === 'treasury')?.drift ?? 0n;
     const started = Date.now();
     const driving = plan.lifecycles.map(async (l) => {
       await sleep(l.at);
@@ -159,7 +160,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
     for (const [k, v] of Object.entries(world.rpc.injected)) if (v) injected[`rpc ${k}`] = v;
     for (const [k, v] of Object.entries(world.daraja.injected)) if (v) injected[`daraja ${k}`] = v;
-    const facts: Facts = { world, lives, runStarted, transfers: await gatherTransfers(world), exits };
+    const facts: Facts = { world, lives, runStarted, transfers: await gatherTransfers(world), exits, hotDriftAtStart };
     const verdicts: Verdict[] = [];
     for (const check of INVARIANTS) verdicts.push(await check(facts));
     return { plan, lives, verdicts, injected, notes };
