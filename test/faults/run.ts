@@ -152,7 +152,8 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     const exits = new Map<string, string[]>();
     let stuck = await quiesce(lives, options.quiesceMs);
     // Then the operator: every action_required is offered its exit, and each exit gets its own time to work.
-    for (let round = 0; round < 2; round++) {
+    // (A late deposit can turn a failed transaction into action_required after quiescence: a third round catches it.)
+    for (let round = 0; round < 3; round++) {
       if (!(await operateExits(world, lives, exits))) break;
       stuck = await quiesce(lives, options.exitMs);
     }
