@@ -1,0 +1,192 @@
+// The lifecycles a fault run drives, each as the business and its payer would: through the public API, the payer's
+// own chain transfers (straight to Anvil), and M-Pesa phones whose last four digits pick the stand-in's scenario
+// (success otherwise; 0001 declined collection; 0002 receiver refused for good). A lifecycle records what it created
+// (transactions, intents, phones, payer addresses): the invariants read the rest from the database and the chain.
+import { randomUUID } from 'node:crypto';
+import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { until } from '../helpers/until.js';
+import type { LifecycleKind } from './schedule.js';
+import type { World } from './world.js';
+import { SETTLEMENT_TTL_SECONDS } from './world.js';
+
+export interface Lifecycle {
+  kind: LifecycleKind;
+  n: number;
+  transactions: string[];
+  intents: string[];
+  /** Payer phones (digits only) and payer chain addresses (lower case) this lifecycle used. */
+  phones: string[];
+  payers: string[];
+  /** The harness could not drive it as planned (an API answer it did not expect): reported, not an invariant. */
+  error?: string;
+}
+
+const minor = (v: string) => toMinor(v, USDC_SCALE);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function ok(answer: { status: number; body: Record<string, any> }, what: string): Record<string, any> {
+  if (answer.status >= 300) throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+  return answer.body;
+}
+
+/** A Kenyan number unique to the lifecycle whose last four digits are the scenario. */
+const phoneOf = (n: number, scenario: string) => `+2547${String(n % 10_000).padStart(4, '0')}${scenario}`;
+
+async function priced(world: World, key: string, body: Record<string, unknown>): Promise<Record<string, any>> {
+  let q = ok(await world.call(key, 'POST', '/quotes', { chain: 'base', currency: 'KES', payment_method: 'mobile_money', ...body }), 'quote');
+  if (q.status === 'pending') {
+    q = await until(async () => {
+      const seen = (await world.call(key, 'GET', `/quotes/${q.id}`)).body;
+      return seen.status !== 'pending' && seen;
+    }, { timeoutMs: 60_000, everyMs: 250, what: `quote ${q.id} priced` });
+  }
+  return q;
+}
+
+async function beneficiary(world: World, key: string, phone: string): Promise<string> {
+  return ok(await world.call(key, 'POST', '/beneficiaries', {
+    currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Fault Payee', details: { phone_number: phone, mobile_network: 'safaricom' },
+  }), 'beneficiary').id;
+}
+
+/** A fresh payer EOA registered and verified as the business's external wallet. */
+async function verifiedPayer(world: World): Promise<{ key: `0x${string}`; address: string; walletId: string }> {
+  const key = generatePrivateKey();
+  const account = privateKeyToAccount(key);
+  const wallet = ok(await world.call(world.liveKey, 'POST', '/wallets', { address: account.address, chain: 'base' }), 'wallet');
+  const challenge = ok(await world.call(world.liveKey, 'POST', `/wallets/${wallet.id}/verification-challenges`), 'challenge');
+  ok(await world.call(world.liveKey, 'POST', `/wallets/${wallet.id}/verify`, { challenge_id: challenge.id, signature: await account.signMessage({ message: challenge.message }) }), 'verify');
+  return { key, address: account.address.toLowerCase(), walletId: wallet.id };
+}
+
+async function statusOf(world: World, key: string, id: string): Promise<Record<string, any>> {
+  return (await world.call(key, 'GET', `/transactions/${id}`)).body;
+}
+
+async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' | 'partial' | 'underpaid' | 'late' | 'refused' | 'overpaid'): Promise<void> {
+  const key = world.liveKey;
+  const payer = await verifiedPayer(world);
+  life.payers.push(payer.address);
+  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, variant === 'refused' ? '0002' : '5678'));
+  const q = await priced(world, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  const tx = ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: payer.walletId }, external_reference: `fault-${randomUUID()}` }), 'offramp');
+  life.transactions.push(tx.id);
+  const total = minor(tx.settlement.total_required);
+  const to = tx.settlement.to_address;
+  const extra = variant === 'overpaid' ? minor('5') : 0n;
+  await world.mint(payer.address, total + extra);
+  await world.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [payer.address, '0xde0b6b3a7640000'] as never });
+  if (variant === 'partial') {
+    // A tiny transfer first, the rest a few blocks later: depth counts from the last one.
+    await world.transfer(payer.key, to, minor('0.5'));
+    await sleep(1500);
+    await world.transfer(payer.key, to, total - minor('0.5'));
+  } else if (variant === 'underpaid') {
+    await world.transfer(payer.key, to, total / 2n);
+  } else if (variant === 'late') {
+    await until(async () => (await statusOf(world, key, tx.id)).status === 'failed', { timeoutMs: (SETTLEMENT_TTL_SECONDS + 60) * 1000, everyMs: 1000, what: `settlement of ${tx.id} expiring` });
+    await world.transfer(payer.key, to, total);
+  } else {
+    await world.transfer(payer.key, to, total + extra);
+  }
+}
+
+async function managedOfframp(world: World, life: Lifecycle, refused: boolean): Promise<void> {
+  const key = world.liveKey;
+  const customer = ok(await world.call(key, 'POST', '/customers', { external_reference: `fault-${randomUUID()}` }), 'customer');
+  await world.mint(customer.wallet.address, minor('40'));
+  // Funding from outside is credited by the watcher; the off-ramp waits for it as a business would (a short wait).
+  await until(async () => {
+    const b = (await world.call(key, 'GET', `/wallets/${customer.wallet.id}/balance`)).body;
+    return JSON.stringify(b).includes('40.000000') || null;
+  }, { timeoutMs: 20_000, everyMs: 500, what: 'the managed wallet credited' }).catch(() => null);
+  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, refused ? '0002' : '5678'));
+  const q = await priced(world, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  life.transactions.push(ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: customer.wallet.id } }), 'offramp').id);
+}
+
+async function onramp(world: World, life: Lifecycle, declined: boolean): Promise<void> {
+  const key = world.liveKey;
+  const customer = ok(await world.call(key, 'POST', '/customers', { external_reference: `fault-${randomUUID()}` }), 'customer');
+  const q = await priced(world, key, { direction: 'onramp', source_amount: '1500', wallet_id: customer.wallet.id });
+  const phone = phoneOf(life.n, declined ? '0001' : '4321');
+  life.phones.push(phone.replace(/\D/g, ''));
+  life.transactions.push(ok(await world.call(key, 'POST', '/onramps', { quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } }), 'onramp').id);
+}
+
+async function intent(world: World, life: Lifecycle, methods: ('mobile_money' | 'stablecoin')[], payout = false): Promise<Record<string, any>> {
+  const settlement: Record<string, unknown> = { mode: 'stablecoin', asset: 'USDC', chain: 'base' };
+  if (payout) settlement.beneficiary_id = await beneficiary(world, world.liveKey, phoneOf(life.n, '5679'));
+  const created = ok(await world.call(world.liveKey, 'POST', '/payment-intents', { amount: { currency: 'KES', value: '1500' }, accepted_payment_methods: methods, settlement, expires_in_seconds: 600 }), 'intent');
+  life.intents.push(created.id);
+  return created;
+}
+
+async function collect(world: World, life: Lifecycle, intentId: string, scenario: string): Promise<void> {
+  const phone = phoneOf(life.n, scenario);
+  life.phones.push(phone.replace(/\D/g, ''));
+  ok(await world.call(world.liveKey, 'POST', `/payment-intents/${intentId}/collect`, { payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } }), 'collect');
+}
+
+async function payIntentInUsdc(world: World, life: Lifecycle, created: Record<string, any>, parts: number): Promise<void> {
+  const amount = minor(created.payment_instructions.amount);
+  const payer = await world.payer(amount);
+  life.payers.push(payer.address.toLowerCase());
+  if (parts === 1) await world.transfer(payer.key, created.payment_instructions.address, amount);
+  else {
+    await world.transfer(payer.key, created.payment_instructions.address, amount / 3n);
+    await sleep(1200);
+    await world.transfer(payer.key, created.payment_instructions.address, amount - amount / 3n);
+  }
+}
+
+async function sandboxOfframp(world: World, life: Lifecycle): Promise<void> {
+  const key = world.sandboxKey;
+  const customer = ok(await world.call(key, 'POST', '/customers', { external_reference: `fault-${randomUUID()}` }), 'customer');
+  ok(await world.call(key, 'POST', `/sandbox/wallets/${customer.wallet.id}/fund`, { chain: 'base', amount: '100' }), 'fund');
+  const beneficiaryId = await beneficiary(world, key, '+254722480163');
+  const q = await priced(world, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  life.transactions.push(ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: customer.wallet.id } }), 'offramp').id);
+}
+
+/** Drives one lifecycle to the point where only the service (and faults) can move it on. */
+export async function drive(world: World, kind: LifecycleKind, n: number): Promise<Lifecycle> {
+  const life: Lifecycle = { kind, n, transactions: [], intents: [], phones: [], payers: [] };
+  try {
+    switch (kind) {
+      case 'offramp_external': await externalOfframp(world, life, 'exact'); break;
+      case 'offramp_external_partial': await externalOfframp(world, life, 'partial'); break;
+      case 'offramp_external_underpaid': await externalOfframp(world, life, 'underpaid'); break;
+      case 'offramp_external_late': await externalOfframp(world, life, 'late'); break;
+      case 'offramp_external_refused': await externalOfframp(world, life, 'refused'); break;
+      case 'offramp_external_overpaid': await externalOfframp(world, life, 'overpaid'); break;
+      case 'offramp_managed': await managedOfframp(world, life, false); break;
+      case 'offramp_managed_refused': await managedOfframp(world, life, true); break;
+      case 'onramp': await onramp(world, life, false); break;
+      case 'onramp_declined': await onramp(world, life, true); break;
+      case 'intent_mpesa': await collect(world, life, (await intent(world, life, ['mobile_money'])).id, '4322'); break;
+      case 'intent_mpesa_declined_then_paid': {
+        const created = await intent(world, life, ['mobile_money']);
+        await collect(world, life, created.id, '0001');
+        await sleep(3000);
+        await collect(world, life, created.id, '4323');
+        break;
+      }
+      case 'intent_mpesa_and_usdc': {
+        // The payer pays both ways: both payments are money received, and both must be credited.
+        const created = await intent(world, life, ['mobile_money', 'stablecoin']);
+        await collect(world, life, created.id, '4324');
+        await payIntentInUsdc(world, life, created, 1);
+        break;
+      }
+      case 'intent_usdc': await payIntentInUsdc(world, life, await intent(world, life, ['stablecoin']), 1); break;
+      case 'intent_usdc_partial': await payIntentInUsdc(world, life, await intent(world, life, ['stablecoin']), 2); break;
+      case 'intent_payout': await collect(world, life, (await intent(world, life, ['mobile_money'], true)).id, '4325'); break;
+      case 'sandbox_offramp': await sandboxOfframp(world, life); break;
+    }
+  } catch (err) {
+    life.error = err instanceof Error ? err.message : String(err);
+  }
+  return life;
+}

@@ -1,0 +1,182 @@
+// One fault run: the plan's lifecycles started at their moments while its faults land, then faults off and the
+// service driven to quiescence (workers restarted as after any outage, retries and sweeper given time, the exits
+// an operator would take on action_required), then every invariant read.
+import { getDs } from '../helpers/shared.js';
+import { drive, type Lifecycle } from './lifecycles.js';
+import { INVARIANTS, chainDrifts, gatherTransfers, type Facts, type Verdict } from './invariants.js';
+import { describePlan, makePlan, type FaultEvent, type Plan } from './schedule.js';
+import { CONFIRMATIONS, startWorld, type World } from './world.js';
+
+export interface RunReport {
+  plan: Plan;
+  lives: Lifecycle[];
+  verdicts: Verdict[];
+  injected: Record<string, number>;
+  notes: string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function fire(world: World, event: FaultEvent, notes: string[], injected: Record<string, number>): Promise<void> {
+  const bump = (k: string) => (injected[k] = (injected[k] ?? 0) + 1);
+  switch (event.kind) {
+    case 'reorg': {
+      // Snapshot, let `depth` blocks come, revert, and grow a longer chain without them.
+      const request = (method: string, params: unknown[] = []) => world.anvil.publicClient.request({ method: method as never, params: params as never });
+      const { id, from } = await world.withoutMiner(async () => ({ id: await request('evm_snapshot'), from: await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 }) }));
+      // Blocks come from the miner and from every mined transaction: revert as soon as `depth` are there.
+      const waitUntil = Date.now() + 3000;
+      while (Date.now() < waitUntil && (await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 })) - from < BigInt(event.depth)) await sleep(40);
+      await world.withoutMiner(async () => {
+        const head = await world.anvil.publicClient.getBlockNumber({ cacheTime: 0 });
+        // Never deeper than the configured confirmations promise: that would be the harness's fault.
+        if (head - from >= BigInt(CONFIRMATIONS)) {
+          notes.push(`reorg at ${event.at} skipped: ${head - from} blocks came (deeper than ${CONFIRMATIONS - 1})`);
+          return;
+        }
+        await request('evm_revert', [id]);
+        await request('anvil_mine', [`0x${(Number(head - from) + 1).toString(16)}`]);
+        bump(`reorg(depth ${head - from})`);
+      });
+      break;
+    }
+    case 'redis_flush':
+      notes.push(`redis flush deleted ${await world.flushRedis()} keys`);
+      bump('redis_flush');
+      break;
+    case 'kill_workers':
+      await world.service.killWorkers();
+      await world.service.startWorkers();
+      bump('worker_sigkill');
+      break;
+    case 'rpc_outage':
+      world.rpc.outage(event.ms);
+      bump('rpc_outage');
+      break;
+    case 'daraja_outage':
+      world.daraja.outage(event.ms);
+      bump('daraja_outage');
+      break;
+  }
+}
+
+/** Moving: anything the service has still to do on its own. */
+async function moving(lives: Lifecycle[]): Promise<{ moving: string[]; signature: string }> {
+  const ds = await getDs();
+  const txs: { id: string; status: string; refund: string | null }[] = await ds.query(
+    `SELECT id::text, status, refund->>'status' AS refund FROM transactions WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.transactions)]);
+  const intents: { id: string; status: string; payout_status: string | null }[] = await ds.query(
+    `SELECT id::text, status, payout_status FROM payment_intents WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.intents)]);
+  const deposits: { id: string; status: string }[] = await ds.query(
+    `SELECT id::text, status FROM treasury_deposits WHERE payment_intent_id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.intents)]);
+  const sends: { n: number }[] = await ds.query(`SELECT count(*)::int AS n FROM chain_sends WHERE environment = 'live' AND status = 'sent'`);
+  const ended = ['completed', 'failed', 'action_required'];
+  const still = [
+    ...txs.filter((t) => !ended.includes(t.status) || t.refund === 'pending').map((t) => `${t.id}:${t.status}${t.refund ? `/refund ${t.refund}` : ''}`),
+    ...intents.filter((i) => i.status === 'processing' || i.payout_status === 'pending' || i.payout_status === 'processing').map((i) => `intent ${i.id}:${i.status}/${i.payout_status}`),
+    ...deposits.filter((d) => d.status === 'pending').map((d) => `deposit ${d.id}`),
+    ...(sends[0].n ? [`${sends[0].n} chain sends unmined`] : []),
+  ];
+  return { moving: still, signature: JSON.stringify([txs, intents, deposits]) };
+}
+
+/** Waits until nothing moves and nothing changed for `quietMs`, or `timeoutMs` passes (what still moves is then stuck). */
+async function quiesce(lives: Lifecycle[], timeoutMs: number, quietMs = 6000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  let since = Date.now();
+  for (;;) {
+    const seen = await moving(lives);
+    if (seen.signature !== last) {
+      last = seen.signature;
+      since = Date.now();
+    }
+    if (!seen.moving.length && Date.now() - since >= quietMs) return [];
+    if (Date.now() > deadline) return seen.moving;
+    await sleep(1000);
+  }
+}
+
+/** The exits an operator takes on a transaction left in action_required: retry, else refund. */
+async function operateExits(world: World, lives: Lifecycle[], exits: Map<string, string[]>): Promise<number> {
+  const ds = await getDs();
+  const stalled: { id: string; environment: string }[] = await ds.query(
+    `SELECT id::text, environment FROM transactions WHERE id = ANY($1) AND status = 'action_required'`, [lives.flatMap((l) => l.transactions)]);
+  for (const t of stalled) {
+    const key = t.environment === 'live' ? world.liveKey : world.sandboxKey;
+    const tried = exits.get(t.id) ?? [];
+    const retry = await world.call(key, 'POST', `/transactions/${t.id}/retry`);
+    tried.push(`retry ${retry.status}`);
+    if (retry.status !== 202) {
+      const refund = await world.call(key, 'POST', `/transactions/${t.id}/refund`, {});
+      tried.push(`refund ${refund.status}${refund.status === 409 ? ` ${refund.body.error?.details?.reason ?? refund.body.error?.code}` : ''}`);
+    }
+    exits.set(t.id, tried);
+  }
+  return stalled.length;
+}
+
+export async function runFaults(seed: number, options: { lifecycles: number; faultMs: number; quiesceMs: number; exitMs: number; log: (line: string) => void }): Promise<RunReport> {
+  const plan = makePlan(seed, { lifecycles: options.lifecycles, faultMs: options.faultMs, confirmations: CONFIRMATIONS });
+  options.log(describePlan(plan));
+  const runStarted = new Date();
+  const world = await startWorld(plan);
+  const notes: string[] = [];
+  const injected: Record<string, number> = {};
+  try {
+    // A standing intent keeps the watcher scanning (managed wallets' outside funding is recorded only while it scans).
+    const keeper = await world.call(world.liveKey, 'POST', '/payment-intents', { amount: { currency: 'KES', value: '1000' }, accepted_payment_methods: ['stablecoin'], settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' }, expires_in_seconds: 3600 });
+    if (keeper.status !== 201) notes.push(`keeper intent: ${keeper.status}`);
+    await sleep(1500);
+    const hotDriftAtStart = (await chainDrifts(world)).find((d) => d.kind === 'treasury')?.drift ?? 0n;
+    const started = Date.now();
+    const driving = plan.lifecycles.map(async (l) => {
+      await sleep(l.at);
+      return drive(world, l.kind, l.n);
+    });
+    const firing = (async () => {
+      for (const event of plan.events) {
+        await sleep(Math.max(0, started + event.at - Date.now()));
+        await fire(world, event, notes, injected).catch((err) => notes.push(`${event.kind} at ${event.at} failed: ${err instanceof Error ? err.message : err}`));
+      }
+    })();
+    const lives = await Promise.all(driving);
+    await firing;
+    await sleep(Math.max(0, started + plan.faultMs - Date.now()));
+    // Faults end as outages do; held callbacks are delivered; workers come back fresh (a Redis flush took their schedules).
+    world.rpc.active = false;
+    world.daraja.active = false;
+    await world.daraja.flush();
+    await world.service.killWorkers();
+    await world.service.startWorkers();
+    const exits = new Map<string, string[]>();
+    let stuck = await quiesce(lives, options.quiesceMs);
+    // Then the operator: every action_required is offered its exit, and each exit gets its own time to work.
+    // (A late deposit can turn a failed transaction into action_required after quiescence: a third round catches it.)
+    for (let round = 0; round < 3; round++) {
+      if (!(await operateExits(world, lives, exits))) break;
+      stuck = await quiesce(lives, options.exitMs);
+    }
+    if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
+    for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
+    for (const [k, v] of Object.entries(world.rpc.injected)) if (v) injected[`rpc ${k}`] = v;
+    for (const [k, v] of Object.entries(world.daraja.injected)) if (v) injected[`daraja ${k}`] = v;
+    const facts: Facts = { world, lives, runStarted, transfers: await gatherTransfers(world), exits, hotDriftAtStart };
+    const verdicts: Verdict[] = [];
+    for (const check of INVARIANTS) verdicts.push(await check(facts));
+    return { plan, lives, verdicts, injected, notes };
+  } finally {
+    await world.close();
+  }
+}
+
+export function printReport(report: RunReport, log: (line: string) => void): void {
+  log(`seed ${report.plan.seed}: replay with FAULT_SEED=${report.plan.seed} npm run test:faults`);
+  log(`faults injected: ${Object.entries(report.injected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
+  for (const note of report.notes) log(`note: ${note}`);
+  report.verdicts.forEach((v, i) => {
+    log(`${i + 1}. ${v.held ? 'HELD    ' : 'VIOLATED'} ${v.name} (${v.checked} checked)`);
+    for (const e of v.examples.slice(0, 6)) log(`     - ${e}`);
+    if (v.examples.length > 6) log(`     ... and ${v.examples.length - 6} more`);
+  });
+}
