@@ -16,6 +16,13 @@ export function allowedIps(raw: string | undefined): string[] {
   return entries;
 }
 
+/** A block height (SETTLEMENT_START_BLOCK_<CHAIN>), or null when unset. */
+export function blockNumber(name: string, raw: string | undefined): bigint | null {
+  if (raw === undefined || raw === '') return null;
+  if (!/^\d{1,20}$/.test(raw)) throw new ConfigError(`${name} must be a block number (a whole number)`);
+  return BigInt(raw);
+}
+
 export function liveChainOverride(raw: string | undefined, production: boolean): 'sandbox' | null {
   if (!raw) return null;
   if (raw !== 'sandbox' || production) throw new ConfigError('RAMPWAY_TEST_LIVE_CHAIN is for tests only: "sandbox", never in production');

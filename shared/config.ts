@@ -5,7 +5,7 @@ import { validateMnemonic } from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
 import { checksumAddress } from './chain/address.js';
-import { allowedIps, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
+import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
 
 export interface Config {
   nodeEnv: string;
@@ -49,9 +49,10 @@ export interface Config {
   /**
    * Per chain: its RPC, USDC contract and confirmation depth; and the native gas a managed wallet or deposit address
    * must hold before it sends USDC (below `gasTopupMinWei` the treasury hot wallet tops it up to `gasTopupTargetWei`;
-   * a target of 0 turns top-ups off).
+   * a target of 0 turns top-ups off); `startBlock` (SETTLEMENT_START_BLOCK_<CHAIN>): where the live watcher's first scan
+   * of the chain starts (null: the block at which the oldest open deposit address was issued).
    */
-  chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number; gasTopupMinWei: bigint; gasTopupTargetWei: bigint }>;
+  chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number; gasTopupMinWei: bigint; gasTopupTargetWei: bigint; startBlock: bigint | null }>;
   /** How often the settlement pool compares each live managed and treasury address's on-chain USDC with the ledger. */
   chainReconcileMs: number;
   adminUser: string | null;
@@ -261,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       confirmations: int(env, `CONFIRMATIONS_${upper}`, DEFAULT_CONFIRMATIONS[chain], 1),
       gasTopupMinWei: wei(env, `GAS_TOPUP_MIN_WEI_${upper}`, GAS_TOPUP_DEFAULTS[chain].min),
       gasTopupTargetWei: wei(env, `GAS_TOPUP_TARGET_WEI_${upper}`, GAS_TOPUP_DEFAULTS[chain].target),
+      startBlock: blockNumber(`SETTLEMENT_START_BLOCK_${upper}`, env[`SETTLEMENT_START_BLOCK_${upper}`]),
     };
     if (chains[chain].gasTopupTargetWei !== 0n && chains[chain].gasTopupTargetWei < chains[chain].gasTopupMinWei) {
       throw new ConfigError(`GAS_TOPUP_TARGET_WEI_${upper} must be 0 (top-ups off) or at least GAS_TOPUP_MIN_WEI_${upper}`);

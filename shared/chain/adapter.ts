@@ -52,8 +52,13 @@ export interface ChainAdapter {
   refund(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string; transactionId: string; total: bigint }): Promise<{ hash: Hex } | null>;
   /** How many confirmations an observed transfer has now. */
   confirmations(subject: ConfirmationSubject): Promise<number>;
-  /** Whether the block that held a transfer is still on the canonical chain (false: a reorg removed it). */
+  /**
+   * Whether the block that held a transfer is still on the canonical chain (false: another block is at its height).
+   * Live reads that fail, or a height the node does not serve yet, throw ChainUnavailableError: unknown, ask again.
+   */
   canonical(chain: Chain, blockNumber: bigint, blockHash: string): Promise<boolean>;
+  /** The chain's head now (live: where the watcher must start to see an address issued now), null for the sandbox's chain. */
+  head(chain: Chain): Promise<bigint | null>;
 }
 
 /** A transaction hash in the on-chain format (0x + 64 lowercase hex), derived from what it stands for. */

@@ -1,4 +1,4 @@
-import { createPublicClient, http, type PublicClient } from 'viem';
+import { BaseError, BlockNotFoundError, createPublicClient, http, TransactionNotFoundError, TransactionReceiptNotFoundError, type PublicClient } from 'viem';
 import { arbitrum, avalanche, base, optimism, polygon } from 'viem/chains';
 import type { Config } from '../config.js';
 import type { Chain } from '../domain/chains.js';
@@ -8,6 +8,26 @@ export class ChainUnavailableError extends Error {
   constructor(readonly chain: Chain, reason: string) {
     super(`${chain}: ${reason}`);
   }
+}
+
+/**
+ * A lookup whose "not there" is an answer: viem's not-found error for a null result (a receipt, a transaction, a
+ * block the node says it does not have) becomes null. Any other error (a timeout, a rate limit, a node that failed)
+ * says nothing about the chain: it is thrown as ChainUnavailableError, "unknown", to be checked again later.
+ */
+export async function absentAsNull<T>(chain: Chain, lookup: Promise<T>): Promise<T | null> {
+  try {
+    return await lookup;
+  } catch (err) {
+    if (err instanceof TransactionReceiptNotFoundError || err instanceof TransactionNotFoundError || err instanceof BlockNotFoundError) return null;
+    throw unknownChainAnswer(chain, err);
+  }
+}
+
+/** An RPC failure as ChainUnavailableError ("unknown"); anything that is not an RPC failure is left as it is. */
+export function unknownChainAnswer(chain: Chain, err: unknown): unknown {
+  if (err instanceof BaseError) return new ChainUnavailableError(chain, err.shortMessage || err.name);
+  return err;
 }
 
 // Without RPC_URL_<CHAIN>, each chain is read through the public RPC viem ships for it.

@@ -5,14 +5,15 @@ import type { EventScope } from '../domain/events.js';
 import type { Chain } from '../domain/chains.js';
 import { jobId } from '../queues/registry.js';
 import type { ChainAdapter, ConfirmationSubject } from './adapter.js';
-import { scanClientFor } from './clients.js';
+import { absentAsNull, ChainUnavailableError, publicClientFor, scanClientFor, unknownChainAnswer } from './clients.js';
 import { sendAndSettle, transferLogOf } from './sender.js';
 
 /**
  * The live chain: USDC on each chain's RPC. A managed wallet's transfer is signed, sent once and waited for (in the
  * settlement pool's job, outside any unit of work); deliveries and refunds leave the treasury hot wallet through the
  * `chain.send` job, staged in the unit that decided them; confirmations count from the chain head, and a transfer's
- * block is checked to still be canonical.
+ * block is checked to still be canonical. A read that fails is ChainUnavailableError ("unknown", checked again later),
+ * never an answer.
  */
 export function liveChain(config: Config): ChainAdapter {
   return {
@@ -38,17 +39,19 @@ export function liveChain(config: Config): ChainAdapter {
     },
     async confirmations(subject: ConfirmationSubject) {
       if (subject.block_number === null) return 0;
-      const head = await scanClientFor(config, subject.chain).getBlockNumber({ cacheTime: 0 });
+      const head = await scanClientFor(config, subject.chain).getBlockNumber({ cacheTime: 0 }).catch((err: unknown) => { throw unknownChainAnswer(subject.chain, err); });
       const depth = head - BigInt(subject.block_number) + 1n;
       return depth < 0n ? 0 : Number(depth > BigInt(subject.required_confirmations) ? BigInt(subject.required_confirmations) : depth);
     },
     async canonical(chain: Chain, blockNumber: bigint, blockHash: string) {
-      const block = await scanClientFor(config, chain).getBlock({ blockNumber }).catch((err: unknown) => {
-        // A block past the head (the chain got shorter) is no longer there.
-        if (err instanceof Error && /not found|could not be found/i.test(err.message)) return null;
-        throw err;
-      });
-      return block !== null && block.hash === blockHash;
+      const block = await absentAsNull(chain, scanClientFor(config, chain).getBlock({ blockNumber }));
+      // A block the node does not serve is past its head: a lagging node, or a chain that got shorter and will grow
+      // again. Either way nothing is known yet; a reorg is only ever a different block at that height.
+      if (!block) throw new ChainUnavailableError(chain, `block ${blockNumber} is not served by the node (past its head)`);
+      return block.hash === blockHash;
+    },
+    async head(chain: Chain) {
+      return publicClientFor(config, chain).getBlockNumber({ cacheTime: 0 }).catch((err: unknown) => { throw unknownChainAnswer(chain, err); });
     },
   };
 }

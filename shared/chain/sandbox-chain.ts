@@ -51,6 +51,9 @@ export function sandboxChain(stepMs: number): ChainAdapter {
     async canonical() {
       return true;
     },
+    async head() {
+      return null;
+    },
   };
 }
 

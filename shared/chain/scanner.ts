@@ -17,8 +17,9 @@ import { recordPayment } from '../domain/treasury-deposits.js';
 // The core of the live settlement watcher: one pass over a chain for one environment.
 //
 // - The cursor (`chain_cursors`, per environment and chain) is the next block to scan. With no row yet, the first scan
-//   starts at the chain head: nothing before the watcher existed is scanned (a deposit address is created after its
-//   watcher, so nothing of ours can be there; an operator who wants older blocks sets `next_block` by hand).
+//   starts at SETTLEMENT_START_BLOCK_<CHAIN>, else at the head recorded when the oldest open deposit address of the
+//   chain was issued (`issued_block`), so a transfer made before the watcher first ran is still seen; the head only
+//   when no open address has one (the sandbox's, which no watcher scans in production).
 // - It asks for every ERC-20 Transfer log of the token over [cursor, min(head, cursor + maxRange - 1)], with no
 //   `to` filter: one request whatever the number of open deposit addresses. A range the RPC refuses is halved, down
 //   to one block, and the rest of the range is then asked for in pieces of the width that worked.
@@ -37,6 +38,9 @@ export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from,
  * deposits, a confirmed one as an overpayment), so no USDC sent to an address of ours goes unrecorded.
  */
 export const WATCHED_SETTLEMENT_STATUSES = ['awaiting_transfer', 'confirming', 'confirmed', 'underpaid', 'expired'] as const;
+
+/** Settlement statuses still open (waiting on transfers or their depth): a chain with one is scanned. */
+export const OPEN_SETTLEMENT_STATUSES: string[] = WATCHED_SETTLEMENT_STATUSES.filter((s) => s !== 'confirmed' && s !== 'expired');
 
 export interface ScanInput {
   environment: Environment;
@@ -182,8 +186,7 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
   if (input.maxRange < 1n) throw new RangeError('maxRange must be at least 1');
   const cursor = await readCursor(deps, environment, chain);
   const head = await client.getBlockNumber({ cacheTime: 0 });
-  // First scan: from the head (nothing before the watcher existed).
-  const from = cursor ?? head;
+  const from = cursor ?? deps.config.chains[chain].startBlock ?? (await oldestIssuedBlock(deps, environment, chain)) ?? head;
   if (from > head) {
     // Nothing new since the last scan (or a node behind the one that served it): wait for the chain.
     if (cursor === null) await advanceCursor(deps, environment, chain, null, from);
@@ -211,6 +214,16 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
   }
   if (matching.length) deps.log.info({ chain, environment, from: from.toString(), to: to.toString(), logs: logs.length, matched: matching.length }, 'chain scanned');
   return { from, to, logs: logs.length, matched: matching.length, head };
+}
+
+/** The head when the oldest deposit address of the chain still open was issued (null: none recorded). */
+async function oldestIssuedBlock(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain): Promise<bigint | null> {
+  const [{ block }]: { block: string | null }[] = await deps.ds.query(
+    `SELECT least((SELECT min(issued_block) FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[])),
+                  (SELECT min(issued_block) FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')))::text AS block`,
+    [environment, chain, OPEN_SETTLEMENT_STATUSES],
+  );
+  return block === null ? null : BigInt(block);
 }
 
 /** The receipt job of a hash a business named (one per hash: naming it again is the same job). */

@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
 import { updateReturning } from '../db/unit-of-work.js';
 import { managedWalletAccount, treasuryAccount } from './hd-wallet.js';
-import { scanClientFor } from './clients.js';
+import { absentAsNull, ChainUnavailableError, scanClientFor, unknownChainAnswer } from './clients.js';
 import { TRANSFER_EVENT } from './scanner.js';
 
 // Every transaction the platform signs goes through here: a managed wallet's or deposit address's USDC, and the
@@ -21,6 +21,9 @@ import { TRANSFER_EVENT } from './scanner.js';
 //   count and after our own sends still in flight). A dropped transaction (the node no longer knows it and its nonce is still free)
 //   is broadcast again from the stored bytes, same nonce; one whose nonce another transaction took (replaced) is signed
 //   again with a fresh nonce, its old hash kept, because any of them may still be the one mined.
+// - Chain truth. A send is signed again only on affirmative evidence that it will never be mined: the transaction that
+//   took its nonce was found in its block and its receipt read, and it is none of ours. An RPC error is "unknown",
+//   never "not found" (absentAsNull): the send is checked again on the next poll, never signed again on a failed read.
 // - Funds. USDC is checked at a pinned block, less what this address already has in flight. Native gas is checked
 //   before a USDC send: below GAS_TOPUP_MIN_WEI_<CHAIN> the hot wallet tops the sender up to GAS_TOPUP_TARGET_WEI_<CHAIN>
 //   (itself a send, named after the one it pays for), else InsufficientGasError.
@@ -59,6 +62,8 @@ export interface SendRow {
   replaced_hashes: Hex[];
   status: 'sent' | 'mined' | 'reverted' | 'failed';
   block_number: string | null;
+  /** The chain head when it was (last) signed: its nonce was free up to there, so whatever took it was mined later. */
+  signed_block: string | null;
 }
 
 export interface SenderDeps {
@@ -84,7 +89,7 @@ export class InsufficientGasError extends Error {
 /** Broadcast, not mined yet within the wait: the job retries later and finds the same send. */
 export class SendPendingError extends Error {}
 
-const ROW = `id::text, environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount::text, nonce::text, transaction_hash, raw_transaction, replaced_hashes, status, block_number::text`;
+const ROW = `id::text, environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount::text, nonce::text, transaction_hash, raw_transaction, replaced_hashes, status, block_number::text, signed_block::text`;
 const POLL_MS = 200;
 const TRANSFER_GAS_FALLBACK = 100_000n;
 const NATIVE_GAS = 21_000n;
@@ -114,7 +119,7 @@ async function inFlight(em: EntityManager, client: PublicClient, environment: En
   let usdc = 0n;
   let native = 0n;
   for (const row of rows) {
-    const receipt = await minedReceipt(client, row);
+    const receipt = await minedReceipt(client, chain, row);
     if (receipt && receipt.blockNumber <= block) {
       await markMined(em, row, receipt);
       continue;
@@ -133,9 +138,10 @@ async function markMined(q: Pick<DataSource | EntityManager, 'query'>, row: Send
   return status;
 }
 
-async function minedReceipt(client: PublicClient, row: SendRow): Promise<TransactionReceipt | null> {
+/** The receipt of any of the send's hashes; null only when the node answered "no receipt" for every one of them. */
+async function minedReceipt(client: PublicClient, chain: Chain, row: SendRow): Promise<TransactionReceipt | null> {
   for (const hash of [row.transaction_hash, ...row.replaced_hashes]) {
-    const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
+    const receipt = await absentAsNull(chain, client.getTransactionReceipt({ hash }));
     if (receipt) return receipt;
   }
   return null;
@@ -173,6 +179,7 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
       amount = input.amount;
     }
     const call = callFor(token, input.asset, input.to, amount);
+    // An estimate is only a gas limit: when the node cannot give one, the fallback limit is as good (nothing is decided on it).
     const gas = input.asset === 'USDC'
       ? ((await client.estimateGas({ account: account.address, ...call }).catch(() => TRANSFER_GAS_FALLBACK)) * 12n) / 10n
       : NATIVE_GAS;
@@ -182,10 +189,10 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
     if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
     const signed = await signNext(em, client, account, input.environment, input.chain, { ...call, gas }, fees);
     const rows: SendRow[] = await em.query(
-      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${ROW}`,
+      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction, signed_block)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${ROW}`,
       [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.signer.kind === 'managed' ? input.signer.index : null,
-        input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw],
+        input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw, block.toString()],
     );
     return rows[0];
   });
@@ -275,36 +282,48 @@ async function broadcast(deps: SenderDeps, chain: Chain, row: SendRow): Promise<
 
 /**
  * Waits (up to `timeoutMs`) for the send to be mined, broadcasting it again if the node dropped it, or signing it again
- * with a fresh nonce if another transaction took its nonce. Answers the receipt; a revert is an error.
+ * with a fresh nonce if another transaction took its nonce. Answers the receipt; a revert is an error. A poll whose
+ * reads fail decides nothing: the send is read again on the next one (and, past the wait, by the job's next attempt).
  */
 export async function settle(deps: SenderDeps, chain: Chain, row: SendRow, timeoutMs = 30_000): Promise<TransactionReceipt> {
   const client = clientOf(deps, chain);
   const deadline = Date.now() + timeoutMs;
   let current = row;
   for (;;) {
-    const receipt = await minedReceipt(client, current);
+    let receipt: TransactionReceipt | null = null;
+    try {
+      receipt = await minedReceipt(client, chain, current);
+      if (!receipt && !(await absentAsNull(chain, client.getTransaction({ hash: current.transaction_hash })))) current = await recover(deps, chain, current);
+    } catch (err) {
+      if (!(err instanceof ChainUnavailableError)) throw err;
+      deps.log.warn({ chain, reference: current.reference, transaction_hash: current.transaction_hash, err: err.message.slice(0, 300) }, 'send state unknown (the chain could not be read); checked again');
+    }
     if (receipt) {
       if ((await markMined(deps.ds, current, receipt)) === 'reverted') throw new Error(`send ${current.reference} reverted on chain (${receipt.transactionHash})`);
       return receipt;
     }
-    const known = await client.getTransaction({ hash: current.transaction_hash }).catch(() => null);
-    if (!known) current = await recover(deps, chain, current);
     if (Date.now() >= deadline) throw new SendPendingError(`send ${current.reference} not mined yet (${current.transaction_hash})`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
-/** Not known to the node: dropped (its nonce still free: broadcast the same bytes) or replaced (sign again). */
+/**
+ * Not known to the node: dropped (its nonce still free: broadcast the same bytes), mined after all (the transaction
+ * that took its nonce is ours: its receipt is read on the next poll), or replaced (that transaction is another's, its
+ * receipt read: sign again). Reads that fail throw ChainUnavailableError: nothing is decided.
+ */
 async function recover(deps: SenderDeps, chain: Chain, row: SendRow): Promise<SendRow> {
   const client = clientOf(deps, chain);
-  const used = BigInt(await client.getTransactionCount({ address: getAddress(row.from_address), blockTag: 'latest' }));
+  const used = BigInt(await client.getTransactionCount({ address: getAddress(row.from_address), blockTag: 'latest' }).catch((err: unknown) => { throw unknownChainAnswer(chain, err); }));
   if (used <= BigInt(row.nonce)) {
     deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce }, 'send dropped by the node; broadcasting it again');
     await broadcast(deps, chain, row);
     return row;
   }
-  // The nonce is spent and none of our hashes was mined (checked just before): another transaction replaced ours.
-  deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce }, 'send replaced: its nonce was taken by another transaction; signing it again with a new nonce');
+  const taker = await nonceTaker(client, chain, row);
+  if ([row.transaction_hash, ...row.replaced_hashes].includes(taker.hash)) return row; // ours, mined: the next poll reads it
+  deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce, replaced_by: taker.hash, replaced_in_block: taker.blockNumber.toString() },
+    'send replaced: another transaction took its nonce (its receipt read); signing it again with a new nonce');
   const resigned = await deps.ds.transaction(async (em) => {
     await lockSender(em, row.environment, chain, row.from_address);
     const [locked]: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE id = $1 FOR UPDATE`, [row.id]);
@@ -312,16 +331,45 @@ async function recover(deps: SenderDeps, chain: Chain, row: SendRow): Promise<Se
     const account = signFor(deps, row.environment, row.hd_index === null ? { kind: 'treasury' } : { kind: 'managed', index: row.hd_index });
     const call = callFor(tokenOf(deps, chain), row.asset, row.to_address, BigInt(row.amount));
     const gas = row.asset === 'USDC' ? (TRANSFER_GAS_FALLBACK * 12n) / 10n : NATIVE_GAS;
+    const head = await client.getBlockNumber({ cacheTime: 0 });
     const signed = await signNext(em, client, account, row.environment, chain, { ...call, gas }, await client.estimateFeesPerGas(), row.id);
     const rows = await updateReturning<SendRow>(em,
-      `UPDATE chain_sends SET replaced_hashes = replaced_hashes || transaction_hash, transaction_hash = $2, raw_transaction = $3, nonce = $4, updated_at = now()
+      `UPDATE chain_sends SET replaced_hashes = replaced_hashes || transaction_hash, transaction_hash = $2, raw_transaction = $3, nonce = $4, signed_block = $5, updated_at = now()
         WHERE id = $1 RETURNING ${ROW}`,
-      [row.id, signed.hash, signed.raw, signed.nonce.toString()],
+      [row.id, signed.hash, signed.raw, signed.nonce.toString(), head.toString()],
     );
     return rows[0];
   });
   await broadcast(deps, chain, resigned);
   return resigned;
+}
+
+/**
+ * The transaction that took the send's nonce, read from the chain: the first block whose account nonce passed it
+ * (a binary search from the block the send was signed at, its nonce still free there), that block's transaction from
+ * the sender with that nonce, and its receipt. Anything missing or unreadable on the way: ChainUnavailableError.
+ */
+async function nonceTaker(client: PublicClient, chain: Chain, row: SendRow): Promise<{ hash: Hex; blockNumber: bigint }> {
+  const address = getAddress(row.from_address);
+  const nonce = BigInt(row.nonce);
+  try {
+    const countAt = async (blockNumber: bigint) => BigInt(await client.getTransactionCount({ address, blockNumber }));
+    let lo = row.signed_block === null ? 0n : BigInt(row.signed_block);
+    let hi = await client.getBlockNumber({ cacheTime: 0 });
+    if ((await countAt(hi)) <= nonce) throw new ChainUnavailableError(chain, `the nonce ${nonce} of ${address} reads as used at latest but free at block ${hi}`);
+    while (lo < hi) {
+      const mid = (lo + hi) / 2n;
+      if ((await countAt(mid)) > nonce) hi = mid;
+      else lo = mid + 1n;
+    }
+    const block = await client.getBlock({ blockNumber: lo, includeTransactions: true });
+    const taker = block.transactions.find((t) => t.from.toLowerCase() === row.from_address && BigInt(t.nonce) === nonce);
+    if (!taker) throw new ChainUnavailableError(chain, `no transaction of ${address} with nonce ${nonce} in block ${lo}`);
+    const receipt = await client.getTransactionReceipt({ hash: taker.hash });
+    return { hash: receipt.transactionHash, blockNumber: receipt.blockNumber };
+  } catch (err) {
+    throw unknownChainAnswer(chain, err);
+  }
 }
 
 /** Sends (or finds the send) and waits for it to be mined. */

@@ -12,9 +12,10 @@ import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.
 import {
   countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
+import { issuedBlock, paymentDepth } from './confirmations.js';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -40,6 +41,7 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
   const fees = minor(quote.provider_fee!) + minor(quote.platform_fee!);
   const settlement = await createSettlement(unit, config, scope, {
     transactionId: transaction.id, chain: quote.chain, fromAddress: wallet.address, amount: quote.source_amount!, feeAmount: usdc(fees), totalRequired: quote.total_required!,
+    issuedBlock: await issuedBlock(config, scope, quote.chain),
   });
   await unit.stage(txJobs.expire(transaction.id, config.settlementTtlSeconds * 1000), scope);
   if (fundingType === 'managed_wallet') await unit.stage(txJobs.submit(transaction, stepDelay(config, scope.environment)), scope);
@@ -128,7 +130,12 @@ export async function observeTransfer(
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
   if (isNew && (chain ?? chainFor(settlement.environment, config)).live) await postEntry(unit.em, scopeOf(tx), depositEntry(updated, tx, transfer));
   if (!isNew) {
-    // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take.
+    // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
+    // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
+    if (tx.status === 'submitting' && ['expired', 'underpaid'].includes(updated.status)) {
+      await lateDeposit(unit, updated, tx);
+      return updated;
+    }
     if (tx.status !== 'submitting' || updated.status !== 'confirming') return updated;
   } else if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
     // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
@@ -193,31 +200,24 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
   return countConfirmations(unit, config, chain, tx, settlement, round);
 }
 
-/** Counts now; deep enough: confirmed, funded, payout staged; else another check a step later. */
+/**
+ * Counts now (paymentDepth: every counted transfer still canonical, confirmations from the newest one); deep enough:
+ * confirmed, funded, payout staged; else (or when the chain cannot be read) another check a step later.
+ */
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
-  const removed = await reorgedTransfers(unit, chain, settlement);
-  if (removed.length) return rollBack(unit, config, chain, tx, settlement, removed, round);
-  const seen = await lastTransferAt(unit.em, settlement.id);
-  const confirmations = Math.min(await chain.confirmations({ ...settlement, detected_at: seen ?? settlement.detected_at }), settlement.required_confirmations);
-  if (confirmations < settlement.required_confirmations) {
-    await setConfirmations(unit, settlement, confirmations);
+  const depth = await paymentDepth(chain, settlement.chain, await countedTransfers(unit.em, settlement.id), settlement.required_confirmations, await lastTransferAt(unit.em, settlement.id));
+  if (depth.state === 'reorged') return rollBack(unit, config, chain, tx, settlement, depth.removed, round);
+  if (depth.state === 'unknown' || !depth.deep) {
+    if (depth.state === 'counted') await setConfirmations(unit, settlement, depth.confirmations);
     await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
-    return `${confirmations}/${settlement.required_confirmations}`;
+    return depth.state === 'unknown' ? `unknown: ${depth.reason}` : `${depth.confirmations}/${settlement.required_confirmations}`;
   }
-  const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations });
+  const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations: depth.confirmations });
   // Live: the deposit address's USDC goes on to the treasury hot wallet, beside the payout (never before it).
   if (confirmed && chain.live) await unit.stage(sweepJob('settlement', settlement.id, minor(confirmed.row.received_amount).toString()), scopeOf(tx));
   const funded = await moveTransaction(unit, tx, 'funded');
   if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
   return 'funded';
-}
-
-/** The counted transfers whose block is no longer on the canonical chain (the sandbox's blocks never leave it). */
-async function reorgedTransfers(unit: Unit, chain: ChainAdapter, settlement: SettlementRow): Promise<CountedTransfer[]> {
-  if (!chain.live) return [];
-  const gone: CountedTransfer[] = [];
-  for (const row of await countedTransfers(unit.em, settlement.id)) if (!(await chain.canonical(settlement.chain, BigInt(row.block_number), row.block_hash))) gone.push(row);
-  return gone;
 }
 
 /**
@@ -250,10 +250,18 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
   return 'reorg: awaiting transfer again';
 }
 
-/** At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid). */
-export async function expireSettlement(unit: Unit, tx: TransactionRow): Promise<string> {
-  const settlement = (await settlementOf(unit.em, tx.id, true))!;
+/**
+ * At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid).
+ * A managed wallet's send in flight (`signing`, `submitting`) is never expired: the send decides (mined, it is
+ * observed and confirmed like any transfer; refused, the transaction stalls where a retry or the sweeper finds it).
+ * The transaction row is locked and read again (after its settlement, the watcher's order), so a submit step that
+ * moved it meanwhile is seen.
+ */
+export async function expireSettlement(unit: Unit, seen: TransactionRow): Promise<string> {
+  const settlement = (await settlementOf(unit.em, seen.id, true))!;
+  const [tx]: TransactionRow[] = await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [seen.id]);
   if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
+  if (tx.status === 'signing' || tx.status === 'submitting') return `send in flight (${tx.status})`;
   if (tx.status === 'failed' || tx.status === 'completed') {
     await moveSettlement(unit, settlement, 'expired', {}, `transaction_${tx.status}`);
     return 'closed';

@@ -6,6 +6,7 @@ import { findScoped } from '../db/pagination.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { allocateHdIndex, managedWalletAddress } from '../chain/hd-wallet.js';
+import { issuedBlock } from './confirmations.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
@@ -218,12 +219,12 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
   const expiresIn = input.expires_in_seconds ?? 3600;
   const rows: PaymentIntentRow[] = await unit.em.query(
     `INSERT INTO payment_intents AS i (id, business_id, environment, status, external_reference, currency, amount, accepted_payment_methods, customer, metadata, chain,
-       exchange_rate, usdc_amount, deposit_address, hd_index, required_confirmations, beneficiary_id, expires_at)
-     VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17))
+       exchange_rate, usdc_amount, deposit_address, hd_index, required_confirmations, beneficiary_id, expires_at, issued_block)
+     VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17), $18)
      RETURNING ${INTENT_COLUMNS}`,
     [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(input.customer) : null,
       JSON.stringify(input.metadata ?? {}), chain, rate.rate, fromMinor(usdcMinor, USDC_SCALE), managedWalletAddress(seed, index), index,
-      config.chains[chain].confirmations, beneficiaryId, expiresIn],
+      config.chains[chain].confirmations, beneficiaryId, expiresIn, (await issuedBlock(config, scope, chain))?.toString() ?? null],
   );
   const row = rows[0];
   await recordCreation(unit, PAYMENT_INTENT_MACHINE, { scope, id, status: 'awaiting_payment', view: () => paymentIntentView(row) });

@@ -95,6 +95,8 @@ export interface NewSettlement {
   amount: string;
   feeAmount: string;
   totalRequired: string;
+  /** The chain head as the address is issued (live), where the watcher's first scan may have to start; null in the sandbox. */
+  issuedBlock: bigint | null;
 }
 
 /** A unique HD-derived deposit address and the ready-to-sign ERC-20 transfer of total_required to it. */
@@ -114,10 +116,11 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
   const id = randomUUID();
   const rows: SettlementRow[] = await unit.em.query(
     `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
-       amount, fee_amount, total_required, required_confirmations, execution, expires_at)
-     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16)) RETURNING ${COLUMNS}`,
+       amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block)
+     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17) RETURNING ${COLUMNS}`,
     [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, treasuryAddress(seed),
-      input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds],
+      input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
+      input.issuedBlock?.toString() ?? null],
   );
   await recordCreation(unit, SETTLEMENT_MACHINE, { scope, id, status: 'awaiting_transfer', view: () => settlementView(rows[0]) });
   return rows[0];
@@ -148,7 +151,8 @@ export interface ObservedTransfer {
 }
 
 /**
- * Records a transfer to the deposit address once (a log seen twice is one transfer) and adds it to received_amount.
+ * Records a transfer to the deposit address once (a log seen twice is one transfer) and adds it to received_amount;
+ * block_number is the newest counted transfer's (the payment is as deep as its last transfer, section 14).
  * Answers the settlement as it now stands, and whether this transfer was new.
  */
 export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean }> {
@@ -161,7 +165,7 @@ export async function recordTransfer(unit: Unit, settlement: SettlementRow, tran
   if (!inserted.length) return { settlement, isNew: false };
   const rows = await updateReturning<SettlementRow>(
     unit.em,
-    `UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = coalesce(block_number, $4),
+    `UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = GREATEST(block_number, $4),
        detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
   );
@@ -196,7 +200,7 @@ export async function uncountTransfers(unit: Unit, settlement: SettlementRow, re
   const rows = await updateReturning<SettlementRow>(unit.em,
     `UPDATE settlements s SET received_amount = received_amount - $2, confirmations = 0,
        transaction_hash = (SELECT transaction_hash FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
-       block_number = (SELECT block_number FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),
+       block_number = (SELECT max(block_number) FROM settlement_transfers WHERE settlement_id = s.id),
        detected_at = CASE WHEN EXISTS (SELECT 1 FROM settlement_transfers WHERE settlement_id = s.id) THEN detected_at END, updated_at = now()
      WHERE id = $1 RETURNING ${COLUMNS}`,
     [settlement.id, fromMinor(total, USDC_SCALE)],

@@ -14,6 +14,7 @@ import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
 import { rewindCursor } from '../chain/scanner.js';
 import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
+import { paymentDepth } from './confirmations.js';
 
 // Treasury deposits: each payment to a payment intent, by mobile money (a provider receipt) or in USDC (a transfer log
 // to the intent's deposit address), counted once (unique payment_key). A deposit is credited to the business's
@@ -212,24 +213,24 @@ export async function confirmDepositStep(unit: Unit, config: Config, chain: Chai
   return countConfirmations(unit, config, chain, deposit, intent, round);
 }
 
+/** Counts now, by the one rule (paymentDepth): deep enough, confirmed; its block gone, failed; else a check a step later. */
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, deposit: DepositRow, intent: PaymentIntentRow, round: number): Promise<string> {
-  if (deposit.block_number && deposit.block_hash && !(await chain.canonical(intent.chain, BigInt(deposit.block_number), deposit.block_hash))) {
+  const depth = await paymentDepth(chain, intent.chain, [deposit], deposit.required_confirmations, deposit.observed_at);
+  if (depth.state === 'reorged') {
     // A reorg removed the payment's block: the deposit fails (its pending credit reversed); if the transfer is mined
     // again, the watcher, sent back to that block, records it anew.
-    await rewindCursor(unit.em, intent.environment, intent.chain, deposit.block_number);
+    await rewindCursor(unit.em, intent.environment, intent.chain, deposit.block_number!); // reorged: it had a block
     // Its payment key is freed: the same transfer mined again in the new chain is a new deposit.
     return failDeposit(unit, deposit.id, { code: 'reorged', message: 'The block that held this transfer left the canonical chain.' }, {
       payment_key: `${deposit.payment_key}-reorged-${deposit.block_hash}`,
     });
   }
-  const confirmations = Math.min(
-    await chain.confirmations({ chain: intent.chain, block_number: deposit.block_number, detected_at: deposit.observed_at, required_confirmations: deposit.required_confirmations }),
-    deposit.required_confirmations,
-  );
-  if (confirmations < deposit.required_confirmations) {
-    await unit.em.query(`UPDATE treasury_deposits SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [deposit.id, confirmations]);
+  if (depth.state === 'unknown' || !depth.deep) {
+    if (depth.state === 'counted') {
+      await unit.em.query(`UPDATE treasury_deposits SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [deposit.id, depth.confirmations]);
+    }
     await unit.stage(depositJobs.confirm(deposit.id, round + 1, confirmPollDelay(config, intent.environment)), intentScope(intent));
-    return `${confirmations}/${deposit.required_confirmations}`;
+    return depth.state === 'unknown' ? `unknown: ${depth.reason}` : `${depth.confirmations}/${deposit.required_confirmations}`;
   }
   await confirmDeposit(unit, config, deposit, intent);
   // Live: the intent's deposit address is swept to the hot wallet, beside whatever the payment starts.

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import type { PrivateKeyAccount } from 'viem/accounts';
 import type { ApiHarness } from './harness.js';
 import { bearer, writeHeaders } from './factories.js';
 import { BASE, externalWallet } from './wallets.js';
@@ -16,15 +17,15 @@ export async function kesBeneficiary(api: ApiHarness, key: string, phone = '+254
   return res.body.id;
 }
 
-/** A registered external wallet whose ownership is proven (EIP-191 signature over the challenge). */
-export async function verifiedWallet(api: ApiHarness, key: string, chain = 'base'): Promise<{ id: string; address: string }> {
+/** A registered external wallet whose ownership is proven (EIP-191 signature over the challenge), with its key's account. */
+export async function verifiedWallet(api: ApiHarness, key: string, chain = 'base'): Promise<{ id: string; address: string; account: PrivateKeyAccount }> {
   const { account, wallet } = await externalWallet(api, key, chain);
   const challenge = await api.http.post(`${BASE}/wallets/${wallet.id}/verification-challenges`).set(writeHeaders(key));
   const verified = await api.http.post(`${BASE}/wallets/${wallet.id}/verify`).set(writeHeaders(key)).send({
     challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }),
   });
   expect(verified.status, JSON.stringify(verified.body)).to.equal(200);
-  return wallet;
+  return { ...wallet, account };
 }
 
 export async function fund(api: ApiHarness, key: string, walletId: string, amount: string, chain = 'base'): Promise<void> {

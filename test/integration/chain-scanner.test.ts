@@ -143,9 +143,9 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
   const depositsOf = async (intentId: string) =>
     (await getDs()).query(`SELECT amount::text, usdc_amount::text, transaction_hash, block_number::text, block_hash, payment_key, late_payment FROM treasury_deposits WHERE payment_intent_id = $1`, [intentId]) as Promise<Record<string, string | boolean>[]>;
 
-  it('the first scan starts at the chain head (nothing before the watcher existed) and moves the cursor past it', async () => {
+  it('with no SETTLEMENT_START_BLOCK and no issue block recorded (sandbox addresses), the first scan starts at the chain head and moves the cursor past it', async () => {
     await (await getDs()).query(`DELETE FROM chain_cursors WHERE environment = $1 AND chain = $2`, [ENV, CHAIN]);
-    await send(newAccount().address, 1n); // before the watcher: never scanned
+    await send(newAccount().address, 1n); // before the watcher, and no open address dates from then: not scanned
     await mine(3);
     const at = await head();
     const first = await scan();

@@ -171,7 +171,7 @@ describe('live chain rails on Anvil', function () {
     const wallet = await managedWith('100');
     const [a, b] = await Promise.all([managedOfframp(wallet.id, '20', '+254712345031'), managedOfframp(wallet.id, '25', '+254712345032')]);
     const [da, db] = await Promise.all([mineUntil(a.id, ['completed', 'failed', 'action_required']), mineUntil(b.id, ['completed', 'failed', 'action_required'])]);
-    expect([da.status, db.status]).to.deep.equal(['completed', 'completed']);
+    expect([da.status, db.status], JSON.stringify([da.failure, db.failure])).to.deep.equal(['completed', 'completed']);
     const sends: { nonce: string; status: string }[] = await (await getDs()).query(
       `SELECT nonce::text, status FROM chain_sends WHERE from_address = $1 ORDER BY nonce`, [wallet.address.toLowerCase()]);
     expect(sends).to.deep.equal([{ nonce: '0', status: 'mined' }, { nonce: '1', status: 'mined' }]);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
-import { scanChain, WATCHED_SETTLEMENT_STATUSES } from '../../shared/chain/scanner.js';
+import { OPEN_SETTLEMENT_STATUSES, scanChain } from '../../shared/chain/scanner.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 import type { Chain, Environment } from '../../shared/domain/chains.js';
 import { scanLagBlocks } from '../../shared/metrics.js';
@@ -39,7 +39,7 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
     `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[]))
          OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')) AS open`,
-    [environment, chain, [...WATCHED_SETTLEMENT_STATUSES].filter((s) => s !== 'confirmed' && s !== 'expired')],
+    [environment, chain, OPEN_SETTLEMENT_STATUSES],
   );
   if (!open) return 'nothing open';
   const result = await scanChain(deps, {
