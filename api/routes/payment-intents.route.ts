@@ -124,7 +124,7 @@ export const schemas: Record<string, JsonSchema> = {
   TreasuryDeposit: {
     type: 'object',
     required: ['id', 'payment_intent_id', 'payment_method', 'amount', 'settled_amount', 'status', 'reference', 'asset', 'chain', 'transaction_hash', 'confirmations',
-      'required_confirmations', 'late_payment', 'intent_status', 'failure', 'observed_at', 'confirmed_at', 'created_at', 'updated_at'],
+      'required_confirmations', 'provider_reference', 'late_payment', 'intent_status', 'failure', 'observed_at', 'confirmed_at', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       payment_intent_id: ref('Uuid'),
@@ -138,6 +138,7 @@ export const schemas: Record<string, JsonSchema> = {
       transaction_hash: NULLABLE_STRING,
       confirmations: { type: 'integer' },
       required_confirmations: { type: 'integer' },
+      provider_reference: { ...NULLABLE_STRING, description: 'M-Pesa\'s receipt (MpesaReceiptNumber) for a mobile-money payment once known; null for USDC (sandbox makes one up).' },
       late_payment: { type: 'boolean', description: 'True when the payment arrived after the intent was cancelled, expired or already paid: credited all the same, for you to settle with the payer.' },
       intent_status: { type: 'string', enum: [...PAYMENT_INTENT_STATUSES], description: 'The intent\'s status when the payment arrived.' },
       failure: FAILURE,

@@ -59,7 +59,7 @@ export const schemas: Record<string, JsonSchema> = {
   Transaction: {
     type: 'object',
     required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-      'payment_intent_id', 'funding_source', 'payment_source', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
+      'payment_intent_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       direction: { type: 'string', enum: ['offramp', 'onramp'] },
@@ -80,6 +80,7 @@ export const schemas: Record<string, JsonSchema> = {
         properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
       payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING } },
+      provider_reference: { ...NULLABLE_STRING, description: 'The provider\'s receipt for the money it moved, once known: M-Pesa\'s MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S).' },
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
       refund: { type: ['object', 'null'], properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, transaction_hash: NULLABLE_STRING } },
       settlement: ref('Settlement'),

@@ -3,6 +3,7 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import { AppError } from '../errors.js';
+import { sandboxReceipt } from '../providers/sandbox-provider.js';
 import type { EventScope } from './events.js';
 import { checkPayer } from './corridor-details.js';
 import { requireCorridor } from './corridors.js';
@@ -18,7 +19,7 @@ import { walletUsdcAccount } from './wallet-balances.js';
 
 /** What a forced sandbox outcome (`/sandbox/transactions/{id}/simulate` with `completed`) makes of the provider's answer. */
 export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
-  return tx.forced_outcome?.outcome === 'completed' ? { status: 'succeeded', provider_reference: `SIM-${tx.id.slice(0, 8)}` } : null;
+  return tx.forced_outcome?.outcome === 'completed' ? { status: 'succeeded', provider_reference: `SIM-${tx.id.slice(0, 8)}`, receipt: sandboxReceipt('forced', tx.id) } : null;
 }
 
 /**
@@ -42,7 +43,7 @@ export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: Tr
   const processing = await moveTransaction(unit, tx, 'processing', { set: { provider_reference: outcome.provider_reference } });
   if (!processing) return 'moved on';
   if (outcome.status === 'pending') return 'processing';
-  await moveTransaction(unit, processing.row, 'completed', { set: { completed_at: NOW }, ledger: () => payoutEntry(tx) });
+  await moveTransaction(unit, processing.row, 'completed', { set: { completed_at: NOW, receipt: outcome.receipt ?? null }, ledger: () => payoutEntry(tx) });
   return 'completed';
 }
 
@@ -88,7 +89,7 @@ export async function applyCollectionOutcome(unit: Unit, config: Config, tx: Tra
   }
   const prompted = await moveTransaction(unit, tx, 'awaiting_funds', { set: { provider_reference: outcome.provider_reference } });
   if (!prompted || outcome.status === 'pending') return 'awaiting_funds';
-  const funded = await moveTransaction(unit, prompted.row, 'funded');
+  const funded = await moveTransaction(unit, prompted.row, 'funded', { set: { receipt: outcome.receipt ?? null } });
   if (funded) await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
   return 'funded';
 }

@@ -2,7 +2,7 @@
 // on-ramp's collection, an off-ramp's payout, or a payment intent's collection. Every move is a conditional
 // transition from the step that waits for it, so a duplicated, late or out-of-order result changes nothing.
 import type { Config } from '../config.js';
-import type { Unit } from '../db/unit-of-work.js';
+import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import { AppError } from '../errors.js';
 import type { ProviderCallback, ProviderOutcome } from '../providers/provider.js';
@@ -59,18 +59,28 @@ export async function applyProviderResult(unit: Unit, config: Config, result: Pr
     const checkout = outcome.provider_reference;
     if (!checkout) return 'no reference';
     const tx = await txBy(unit, 't.provider_reference', checkout);
-    if (tx) return settleCollection(unit, config, tx, outcome);
+    if (tx) return settleCollection(unit, config, tx, { ...outcome, receipt: result.receipt ?? outcome.receipt });
     const intents: { id: string }[] = await unit.em.query(`SELECT id FROM payment_intents WHERE environment = 'live' AND provider_reference = $1`, [checkout]);
-    if (intents[0]) return settleIntentCollection(unit, config, (await loadPaymentIntent(unit.em, intents[0].id, true))!, outcome);
+    if (intents[0]) return settleIntentCollection(unit, config, (await loadPaymentIntent(unit.em, intents[0].id, true))!, { ...outcome, receipt: result.receipt ?? outcome.receipt });
     throw new ResultTooEarlyError();
   }
-  const tx = (result.reference && UUID.test(result.reference) ? await txBy(unit, 't.id', result.reference) : undefined)
+  const byQuery = result.queryId ? await payoutQueriedBy(unit, result.queryId) : undefined;
+  const reference = result.reference && UUID.test(result.reference) ? result.reference : byQuery;
+  const tx = (reference ? await txBy(unit, 't.id', reference) : undefined)
     ?? (result.conversationId ? await txBy(unit, 't.provider_reference', result.conversationId) : undefined);
   if (!tx) {
-    if (result.reference && UUID.test(result.reference)) return 'not ours';
+    if (reference || result.queryId) return 'not ours';
     throw new ResultTooEarlyError();
   }
-  return settlePayout(unit, config, tx, outcome);
+  return settlePayout(unit, config, tx, outcome, result);
+}
+
+/** The payout whose latest Transaction Status query has this id (a status result may not echo our Occasion). */
+async function payoutQueriedBy(unit: Unit, queryId: string): Promise<string | undefined> {
+  const rows: { reference: string }[] = await unit.em.query(
+    `SELECT reference FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND outcome->>'queried' = $1`, [queryId],
+  );
+  return rows[0]?.reference;
 }
 
 /** awaiting_funds -> funded (delivery follows) or failed; a temporary answer waits for the next check. */
@@ -79,7 +89,7 @@ export async function settleCollection(unit: Unit, config: Config, tx: Transacti
   if (tx.status === 'created') throw new ResultTooEarlyError();
   if (tx.direction !== 'onramp' || tx.status !== 'awaiting_funds') return `unchanged (${tx.status})`;
   if (outcome.status === 'succeeded') {
-    const funded = await moveTransaction(unit, tx, 'funded');
+    const funded = await moveTransaction(unit, tx, 'funded', { set: { receipt: outcome.receipt ?? null } });
     if (funded) await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
     return 'funded';
   }
@@ -91,50 +101,88 @@ export async function settleCollection(unit: Unit, config: Config, tx: Transacti
   return outcome.status;
 }
 
+/** What a payout result says beyond its outcome (see ProviderCallback). */
+type PayoutFacts = Pick<ProviderCallback, 'absent' | 'queryId' | 'timedOut' | 'receipt'>;
+
 /**
- * processing -> completed, or failed with the refund (permanent). A temporary result is sent again after a backoff
- * while PROVIDER_MAX_ATTEMPTS allows, then action_required (retry sends again).
+ * processing -> completed, or failed with the refund (permanent). A result saying the request did not pay (M-Pesa's
+ * own temporary result, a status "not found") sends it again after a backoff while PROVIDER_MAX_ATTEMPTS allows, then
+ * action_required (retry sends again). A queue timeout says nothing: the status is asked at once.
  */
-export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, facts: PayoutFacts = {}): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
-  if (tx.direction !== 'offramp' || tx.status !== 'processing') return `unchanged (${tx.status})`;
-  // `answered`: M-Pesa itself gave this result, so a retry after a temporary one sends again without asking first.
-  await unit.em.query(
-    `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
-        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
-    [tx.id, JSON.stringify({ ...outcome, answered: true })],
-  );
+  if (tx.direction !== 'offramp') return `unchanged (${tx.status})`;
+  if (facts.queryId && !(await latestQuery(unit, tx.id, facts.queryId))) return 'stale status result';
+  if (facts.timedOut) {
+    if (tx.status !== 'processing') return `unchanged (${tx.status})`;
+    const [{ sends }] = await requestRow(unit, tx.id);
+    await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `t${sends}` }, 0), scopeOf(tx));
+    return 'asking status';
+  }
+  if (facts.absent) return payoutAbsent(unit, config, tx, outcome, facts.queryId);
+  if (tx.status !== 'processing') return `unchanged (${tx.status})`;
   const reference = outcome.provider_reference ?? tx.provider_reference;
   if (outcome.status === 'succeeded') {
-    await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference }, ledger: () => payoutEntry(tx) });
+    await keepFinal(unit, tx.id, outcome);
+    await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt: facts.receipt ?? outcome.receipt ?? null }, ledger: () => payoutEntry(tx) });
     return 'completed';
   }
   if (outcome.status === 'rejected' || outcome.status === 'declined') {
+    await keepFinal(unit, tx.id, outcome);
     const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
     const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
     await moveTransaction(unit, tx, 'failed', { set: { failure, refund, provider_reference: reference }, reason: failure.code });
     return 'failed';
   }
-  if (outcome.status === 'temporary_failure') {
-    const [{ attempts }]: { attempts: number }[] = await unit.em.query(
-      `SELECT attempts FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [tx.id],
-    );
-    if (attempts < config.providerMaxAttempts) {
-      await unit.stage(providerJobs.resend(tx.id, attempts + 1, config.providerRetryBaseMs * 2 ** (attempts - 1)), scopeOf(tx));
-      return 'sending again';
-    }
-    const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${attempts} attempts)` };
-    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
-    return 'action_required';
-  }
   return 'pending';
+}
+
+async function requestRow(unit: Unit, reference: string): Promise<{ sends: number; outcome: Record<string, unknown> }[]> {
+  return unit.em.query(`SELECT sends, outcome FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference]);
+}
+
+/** Whether a status result answers the latest status query about the payout (an older one may predate a send). */
+async function latestQuery(unit: Unit, reference: string, queryId: string): Promise<boolean> {
+  const [row] = await requestRow(unit, reference);
+  return row?.outcome.queried === queryId;
+}
+
+/** M-Pesa's final answer is kept, so a later request for the same reference answers it without asking again. */
+async function keepFinal(unit: Unit, reference: string, outcome: ProviderOutcome): Promise<void> {
+  await unit.em.query(
+    `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
+        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
+    [reference, JSON.stringify(outcome)],
+  );
+}
+
+/**
+ * M-Pesa says the request did not pay: marked `absent` (the next send goes without asking), and sent again at once
+ * while processing and PROVIDER_MAX_ATTEMPTS allows; else action_required, where retry sends.
+ */
+async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, queryId?: string): Promise<string> {
+  const marked = await updateReturning<{ sends: number }>(unit.em,
+    `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
+        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') AND ($3::text IS NULL OR outcome->>'queried' = $3) RETURNING sends`,
+    [tx.id, JSON.stringify({ ...outcome, absent: true }), queryId ?? null],
+  );
+  if (!marked[0]) return 'unchanged (final)';
+  if (tx.status !== 'processing') return `unchanged (${tx.status}), may be sent again`;
+  const { sends } = marked[0];
+  if (sends < config.providerMaxAttempts) {
+    await unit.stage(providerJobs.resend(tx.id, sends + 1, config.providerRetryBaseMs * 2 ** Math.max(sends - 1, 0)), scopeOf(tx));
+    return 'sending again';
+  }
+  const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${sends} attempts)` };
+  await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
+  return 'action_required';
 }
 
 async function settleIntentCollection(unit: Unit, config: Config, intent: PaymentIntentRow, outcome: ProviderOutcome): Promise<string> {
   if (intent.status !== 'processing') return `unchanged (${intent.status})`;
   if (outcome.status === 'succeeded') {
     // Keyed by the CheckoutRequestID, whoever brings the news (callback or STK Query): one payment, one deposit.
-    await recordPayment(unit, config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!), chainFor(intent.environment, config));
+    await recordPayment(unit, config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!, outcome.receipt), chainFor(intent.environment, config));
     return 'paid';
   }
   if (outcome.status === 'declined' || outcome.status === 'rejected') return collectionCameToNothing(unit, intent, collectionFailure(outcome), outcome.provider_reference);

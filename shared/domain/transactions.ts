@@ -44,6 +44,8 @@ export interface TransactionRow {
   payer_phone: string | null;
   payer_network: string | null;
   provider_reference: string | null;
+  /** The M-Pesa receipt (MpesaReceiptNumber, TransactionID) once known: the view's provider_reference. */
+  receipt: string | null;
   destination_transaction_hash: string | null;
   failure: { code: string; message: string; details?: unknown } | null;
   refund: { status: 'pending' | 'completed' | 'failed'; amount: string; transaction_hash: string | null } | null;
@@ -57,7 +59,7 @@ export interface TransactionRow {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -94,6 +96,7 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
         : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
       : null,
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
+    provider_reference: row.receipt,
     failure: row.failure,
     refund: row.refund,
     ...(extra.settlement ? { settlement: extra.settlement } : {}),
@@ -110,6 +113,11 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
 /** For jobs, which carry ids only. */
 export async function loadTransaction(q: Queryable, id: string): Promise<TransactionRow | undefined> {
   return ((await q.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1`, [id])) as TransactionRow[])[0];
+}
+
+/** The row as it is now, locked for the caller's unit: what a decision that may move it must read. */
+export async function lockTransaction(unit: Unit, id: string): Promise<TransactionRow | undefined> {
+  return ((await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR NO KEY UPDATE`, [id])) as TransactionRow[])[0];
 }
 
 /**

@@ -38,6 +38,7 @@ export interface DepositRow {
   usdc_amount: string;
   chain: string;
   reference: string | null;
+  receipt: string | null;
   transaction_hash: string | null;
   block_number: string | null;
   block_hash: string | null;
@@ -53,7 +54,7 @@ export interface DepositRow {
 }
 
 export const DEPOSIT_COLUMNS = `d.id, d.business_id, d.environment, d.payment_intent_id, d.payment_method, d.status, d.payment_key, d.currency, d.amount::text,
-  d.usdc_amount::text, d.chain, d.reference, d.transaction_hash, d.block_number::text, d.block_hash, d.confirmations, d.required_confirmations, d.late_payment,
+  d.usdc_amount::text, d.chain, d.reference, d.receipt, d.transaction_hash, d.block_number::text, d.block_hash, d.confirmations, d.required_confirmations, d.late_payment,
   d.intent_status, d.failure, d.observed_at, d.confirmed_at, d.created_at, d.updated_at`;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -68,6 +69,7 @@ export function depositView(row: DepositRow): Record<string, unknown> {
     settled_amount: formatAmount(row.usdc_amount, USDC_SCALE),
     status: row.status,
     reference: row.reference,
+    provider_reference: row.receipt,
     asset: 'USDC',
     chain: row.chain,
     transaction_hash: row.transaction_hash,
@@ -123,14 +125,17 @@ export interface Payment {
   /** What it is worth in USDC (minor units): the transfer itself, or the fiat converted at the intent's rate, rounded down. */
   usdcAmount: bigint;
   reference: string | null;
+  /** The provider's receipt of a mobile-money payment (provider_reference). */
+  receipt?: string | null;
   transactionHash?: string | null;
   blockNumber?: bigint | null;
   blockHash?: string | null;
 }
 
 /** A mobile-money payment of the intent's whole amount, worth its USDC at the intent's rate (rounded down). */
-export function mobileMoneyPayment(intent: PaymentIntentRow, providerReference: string): Payment {
+export function mobileMoneyPayment(intent: PaymentIntentRow, providerReference: string, receipt?: string): Payment {
   return {
+    receipt: receipt ?? null,
     method: 'mobile_money', key: providerReference, currency: intent.currency, amount: intent.amount,
     usdcAmount: fiatToUsdc(formatAmount(intent.amount, scaleOf(intent.currency)), intent.currency, intent.exchange_rate, 'down'), reference: providerReference,
   };
@@ -165,11 +170,11 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
   const required = payment.method === 'mobile_money' ? 0 : intent.required_confirmations;
   const inserted: DepositRow[] = await unit.em.query(
     `INSERT INTO treasury_deposits AS d (id, business_id, environment, payment_intent_id, payment_method, status, payment_key, currency, amount, usdc_amount, chain,
-       reference, transaction_hash, block_number, block_hash, required_confirmations, late_payment, intent_status)
-     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+       reference, transaction_hash, block_number, block_hash, required_confirmations, late_payment, intent_status, receipt)
+     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
      ON CONFLICT (environment, payment_method, payment_key) DO NOTHING RETURNING ${DEPOSIT_COLUMNS}`,
     [randomUUID(), scope.businessId, scope.environment, intent.id, payment.method, payment.key, payment.currency, payment.amount, fromMinor(payment.usdcAmount, USDC_SCALE),
-      intent.chain, payment.reference, payment.transactionHash ?? null, payment.blockNumber?.toString() ?? null, payment.blockHash ?? null, required, late, intent.status],
+      intent.chain, payment.reference, payment.transactionHash ?? null, payment.blockNumber?.toString() ?? null, payment.blockHash ?? null, required, late, intent.status, payment.receipt ?? null],
   );
   if (!inserted[0]) {
     const existing: DepositRow[] = await unit.em.query(`SELECT ${DEPOSIT_COLUMNS} FROM treasury_deposits d WHERE d.environment = $1 AND d.payment_method = $2 AND d.payment_key = $3`, [

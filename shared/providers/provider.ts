@@ -47,6 +47,8 @@ export interface ProviderOutcome {
   status: ProviderStatus;
   /** The provider's id for the request (Daraja CheckoutRequestID / ConversationID); null when it never accepted one. */
   provider_reference: string | null;
+  /** The receipt of money that moved (M-Pesa's receipt; sandbox makes one up), when the answer carries it. */
+  receipt?: string;
   failure?: ProviderFailure;
 }
 
@@ -81,8 +83,18 @@ export interface ProviderCallback {
   reference: string | null;
   /** Daraja's ConversationID of a payout result: B2B echoes no reference of ours, so it is matched by this. */
   conversationId?: string;
-  /** The M-Pesa receipt (transaction id) when money moved. */
+  /** The M-Pesa receipt (MpesaReceiptNumber, TransactionID) when money moved. */
   receipt?: string;
+  /** STK: the MerchantRequestID, the amount and the MSISDN M-Pesa says were paid (checked against the request). */
+  merchantRequestId?: string;
+  amount?: string;
+  phone?: string;
+  /** The provider says the request did not pay and never will (status "not found", an unpaid end): safe to send again. */
+  absent?: boolean;
+  /** A status result: the id of our status query it answers (only the latest query's answer counts). */
+  queryId?: string;
+  /** The request timed out in the provider's queue: it may still run, so its status is asked at once. */
+  timedOut?: boolean;
   outcome: ProviderOutcome;
 }
 

@@ -67,7 +67,12 @@ export function decideCollection(reference: string, phoneNumber: string): Provid
   if (phoneNumber.endsWith(SANDBOX_MAGIC.declinedCollection)) {
     return { status: 'declined', provider_reference, failure: { code: 'collection_declined', message: 'The payer declined the payment prompt (sandbox: phone number ending in 0001).' } };
   }
-  return { status: 'succeeded', provider_reference };
+  return { status: 'succeeded', provider_reference, receipt: sandboxReceipt('collection', reference) };
+}
+
+/** A made-up M-Pesa-like receipt: S and 9 upper-case letters or digits, the same for the same request. */
+export function sandboxReceipt(kind: string, reference: string): string {
+  return `S${createHash('sha256').update(`${kind}:${reference}`).digest('hex').slice(0, 9).toUpperCase()}`;
 }
 
 export function decidePayout(reference: string, destinations: [string, string][]): ProviderOutcome {
@@ -83,7 +88,7 @@ export function decidePayout(reference: string, destinations: [string, string][]
       failure: { code: 'provider_unavailable', message: 'The provider is temporarily unable to pay out (sandbox: destination ending in 0003).' },
     };
   }
-  return { status: 'succeeded', provider_reference };
+  return { status: 'succeeded', provider_reference, receipt: sandboxReceipt('payout', reference) };
 }
 
 export class SandboxProvider implements PaymentProvider {

@@ -1,9 +1,28 @@
 // Our own HTTP server that plays M-Pesa Daraja in Safaricom's published shapes (OAuth, STK Push, STK Query, B2C v3,
-// B2B, Transaction Status, and the result callbacks it posts). It keeps a request log, and the last four digits of
-// the payer or receiver pick what it does, so a test reads its scenario from its data:
-//   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice;
+// B2B, Transaction Status, and the callbacks it posts), written from what Safaricom and integrators publish, never
+// from our parser (read 2026-11-25 with the search tool):
+//   - STK callback `Body.stkCallback.CallbackMetadata.Item`: `{ Name, Value }` entries, `{ "Name": "Balance" }` with no
+//     Value (Daraja STK Push docs as reproduced in github.com/Ghostscypher/php-mpesa mpesa_endpoints.md, and captured
+//     bodies in github.com/PatrickNthiwa/Daraja_mpesa_api_C2B CallBackResponse.txt, paidtag.com/docs/1.0/callback).
+//   - B2C / B2B / Transaction Status results `Result { ResultType, ResultCode, ResultDesc, OriginatorConversationID,
+//     ConversationID, TransactionID, ResultParameters.ResultParameter, ReferenceData.ReferenceItem }`, parameters as
+//     `{ Key, Value }` (Value absent for empty ones, e.g. TransactionReason), a list or one object
+//     (php-mpesa mpesa_endpoints.md; github.com/maukoese/mpesainside howto.php). A failed result carries no
+//     ResultParameters, and its ReferenceItem may be `{ "Key": "Occasion" }` without Value (captured in
+//     github.com/Byte-Barn/mpesakit issue 102, github.com/dkiptugen/mpesa-php-full-integration issue 1).
+//   - Transaction Status for a request M-Pesa has no record of: the query is accepted, and its result says
+//     ResultCode 2032 (issue 22, seen live). The result's OriginatorConversationID is the query's own, as the
+//     synchronous answer gave it.
+//   - QueueTimeOutURL: the gateway posts there when the request sat too long in M-Pesa's queue; the request may still
+//     run (osenco/mpesa wiki "Processing Timeouts", pesakit.landelatech.com "timeout callbacks are not the same as
+//     final failure"). Its body is not published: the stand-in posts a Result naming the request with code 1037.
+// It keeps a request log and counts payouts M-Pesa executed, and the last four digits of the payer or receiver pick
+// what it does, so a test reads its scenario from its data:
+//   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice,
+//                0066 the prompt is sent but the STK Push answer comes after `holdMs` (our request times out);
 //   payouts:     0001 our float short (ResultCode 1) on the first request, 0011 on every request, 0002 invalid receiver (2040),
-//                0003 HTTP 503 on the first request, 0099 result lost,
+//                0003 HTTP 503 on the first request (not executed), 0006 executed and then HTTP 500,
+//                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -26,6 +45,8 @@ interface Payment {
   originator: string;
   receipt: string;
   amount: number;
+  /** STK: the MSISDN prompted (a number in the callback, as Daraja sends it). */
+  phone?: string;
 }
 
 export interface FakeDaraja {
@@ -40,9 +61,15 @@ export interface FakeDaraja {
   callbackOrigin: string;
   callbackDelayMs: number;
   holdMs: number;
+  /** Runs before a Transaction Status query is answered (a test makes something happen meanwhile); cleared after. */
+  beforeStatusAnswer: (() => Promise<void>) | null;
+  /** Payouts M-Pesa executed (money moved), per our reference: more than 1 is a double payment. */
+  executions: Map<string, number>;
   payoutsTo(reference: string): LoggedRequest[];
   /** A result exactly as the fake would post it for a payout it made (tests replay or alter it). */
   resultFor(reference: string): Record<string, any> | null;
+  /** The STK callback as the fake would post it for a prompt (CheckoutRequestID), or null. */
+  stkCallbackFor(checkoutRequestId: string): Record<string, any> | null;
   close(): Promise<void>;
 }
 
@@ -69,15 +96,20 @@ async function readJson(req: IncomingMessage): Promise<Record<string, any>> {
 
 const last4 = (s: unknown) => String(s ?? '').slice(-4);
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** An M-Pesa receipt: 10 upper-case letters and digits (QKH94M1Z11, LGR7OWQX0R in the published samples). */
+const receiptNo = () => randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
+/** yyyyMMddHHmmss, a number in STK callbacks and status results. */
+const stamp = () => Number(new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14));
 
 export async function startFakeDaraja(): Promise<FakeDaraja> {
   const issued = new Map<string, number>();
   const payments = new Map<string, Payment>();
   const failedOnce = new Set<string>();
   const fake: FakeDaraja = {
-    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0,
+    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null,
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
     resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
+    stkCallbackFor: (checkout) => (payments.has(checkout) ? (stkCallback(payments.get(checkout)!) as Record<string, any>) : null),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 
@@ -93,17 +125,65 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
 
   function stkCallback(p: Payment): unknown {
     const meta = p.resultCode === '0'
-      ? { CallbackMetadata: { Item: [{ Key: 'Amount', Value: p.amount }, { Key: 'MpesaReceiptNumber', Value: p.receipt }, { Key: 'PhoneNumber', Value: 254700000000 }] } }
+      ? {
+          CallbackMetadata: {
+            Item: [
+              { Name: 'Amount', Value: p.amount }, { Name: 'MpesaReceiptNumber', Value: p.receipt }, { Name: 'Balance' },
+              { Name: 'TransactionDate', Value: stamp() }, { Name: 'PhoneNumber', Value: Number(p.phone) },
+            ],
+          },
+        }
       : {};
     return { Body: { stkCallback: { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResultCode: Number(p.resultCode), ResultDesc: p.resultDesc, ...meta } } };
   }
 
   function resultCallback(p: Payment): unknown {
+    const paid = p.resultCode === '0';
     return {
       Result: {
         ResultType: 0, ResultCode: Number(p.resultCode), ResultDesc: p.resultDesc, OriginatorConversationID: p.originator, ConversationID: p.conversationId,
-        TransactionID: p.resultCode === '0' ? p.receipt : '', ResultParameters: { ResultParameter: [{ Key: 'TransactionAmount', Value: p.amount }] },
+        TransactionID: paid ? p.receipt : 'TK61000000',
+        ...(paid ? {
+          ResultParameters: {
+            ResultParameter: [
+              { Key: 'TransactionAmount', Value: p.amount }, { Key: 'TransactionReceipt', Value: p.receipt }, { Key: 'B2CRecipientIsRegisteredCustomer', Value: 'Y' },
+              { Key: 'B2CChargesPaidAccountAvailableFunds', Value: -4510.0 }, { Key: 'ReceiverPartyPublicName', Value: '2547****** - Amina W' },
+              { Key: 'TransactionCompletedDateTime', Value: '25.11.2026 10:54:57' }, { Key: 'B2CUtilityAccountAvailableFunds', Value: 10116.0 },
+              { Key: 'B2CWorkingAccountAvailableFunds', Value: 900000.0 },
+            ],
+          },
+        } : {}),
         ReferenceData: { ReferenceItem: { Key: 'QueueTimeoutURL', Value: 'https://internalsandbox.safaricom.co.ke/mpesa/b2cresults/v1/submit' } },
+      },
+    };
+  }
+
+  /** A Transaction Status result: the request's state if M-Pesa knows it, else 2032; ReferenceItem echoes Occasion. */
+  function statusResult(query: Record<string, any>, queryId: string, p: Payment | undefined): unknown {
+    const occasion = query.Occasion ? { Key: 'Occasion', Value: query.Occasion } : { Key: 'Occasion' };
+    if (!p) {
+      return {
+        Result: {
+          ResultType: 0, ResultCode: 2032, ResultDesc: 'The transaction could not be found.', OriginatorConversationID: queryId,
+          ConversationID: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, TransactionID: 'TK61000000', ReferenceData: { ReferenceItem: { Key: 'Occasion' } },
+        },
+      };
+    }
+    const completed = p.resultCode === '0';
+    return {
+      Result: {
+        ResultType: 0, ResultCode: 0, ResultDesc: 'The service request is processed successfully.', OriginatorConversationID: queryId,
+        ConversationID: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, TransactionID: completed ? p.receipt : 'TK61000000',
+        ResultParameters: {
+          ResultParameter: [
+            { Key: 'ReceiptNo', Value: p.receipt }, { Key: 'Conversation ID', Value: p.conversationId }, { Key: 'FinalisedTime', Value: stamp() },
+            { Key: 'Amount', Value: p.amount }, { Key: 'TransactionStatus', Value: completed ? 'Completed' : 'Failed' }, { Key: 'ReasonType', Value: 'Business Payment via API' },
+            { Key: 'TransactionReason' }, { Key: 'DebitPartyCharges', Value: 'Fee For B2C Payment|KES|33.00' }, { Key: 'DebitAccountType', Value: 'Utility Account' },
+            { Key: 'InitiatedTime', Value: stamp() }, { Key: 'Originator Conversation ID', Value: p.originator }, { Key: 'CreditPartyName', Value: '2547****** - Amina W' },
+            { Key: 'DebitPartyName', Value: '600981 - Rampway' },
+          ],
+        },
+        ReferenceData: { ReferenceItem: occasion },
       },
     };
   }
@@ -132,11 +212,16 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const code = { '0001': '1032', '0037': '1037' }[suffix] ?? '0';
       const p: Payment = {
         kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
-        conversationId: `29115-${randomUUID().slice(0, 8)}`, originator: '', receipt: `SFX${randomUUID().slice(0, 7).toUpperCase()}`, amount: body.Amount,
+        conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber),
       };
       payments.set(p.key, p);
-      send(200, { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResponseCode: '0', ResponseDescription: 'Success. Request accepted for processing', CustomerMessage: 'Success. Request accepted for processing' });
       if (suffix !== '0099') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      // The prompt went out; our answer is late (the caller's request times out, once per reference).
+      if (suffix === '0066' && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
+        failedOnce.add(`stk-${body.AccountReference}`);
+        await delay(fake.holdMs);
+      }
+      send(200, { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResponseCode: '0', ResponseDescription: 'Success. Request accepted for processing', CustomerMessage: 'Success. Request accepted for processing' });
       return;
     }
     if (url.pathname === '/mpesa/stkpushquery/v1/query') {
@@ -162,26 +247,32 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       };
       const p: Payment = {
         kind: 'payout', key: ours, resultCode: code, resultDesc: descriptions[code],
-        conversationId: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, originator: b2c ? ours : `${randomUUID().slice(0, 5)}-${Date.now()}`, receipt: `SFP${randomUUID().slice(0, 7).toUpperCase()}`, amount: body.Amount,
+        conversationId: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, originator: b2c ? ours : `${randomUUID().slice(0, 5)}-${Date.now()}`, receipt: receiptNo(), amount: body.Amount,
       };
       payments.set(ours, p);
+      if (code === '0') fake.executions.set(ours, (fake.executions.get(ours) ?? 0) + 1);
+      if (suffix === '0006' && !failedOnce.has(ours)) {
+        failedOnce.add(ours);
+        return send(500, { message: 'Internal Server Error' });
+      }
       if (suffix === '0077' && fake.holdMs) await delay(fake.holdMs);
       send(200, { ConversationID: p.conversationId, OriginatorConversationID: p.originator, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
-      if (suffix !== '0099' && suffix !== '0088') void post(body.ResultURL, resultCallback(p));
+      if (suffix === '0055') {
+        void post(body.QueueTimeOutURL, {
+          Result: { ResultType: 1, ResultCode: 1037, ResultDesc: 'The request timed out in the queue.', OriginatorConversationID: p.originator, ConversationID: p.conversationId, TransactionID: 'TK61000000' },
+        });
+      } else if (suffix !== '0099' && suffix !== '0088') void post(body.ResultURL, resultCallback(p));
       return;
     }
     if (url.pathname === '/mpesa/transactionstatus/v1/query') {
       const p = payments.get(body.OriginalConversationID);
-      if (!p) return send(400, { requestId: randomUUID(), errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid OriginalConversationID' });
-      send(200, { OriginatorConversationID: randomUUID(), ConversationID: `AG_${randomUUID().slice(0, 12)}`, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
+      const queryId = `${randomUUID().slice(0, 5)}-${randomUUID().slice(0, 6)}-1`;
+      const meanwhile = fake.beforeStatusAnswer;
+      fake.beforeStatusAnswer = null;
+      await meanwhile?.();
+      send(200, { OriginatorConversationID: queryId, ConversationID: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
       if (body.OriginalConversationID && fake.log.some((r) => r.body.OriginatorConversationID === body.OriginalConversationID && last4(r.body.PartyB) === '0088')) return;
-      void post(body.ResultURL, {
-        Result: {
-          ResultType: 0, ResultCode: 0, ResultDesc: 'The service request is processed successfully.', OriginatorConversationID: randomUUID(), ConversationID: p.conversationId, TransactionID: p.receipt,
-          ResultParameters: { ResultParameter: [{ Key: 'TransactionStatus', Value: p.resultCode === '0' ? 'Completed' : 'Failed' }, { Key: 'ReceiptNo', Value: p.receipt }, { Key: 'Amount', Value: p.amount }] },
-          ReferenceData: { ReferenceItem: { Key: 'Occasion', Value: body.Occasion } },
-        },
-      });
+      void post(body.ResultURL, statusResult(body, queryId, p));
       return;
     }
     send(404, { errorCode: '404.001.01', errorMessage: 'Resource not found' });

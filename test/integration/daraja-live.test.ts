@@ -151,17 +151,21 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     expect(rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id)).to.have.length(1);
   });
 
-  it('forged callbacks change nothing: a wrong token is 404, a wrong shape 400, and neither is stored', async () => {
+  it('a callback on a wrong token is 404 and not stored; on the right one, any body is stored and acknowledged, and one we cannot read changes nothing', async () => {
     const ds = await getDs();
     const before = (await ds.query(`SELECT count(*)::int AS n FROM provider_callbacks`))[0].n;
     const body = { Body: { stkCallback: { MerchantRequestID: 'x', CheckoutRequestID: 'ws_CO_forged', ResultCode: 0, ResultDesc: 'ok' } } };
     const wrongToken = await fetch(`${rail.apiUrl}/providers/daraja/cbtok_${'x'.repeat(32)}/stk`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     expect(wrongToken.status).to.equal(404);
-    const wrongShape = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/stk`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ Result: { ResultCode: 0 } }) });
-    expect(wrongShape.status).to.equal(400);
-    const notJson = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/result`, { method: 'POST', body: '{nope' });
-    expect(notJson.status).to.equal(400);
     expect((await ds.query(`SELECT count(*)::int AS n FROM provider_callbacks`))[0].n).to.equal(before);
+    const odd = { Result: { ResultCode: 0, Extra: `odd-${Date.now()}` } };
+    const wrongShape = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/stk`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(odd) });
+    expect(wrongShape.status).to.equal(200);
+    expect(await wrongShape.json()).to.deep.equal({ ResultCode: 0, ResultDesc: 'Accepted' });
+    const notJson = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/result`, { method: 'POST', body: `{nope ${Date.now()}` });
+    expect(notJson.status).to.equal(200);
+    await until(async () => (await ds.query(`SELECT count(*)::int AS n FROM provider_callbacks WHERE received_at > now() - interval '1 minute' AND result = 'unparsed'`))[0].n >= 2, { what: 'both kept as unparsed' });
+    expect((await ds.query(`SELECT count(*)::int AS n FROM provider_callbacks`))[0].n).to.equal(before + 2);
   });
 
   it('other live currencies have no provider: 422 unsupported_corridor, no_live_provider', async () => {

@@ -69,11 +69,12 @@ describe('live M-Pesa results late, out of order, or never', function () {
     const statusQueries = () => rail.fake.log.filter((r) => r.path === '/mpesa/transactionstatus/v1/query' && r.body.OriginalConversationID === id).length;
     expect(statusQueries()).to.equal(5);
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
-    // Retry: M-Pesa took the request, so it is not sent again; the checks start over.
+    // Retry: M-Pesa took the request and never says it has no record of it, so it is not sent again; the retry asks
+    // first, then the checks start over.
     expect((await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key))).status).to.equal(202);
-    await until(() => statusQueries() === 10, { timeoutMs: 20_000, what: 'five more status checks' });
+    await until(() => statusQueries() === 11, { timeoutMs: 20_000, what: 'the retry\'s query and five more status checks' });
     expect((await untilStatus(rail.api, rail.key, id, ['action_required', 'failed', 'completed'])).status).to.equal('action_required');
-    expect(statusQueries()).to.equal(10);
+    expect(statusQueries()).to.equal(11);
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
   });
 

@@ -11,7 +11,7 @@ import { listCorridors, type Corridor } from '../../shared/domain/corridors.js';
 import type { Environment } from '../../shared/domain/chains.js';
 import type { EventScope } from '../../shared/domain/events.js';
 import { ProviderError, providerFor, type CollectRequest, type PayoutRequest } from '../../shared/providers/provider.js';
-import { SandboxProvider, providerCallStats, sandboxProviderReference } from '../../shared/providers/sandbox-provider.js';
+import { SandboxProvider, providerCallStats, sandboxProviderReference, sandboxReceipt } from '../../shared/providers/sandbox-provider.js';
 
 // The field a corridor's payee is reached by, in the order the adapter reads them.
 const DESTINATION_FIELDS = ['phone_number', 'account_number', 'iban', 'till_number', 'paybill_number', 'email'];
@@ -72,7 +72,7 @@ describe('sandbox provider', () => {
 
     it('collects from any other phone number at once', async () => {
       const req = collection('+254722480163');
-      expect(await provider.collect(req)).to.deep.equal({ status: 'succeeded', provider_reference: sandboxProviderReference('collection', req.reference) });
+      expect(await provider.collect(req)).to.deep.equal({ status: 'succeeded', provider_reference: sandboxProviderReference('collection', req.reference), receipt: sandboxReceipt('collection', req.reference) });
     });
 
     for (const corridor of listCorridors()) {
@@ -80,7 +80,7 @@ describe('sandbox provider', () => {
       it(`${name}: pays out, rejects a destination ending in 0002, fails temporarily on 0003`, async () => {
         const base = { currency: corridor.currency, payment_method: corridor.payment_method, amount: corridor.min_amount };
         const ok = payout(CORRIDOR_EXAMPLES[`${corridor.currency}:${corridor.payment_method}`].valid, base);
-        expect(await provider.payout(ok)).to.deep.equal({ status: 'succeeded', provider_reference: sandboxProviderReference('payout', ok.reference) });
+        expect(await provider.payout(ok)).to.deep.equal({ status: 'succeeded', provider_reference: sandboxProviderReference('payout', ok.reference), receipt: sandboxReceipt('payout', ok.reference) });
 
         const rejected = await provider.payout(payout(detailsEnding(corridor, '0002'), base));
         expect(rejected.status).to.equal('rejected');
@@ -153,7 +153,7 @@ describe('sandbox provider', () => {
     it('20 parallel payouts with one reference leave one succeeded request', async () => {
       const req = payout({ phone_number: '+254722480163', mobile_network: 'safaricom' });
       const outcomes = await Promise.all(Array.from({ length: 20 }, () => provider.payout(req)));
-      const expected = { status: 'succeeded', provider_reference: sandboxProviderReference('payout', req.reference) };
+      const expected = { status: 'succeeded', provider_reference: sandboxProviderReference('payout', req.reference), receipt: sandboxReceipt('payout', req.reference) };
       for (const o of outcomes) expect(o).to.deep.equal(expected);
       expect(await providerCallStats(ds, 'payout', req.reference)).to.deep.equal({ requests: 1, attempts: 20, evaluations: 1, outcome: expected });
       expect(await rowsOf(req.reference)).to.have.length(1);

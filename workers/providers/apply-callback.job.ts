@@ -17,7 +17,8 @@ export const applyCallbackJob = defineJob({
       const row = rows[0];
       if (!row || row.processed_at) return 'already applied';
       const parsed = parseDarajaCallback(row.kind, row.body);
-      const result = parsed ? await applyProviderResult(unit, deps.config, parsed) : 'ignored';
+      // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
+      const result = parsed ? await applyProviderResult(unit, deps.config, parsed) : 'unparsed';
       await unit.em.query(`UPDATE provider_callbacks SET processed_at = now(), result = $2 WHERE id = $1`, [job.data.callbackId, result]);
       return result;
     });

@@ -1,7 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { applyProviderResult, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
-import { loadTransaction, moveTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { loadTransaction, lockTransaction, moveTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
 import { providerFor, type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
@@ -12,13 +12,17 @@ interface Asked {
   outcome: ProviderOutcome | null;
 }
 
+/** The steps that wait for a provider's result: an on-ramp's collection, an off-ramp's payout. */
+function stillWaiting(tx: TransactionRow): boolean {
+  return (tx.direction === 'onramp' && tx.status === 'awaiting_funds') || (tx.direction === 'offramp' && tx.status === 'processing');
+}
+
 /** What is still waiting for a result, and the provider's answer for it; null when it has moved on. */
 async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | null> {
   const providerDeps = { db: deps.ds, config: deps.config, log: deps.log };
   if ('transactionId' in subject) {
     const tx = await loadTransaction(deps.ds, subject.transactionId);
-    const waiting = tx && ((tx.direction === 'onramp' && tx.status === 'awaiting_funds') || (tx.direction === 'offramp' && tx.status === 'processing'));
-    if (!tx || !waiting) return null;
+    if (!tx || !stillWaiting(tx)) return null;
     const kind: ProviderKind = tx.direction === 'onramp' ? 'collection' : 'payout';
     return { kind, reference: tx.id, scope: scopeOf(tx), outcome: await providerFor(tx.environment, providerDeps).queryStatus(kind, tx.id) };
   }
@@ -49,7 +53,10 @@ export const checkProviderJob = defineJob({
         return 'still pending';
       }
       if (!('transactionId' in subject)) return 'no answer';
-      const tx = (await loadTransaction(unit.em, subject.transactionId))!;
+      // Read again under the lock: a result may have moved it meanwhile (completed, or failed and refunded), and only a
+      // request still waiting is handed to the business.
+      const tx = await lockTransaction(unit, subject.transactionId);
+      if (!tx || !stillWaiting(tx)) return `moved on (${tx?.status ?? 'gone'})`;
       await moveTransaction(unit, tx, 'action_required', {
         set: { stalled_at: tx.direction === 'onramp' ? 'awaiting_funds' : 'funded', failure: { code: 'provider_unavailable', message: `M-Pesa gave no result after ${MAX_CHECK_ROUNDS} status checks.` } },
         reason: 'provider_unavailable',

@@ -24,7 +24,7 @@ export const collectIntentJob = defineJob({
     return inUnit(deps, async (unit) => {
       await unit.em.query(`UPDATE payment_intents SET provider_reference = $2 WHERE id = $1 AND collection_attempts = $3`, [intent.id, outcome.provider_reference, job.data.attempt]);
       if (outcome.status === 'succeeded') {
-        await recordPayment(unit, deps.config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!), chainFor(intent.environment, deps.config));
+        await recordPayment(unit, deps.config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!, outcome.receipt), chainFor(intent.environment, deps.config));
         return 'paid';
       }
       // Accepted: the payer is prompted, and the provider's callback brings the result (live).

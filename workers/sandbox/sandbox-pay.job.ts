@@ -4,7 +4,7 @@ import { simulatedHash } from '../../shared/chain/adapter.js';
 import { loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { fromMinor, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { mobileMoneyPayment, recordPayment } from '../../shared/domain/treasury-deposits.js';
-import { sandboxProviderReference } from '../../shared/providers/sandbox-provider.js';
+import { sandboxProviderReference, sandboxReceipt } from '../../shared/providers/sandbox-provider.js';
 import { defineJob } from '../job-definition.js';
 
 /**
@@ -19,7 +19,7 @@ export const sandboxPayJob = defineJob({
     const chain = chainFor('sandbox', deps.config);
     if (job.data.method === 'mobile_money') {
       const receipt = sandboxProviderReference('collection', `${intent.id}-pay-${job.data.key}`);
-      await inUnit(deps, (unit) => recordPayment(unit, deps.config, intent.id, mobileMoneyPayment(intent, receipt), chain));
+      await inUnit(deps, (unit) => recordPayment(unit, deps.config, intent.id, mobileMoneyPayment(intent, receipt, sandboxReceipt('intent', `${intent.id}-pay-${job.data.key}`)), chain));
       return receipt;
     }
     const missing = toMinor(intent.usdc_amount, USDC_SCALE) - toMinor(intent.received_amount, USDC_SCALE);

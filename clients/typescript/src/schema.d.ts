@@ -1845,6 +1845,8 @@ export interface components {
                 phone_number?: string;
                 mobile_network?: string | null;
             } | null;
+            /** @description The provider's receipt for the money it moved, once known: M-Pesa's MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S). */
+            provider_reference: string | null;
             failure: {
                 code: string;
                 message: string;
@@ -2001,6 +2003,8 @@ export interface components {
             confirmations: number;
             /** Format: int32 */
             required_confirmations: number;
+            /** @description M-Pesa's receipt (MpesaReceiptNumber) for a mobile-money payment once known; null for USDC (sandbox makes one up). */
+            provider_reference: string | null;
             /** @description True when the payment arrived after the intent was cancelled, expired or already paid: credited all the same, for you to settle with the payer. */
             late_payment: boolean;
             /**

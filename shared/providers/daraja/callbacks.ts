@@ -1,5 +1,7 @@
-// Daraja's callback bodies (CONTRACT §13): the STK Push result `Body.stkCallback`, and the B2C / B2B / Transaction
-// Status `Result`. Each is schema-checked before it is stored; parsing reads our reference and the outcome.
+// Daraja's callback bodies (CONTRACT §13, §14 "Provider truth"), as Safaricom posts them: the STK Push result
+// `Body.stkCallback` (CallbackMetadata.Item entries are `{ Name, Value }`, Value absent for Balance), and the B2C / B2B /
+// Transaction Status / queue-timeout `Result` (ResultParameters.ResultParameter entries are `{ Key, Value }`, one object
+// or a list; ReferenceData.ReferenceItem likewise). Any well-formed JSON is stored; these schemas decide what is read.
 import { Ajv } from 'ajv';
 import type { ProviderCallback, ProviderKind } from '../provider.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
@@ -8,9 +10,17 @@ import { outcomeOf, safeDescription } from './result-codes.js';
 export const DARAJA_CALLBACK_KINDS = ['stk', 'result', 'status', 'timeout'] as const;
 export type DarajaCallbackKind = (typeof DARAJA_CALLBACK_KINDS)[number];
 
+/** Transaction Status ResultCodes saying M-Pesa has no record of the request: it did not pay and will not. */
+export const NOT_FOUND_CODES = new Set(['2032']);
+/** TransactionStatus values of a request M-Pesa knows ended without paying. */
+const ENDED_UNPAID = new Set(['Failed', 'Declined', 'Cancelled', 'Expired']);
+
 const code = { type: ['integer', 'string'], pattern: '^[0-9A-Za-z.]{1,20}$' };
 const text = { type: 'string', maxLength: 1000 };
-const items = { type: 'array', maxItems: 50, items: { type: 'object', required: ['Key'], properties: { Key: { type: 'string', maxLength: 100 } } } };
+const list = (name: 'Name' | 'Key') => {
+  const item = { type: 'object', required: [name], properties: { [name]: { type: 'string', maxLength: 100 } } };
+  return { oneOf: [{ type: 'array', maxItems: 50, items: item }, item] };
+};
 
 const STK = {
   type: 'object', required: ['Body'],
@@ -19,11 +29,11 @@ const STK = {
       type: 'object', required: ['stkCallback'],
       properties: {
         stkCallback: {
-          type: 'object', required: ['MerchantRequestID', 'CheckoutRequestID', 'ResultCode', 'ResultDesc'],
+          type: 'object', required: ['MerchantRequestID', 'CheckoutRequestID', 'ResultCode'],
           properties: {
             MerchantRequestID: { type: 'string', minLength: 1, maxLength: 100 }, CheckoutRequestID: { type: 'string', minLength: 1, maxLength: 100 },
             ResultCode: code, ResultDesc: text,
-            CallbackMetadata: { type: 'object', properties: { Item: items } },
+            CallbackMetadata: { type: 'object', properties: { Item: list('Name') } },
           },
         },
       },
@@ -35,13 +45,13 @@ const RESULT = {
   type: 'object', required: ['Result'],
   properties: {
     Result: {
-      type: 'object', required: ['ResultCode', 'OriginatorConversationID', 'ConversationID'],
+      type: 'object', required: ['ResultCode', 'OriginatorConversationID'],
       properties: {
         ResultType: { type: ['integer', 'string'] }, ResultCode: code, ResultDesc: text,
-        OriginatorConversationID: { type: 'string', minLength: 1, maxLength: 100 }, ConversationID: { type: 'string', minLength: 1, maxLength: 100 },
+        OriginatorConversationID: { type: 'string', minLength: 1, maxLength: 100 }, ConversationID: { type: 'string', maxLength: 100 },
         TransactionID: { type: 'string', maxLength: 100 },
-        ResultParameters: { type: 'object', properties: { ResultParameter: { oneOf: [items, items.items] } } },
-        ReferenceData: { type: 'object' },
+        ResultParameters: { type: 'object', properties: { ResultParameter: list('Key') } },
+        ReferenceData: { type: 'object', properties: { ReferenceItem: list('Key') } },
       },
     },
   },
@@ -61,40 +71,58 @@ export function validDarajaCallback(kind: DarajaCallbackKind, body: unknown): bo
   return validators[kind](body) as boolean;
 }
 
-/** Key/Value lists come as an array, or as one object when there is one item. */
-function params(list: unknown): Record<string, unknown> {
-  const entries = Array.isArray(list) ? list : list && typeof list === 'object' ? [list] : [];
-  return Object.fromEntries(entries.map((e: { Key: string; Value?: unknown }) => [e.Key, e.Value]));
+/** Name/Value (STK) or Key/Value (results) lists come as an array, or as one object when there is one item. */
+function params(entries: unknown, name: 'Name' | 'Key'): Record<string, unknown> {
+  const items = Array.isArray(entries) ? entries : entries && typeof entries === 'object' ? [entries] : [];
+  return Object.fromEntries(items.map((e: Record<string, unknown>) => [String(e[name]), e.Value]));
 }
 
+const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+
 /**
- * A callback as an outcome. `stk`: matched by CheckoutRequestID (our reference is not echoed). `result`: B2C echoes our
- * OriginatorConversationID; B2B is matched by ConversationID. `status`: the Transaction Status result, our reference
- * in ReferenceData's Occasion; it says Completed or not. `timeout`: the request sat in Daraja's queue too long: a
- * temporary failure (the status check follows it up).
+ * A callback as facts. `stk`: matched by CheckoutRequestID (or MerchantRequestID), with the receipt, amount and phone
+ * to check against the request. `result`: B2C echoes our OriginatorConversationID; B2B is matched by ConversationID.
+ * `status`: the Transaction Status result, matched by our reference in Occasion or by the query's own
+ * OriginatorConversationID; Completed pays, not found (2032) or an unpaid end says the request did not pay, anything
+ * else says nothing. `timeout`: the request sat in Daraja's queue too long and may still run: no answer at all.
  */
 export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, body: unknown): ProviderCallback | null {
   if (kind === 'stk' || kind === 'collection') {
     if (!validDarajaCallback('stk', body)) return null;
     const cb = (body as any).Body.stkCallback;
     const outcome = outcomeOf('collection', String(cb.ResultCode), cb.ResultDesc, cb.CheckoutRequestID);
-    const receipt = params(cb.CallbackMetadata?.Item).MpesaReceiptNumber;
-    return { kind: 'collection', reference: null, outcome, receipt: typeof receipt === 'string' ? receipt : undefined };
+    const meta = params(cb.CallbackMetadata?.Item, 'Name');
+    return {
+      kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID,
+      receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount), phone: str(meta.PhoneNumber),
+    };
   }
   const which = kind === 'payout' ? 'result' : kind;
   if (!validDarajaCallback(which, body)) return null;
   const r = (body as any).Result;
+  const resultCode = String(r.ResultCode);
   if (which === 'status') {
-    const reference = params(r.ReferenceData?.ReferenceItem).Occasion;
-    if (String(r.ResultCode) !== '0' || typeof reference !== 'string') return null;
-    const p = params(r.ResultParameters?.ResultParameter);
-    // Only Completed is final here: a failed attempt says nothing of why (the reason came in the lost result), so the
-    // payout is sent again, and a permanent refusal then answers for itself.
-    const outcome = p.TransactionStatus === 'Completed'
-      ? { status: 'succeeded' as const, provider_reference: r.ConversationID }
-      : outcomeOf('payout', '1037', `M-Pesa reports the payout ${safeDescription(p.TransactionStatus ?? 'not completed')}.`, r.ConversationID);
-    return { kind: 'payout', reference, outcome, receipt: typeof p.ReceiptNo === 'string' ? p.ReceiptNo : undefined };
+    const occasion = str(params(r.ReferenceData?.ReferenceItem, 'Key').Occasion) ?? null;
+    const p = params(r.ResultParameters?.ResultParameter, 'Key');
+    const base = { kind: 'payout' as const, reference: occasion, queryId: r.OriginatorConversationID };
+    if (resultCode === '0' && p.TransactionStatus === 'Completed') {
+      const receipt = str(p.ReceiptNo) ?? str(r.TransactionID);
+      return { ...base, outcome: { status: 'succeeded', provider_reference: str(p['Conversation ID']) ?? null }, receipt };
+    }
+    const ended = resultCode === '0' && ENDED_UNPAID.has(String(p.TransactionStatus));
+    if (NOT_FOUND_CODES.has(resultCode) || ended) {
+      const said = ended ? `M-Pesa reports the payout ${safeDescription(p.TransactionStatus)}.` : `M-Pesa has no record of the payout (code ${resultCode}).`;
+      return { ...base, absent: true, outcome: { status: 'temporary_failure', provider_reference: null, failure: { code: 'provider_unavailable', message: said } } };
+    }
+    // Pending, an unknown status, or the query itself refused: nothing is known about the payout.
+    return { ...base, outcome: { status: 'pending', provider_reference: null } };
   }
-  const code = which === 'timeout' ? '1037' : String(r.ResultCode);
-  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: r.ConversationID, outcome: outcomeOf('payout', code, r.ResultDesc, r.ConversationID), receipt: r.TransactionID || undefined };
+  const conversation = str(r.ConversationID);
+  if (which === 'timeout') {
+    return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, timedOut: true, outcome: { status: 'pending', provider_reference: conversation ?? null } };
+  }
+  const outcome = outcomeOf('payout', resultCode, r.ResultDesc, conversation ?? null);
+  const receipt = resultCode === '0' ? str(r.TransactionID) ?? str(params(r.ResultParameters?.ResultParameter, 'Key').TransactionReceipt) : undefined;
+  // M-Pesa's own result for the request: a temporary code (our float short) means it ended without paying.
+  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, absent: outcome.status === 'temporary_failure' || undefined };
 }

@@ -6,13 +6,18 @@ import { AppError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { toMinor } from '../../domain/money.js';
 import { updateReturning } from '../../db/unit-of-work.js';
-import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderCallback, ProviderDeps, ProviderKind, ProviderOutcome, Queryable } from '../provider.js';
+import { isFinalOutcome, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 
-/** `answered`: the outcome came from M-Pesa's own result (a callback), not from a refused or unanswered request. */
-type Stored = (ProviderOutcome & { answered?: boolean }) | { status: 'sending'; provider_reference: string | null; answered?: boolean };
+/**
+ * `absent`: M-Pesa itself said the request did not pay and never will (its own temporary result, a status "not found"),
+ * so it may be sent again without asking. `queried`: the id of the latest Transaction Status query about it; only
+ * that query's answer may say "not found" (an older one may predate a send).
+ */
+type Marks = { absent?: boolean; queried?: string };
+type Stored = (ProviderOutcome & Marks) | ({ status: 'sending'; provider_reference: string | null } & Marks);
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
 function wholeKes(currency: string, amount: string): number {
@@ -60,6 +65,7 @@ export class DarajaProvider implements PaymentProvider {
       if (known) return this.store('collection', req.reference, known);
     }
     const timestamp = darajaTimestamp();
+    await this.sending('collection', req.reference);
     const answer = await this.client.stkPush({
       BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
       Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
@@ -73,13 +79,14 @@ export class DarajaProvider implements PaymentProvider {
     const amount = wholeKes(req.currency, req.amount);
     const body = this.payoutBody(req, amount);
     const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
-    if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
-    if (previous && !previous.answered) {
-      // The first request may have reached M-Pesa (a crash, a timeout, a 5xx): ask before paying again. After M-Pesa's
-      // own temporary result (our float short, 1) it is known not to have paid, and asking would only echo that.
+    if (previous && isFinalOutcome(previous as ProviderOutcome)) return previous as ProviderOutcome;
+    if (previous && !previous.absent) {
+      // The earlier request may be live (a crash, a timeout, a 5xx, a queue timeout, accepted and unanswered): it is
+      // sent again only once Transaction Status says M-Pesa has no record of it (its result arrives as a callback).
       const known = await this.queryStatus('payout', req.reference);
       if (known) return this.store('payout', req.reference, known);
     }
+    await this.sending('payout', req.reference);
     const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
     const conversation = typeof answer.body?.ConversationID === 'string' ? answer.body.ConversationID : null;
     return this.store('payout', req.reference, answerOutcome('payout', answer, conversation));
@@ -102,9 +109,17 @@ export class DarajaProvider implements PaymentProvider {
     }
     const answer = await this.client.transactionStatus(reference);
     const body = answer.body ?? {};
-    if (String(body.ResponseCode ?? '') === '0') return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
-    if (answer.status === 404 || /^400\./.test(String(body.errorCode ?? ''))) return null;
-    throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
+    const queried = typeof body.OriginatorConversationID === 'string' ? body.OriginatorConversationID : null;
+    // A refused query says nothing about the payout: only its result (not found, Completed) does.
+    if (String(body.ResponseCode ?? '') !== '0' || !queried) {
+      throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
+    }
+    await this.db.query(
+      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('queried', $3::text), updated_at = now()
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
+      [kind, reference, queried],
+    );
+    return { status: 'pending', provider_reference: stored?.provider_reference ?? null, queried } as ProviderOutcome;
   }
 
   parseCallback(kind: ProviderKind, body: unknown): ProviderCallback | null {
@@ -141,6 +156,18 @@ export class DarajaProvider implements PaymentProvider {
     if (rows.length === 0) throw AppError.invalidState(`The ${kind} reference ${req.reference} belongs to another business.`);
     this.log.info({ provider: this.id, kind, reference: req.reference, first: rows[0].inserted }, 'provider request');
     return rows[0].inserted ? null : rows[0].outcome;
+  }
+
+  /**
+   * The request leaves now: whatever was known of an earlier one (absent, queried) no longer describes it, so if this
+   * one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
+   */
+  private async sending(kind: ProviderKind, reference: string): Promise<void> {
+    await this.db.query(
+      `UPDATE provider_requests SET outcome = jsonb_build_object('status', 'sending', 'provider_reference', outcome->'provider_reference'), sends = sends + 1, updated_at = now()
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
+      [kind, reference],
+    );
   }
 
   private async stored(kind: ProviderKind, reference: string): Promise<Stored | null> {

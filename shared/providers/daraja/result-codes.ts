@@ -27,7 +27,8 @@ export function outcomeOf(kind: ProviderKind, code: string, desc: unknown, provi
       failure: { code: DECLINED[code], message: timedOut ? `The payer did not answer the M-Pesa prompt in time (ResultCode ${code}).` : `The payer declined the M-Pesa prompt (ResultCode ${code}): ${said}` },
     };
   }
-  if (TEMPORARY.has(code)) {
+  // Throttled (HTTP 429, Daraja's 429.x codes): refused for now, never a verdict on the payee.
+  if (TEMPORARY.has(code) || /^(http_)?429/.test(code)) {
     return { status: 'temporary_failure', provider_reference: providerReference, failure: { code: 'provider_unavailable', message: `M-Pesa is temporarily unable to process this (code ${code}): ${said}` } };
   }
   if (kind === 'collection') {

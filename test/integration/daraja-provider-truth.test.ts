@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { bearer, writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { BASE } from '../helpers/wallets.js';
+import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
+import { until } from '../helpers/until.js';
+import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
+import { MAX_CHECK_ROUNDS } from '../../shared/domain/provider-results.js';
+
+// Provider truth (CONTRACT §14) on our Daraja stand-in, which speaks Safaricom's published shapes
+// (test/helpers/fake-daraja.ts): callbacks read as Daraja sends them, "not found" lets a payout be sent again, an
+// ambiguous answer is always followed by a status check before anything is sent again.
+
+const B2C = '/mpesa/b2c/v3/paymentrequest';
+const STATUS = '/mpesa/transactionstatus/v1/query';
+
+describe('live M-Pesa: provider truth', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    rail = await startLiveRail();
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  const pathsFor = (id: string) => rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
+
+  it('an STK success in Safaricom\'s shape (Name/Value items, Balance without Value) is acknowledged, funds the on-ramp, and its MpesaReceiptNumber is the provider_reference', async () => {
+    const id = await liveOnramp(rail, '+254712342011');
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status).to.equal('completed');
+    const checkout = tx.payment_source.reference;
+    const sent = rail.fake.stkCallbackFor(checkout)!;
+    const items: { Name: string; Value?: unknown }[] = sent.Body.stkCallback.CallbackMetadata.Item;
+    expect(items.find((i) => i.Name === 'Balance')).to.deep.equal({ Name: 'Balance' });
+    const [row] = await (await getDs()).query(`SELECT result FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $1`, [checkout]);
+    expect(row.result).to.equal('funded');
+    expect(rail.fake.callbacks.filter((c) => c.url.endsWith('/stk')).every((c) => c.status === 200 && (c.body as { ResultCode: number }).ResultCode === 0)).to.equal(true);
+    expect(tx.provider_reference).to.equal(items.find((i) => i.Name === 'MpesaReceiptNumber')!.Value);
+    expect(tx.provider_reference).to.match(/^[A-Z0-9]{10}$/);
+  });
+
+  it('a B2C request answered HTTP 503: Transaction Status says 2032, so the payout is sent again with the same OriginatorConversationID and pays once', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350003', mobile_network: 'safaricom' });
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(pathsFor(id)).to.deep.equal([B2C, STATUS, B2C]);
+    expect(rail.fake.payoutsTo(id).map((r) => r.body.OriginatorConversationID)).to.deep.equal([id, id]);
+    expect(rail.fake.executions.get(id)).to.equal(1);
+    expect(rail.fake.callbacks.some((c) => c.url.endsWith('/status'))).to.equal(true);
+    expect(tx.provider_reference).to.equal(rail.fake.resultFor(id)!.Result.TransactionID);
+  });
+
+  it('retry of a payout stalled on an unanswered request asks Transaction Status, and sends once it says 2032', async () => {
+    const origin = rail.fake.callbackOrigin;
+    rail.fake.callbackOrigin = 'http://127.0.0.1:9'; // every result is lost for now
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712360003', mobile_network: 'safaricom' });
+    const stalled = await until(async () => {
+      const t = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
+      return ['completed', 'failed', 'action_required'].includes(t.status) && t;
+    }, { timeoutMs: 20_000, what: 'the payout giving up on M-Pesa' });
+    expect(stalled.status).to.equal('action_required');
+    expect(rail.fake.payoutsTo(id)).to.have.length(1);
+    rail.fake.callbackOrigin = origin;
+    expect((await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key))).status).to.equal(202);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(rail.fake.payoutsTo(id)).to.have.length(2);
+    expect(rail.fake.executions.get(id)).to.equal(1);
+  });
+
+  it('a queue-timeout callback is no answer: the status is asked before anything is sent again, and a payout that ran is paid once', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350055', mobile_network: 'safaricom' });
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(rail.fake.executions.get(id)).to.equal(1);
+    expect(pathsFor(id)).to.deep.equal([B2C, STATUS]);
+    expect(rail.fake.callbacks.some((c) => c.url.endsWith('/timeout') && c.status === 200)).to.equal(true);
+  });
+});
+
+describe('live M-Pesa: a status check that gives up re-reads the transaction', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    // Checks a minute apart: the test runs the last one itself.
+    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '60000' } });
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  it('a payout refused and refunded while the last check asked M-Pesa is never reopened', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350088', mobile_network: 'safaricom' });
+    await untilStatus(rail.api, rail.key, id, ['processing']);
+    const refusal = rail.fake.resultFor(id)!;
+    refusal.Result.ResultCode = 2040;
+    refusal.Result.ResultDesc = 'Credit Party customer type can\'t be supported by the service.';
+    delete refusal.Result.ResultParameters;
+    // While the last check waits on Transaction Status, M-Pesa's refusal arrives and the payout fails with its refund.
+    rail.fake.beforeStatusAnswer = async () => {
+      await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/result`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(refusal) });
+      await untilStatus(rail.api, rail.key, id, ['failed']);
+    };
+    const said = await checkProviderJob.process({ data: { transactionId: id, round: MAX_CHECK_ROUNDS, after: 'r0' } } as never, rail.pools.deps);
+    expect(said).to.equal('moved on (failed)');
+    const tx = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
+    expect(tx.status).to.equal('failed');
+    expect(tx.refund.status).to.equal('completed');
+    expect((await history(id)).slice(-2)).to.deep.equal(['processing', 'failed']);
+  });
+});
