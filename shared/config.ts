@@ -35,6 +35,8 @@ export interface Config {
   /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
   providerMaxAttempts: number;
   providerRetryBaseMs: number;
+  /** How long a transaction step may sit unchanged before the sweeper counts its job as lost and enqueues it again. */
+  sweeperStaleSeconds: number;
   /** How long a worker holds a job's lock; a job whose worker died is handed to another after about this long. */
   workerLockMs: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
@@ -302,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
     chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
+    sweeperStaleSeconds: int(env, 'SWEEPER_STALE_SECONDS', 60, 1),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),

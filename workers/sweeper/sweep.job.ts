@@ -10,7 +10,7 @@ export const sweepJob = defineJob({
   async process(_job, deps) {
     const counts: Record<string, number> = {};
     for (const rule of STUCK_RULES) {
-      for (const request of await rule.find(deps.ds, BATCH)) {
+      for (const request of await rule.find(deps.ds, BATCH, deps.config)) {
         const outcome = await requeue(deps.queues, request);
         if (outcome !== 'pending') counts[rule.name] = (counts[rule.name] ?? 0) + 1;
       }
