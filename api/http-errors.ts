@@ -14,6 +14,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   quote_already_used: 409,
   invalid_state: 409,
   transaction_not_retryable: 409,
+  insufficient_funds: 409,
   wallet_already_registered: 409,
   resource_archived: 409,
   payload_too_large: 413,

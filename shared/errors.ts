@@ -3,7 +3,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'insufficient_scope', 'ip_not_allowed', 'live_not_enabled',
   'not_found',
-  'idempotency_key_in_use', 'quote_already_used', 'invalid_state', 'transaction_not_retryable',
+  'idempotency_key_in_use', 'quote_already_used', 'invalid_state', 'transaction_not_retryable', 'insufficient_funds',
   'wallet_already_registered', 'resource_archived',
   'payload_too_large',
   'idempotency_key_reused', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch',

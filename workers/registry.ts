@@ -23,6 +23,7 @@ import { chainReceiptJob } from './settlement/chain-receipt.job.js';
 import { chainSendJob } from './settlement/chain-send.job.js';
 import { sweepSettlementJob } from './settlement/sweep-settlement.job.js';
 import { reconcileChainJob } from './settlement/reconcile-chain.job.js';
+import { sendWithdrawalJob } from './settlement/send-withdrawal.job.js';
 import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
@@ -37,7 +38,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
-  deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob,
+  deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob, sendWithdrawalJob,
   applyCallbackJob, checkProviderJob, resendPayoutJob,
 ];
 

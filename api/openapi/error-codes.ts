@@ -87,6 +87,7 @@ const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
   resource_archived: OBJECT_OR_NULL('The archived resource\'s id (`wallet_id`, `beneficiary_id`, `customer_id`).'),
   invalid_state: OBJECT_OR_NULL('The resource\'s current `status` and related ids, when they help.', { status: TEXT }),
   transaction_not_retryable: OBJECT_OR_NULL('The transaction\'s `status` and funding.', { status: TEXT }),
+  insufficient_funds: { type: 'object', required: ['available', 'required'], properties: { available: TEXT, required: TEXT }, description: 'USDC the treasury has available, and what was asked for.' },
 };
 
 /** One component schema per code: `code` a constant, `details` typed for that code (`null` where it says nothing). */

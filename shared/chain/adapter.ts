@@ -50,6 +50,8 @@ export interface ChainAdapter {
   deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; transactionId: string }): Promise<{ hash: Hex } | null>;
   /** Returns an off-ramp's funds to a wallet: the hash now, or null when a send job was staged. */
   refund(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string; transactionId: string; total: bigint }): Promise<{ hash: Hex } | null>;
+  /** Sends a treasury withdrawal to the business's wallet: the hash now (the sandbox), or null when a send job was staged. */
+  withdraw(unit: Unit, scope: EventScope, req: TransferRequest & { withdrawalId: string }): Promise<{ hash: Hex } | null>;
   /** How many confirmations an observed transfer has now. */
   confirmations(subject: ConfirmationSubject): Promise<number>;
   /**

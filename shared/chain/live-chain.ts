@@ -2,7 +2,8 @@ import { getAddress } from 'viem';
 import type { Config } from '../config.js';
 import type { Unit } from '../db/unit-of-work.js';
 import type { EventScope } from '../domain/events.js';
-import type { Chain } from '../domain/chains.js';
+import type { Chain, Environment } from '../domain/chains.js';
+import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import type { ChainAdapter, ConfirmationSubject } from './adapter.js';
 import { absentAsNull, ChainUnavailableError, publicClientFor, scanClientFor, unknownChainAnswer } from './clients.js';
@@ -37,6 +38,10 @@ export function liveChain(config: Config): ChainAdapter {
       });
       return null;
     },
+    async withdraw(unit: Unit, scope: EventScope, req) {
+      await stageSend(unit, scope, { purpose: 'withdrawal', reference: `withdrawal-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, withdrawalId: req.withdrawalId });
+      return null;
+    },
     async confirmations(subject: ConfirmationSubject) {
       if (subject.block_number === null) return 0;
       const head = await scanClientFor(config, subject.chain).getBlockNumber({ cacheTime: 0 }).catch((err: unknown) => { throw unknownChainAnswer(subject.chain, err); });
@@ -56,22 +61,21 @@ export function liveChain(config: Config): ChainAdapter {
   };
 }
 
-interface StagedSend {
-  purpose: 'onramp_delivery' | 'refund';
-  reference: string;
-  chain: Chain;
-  to: string;
-  amount: bigint;
-  transactionId: string;
-  total?: string;
-}
+type StagedSend = { reference: string; chain: Chain; to: string; amount: bigint } & (
+  | { purpose: 'onramp_delivery' | 'refund'; transactionId: string; total?: string }
+  | { purpose: 'withdrawal'; withdrawalId: string }
+);
 
 /** The hot wallet's send, staged with the unit that decided it: one job per reference. */
-async function stageSend(unit: Unit, scope: EventScope, s: StagedSend): Promise<void> {
-  await unit.stage({
+function sendJob(environment: Environment, s: StagedSend): JobRequest<'chain.send'> {
+  const subject = s.purpose === 'withdrawal' ? { purpose: s.purpose, withdrawalId: s.withdrawalId } : { purpose: s.purpose, transactionId: s.transactionId, total: s.total ?? null };
+  return {
     name: 'chain.send',
-    id: jobId('chain.send', scope.environment, s.chain, s.reference),
-    data: { environment: scope.environment, chain: s.chain, purpose: s.purpose, reference: s.reference, to: getAddress(s.to), amount: s.amount.toString(), transactionId: s.transactionId, total: s.total ?? null },
-  }, scope);
+    id: jobId('chain.send', environment, s.chain, s.reference),
+    data: { environment, chain: s.chain, reference: s.reference, to: getAddress(s.to), amount: s.amount.toString(), ...subject },
+  };
 }
 
+async function stageSend(unit: Unit, scope: EventScope, s: StagedSend): Promise<void> {
+  await unit.stage(sendJob(scope.environment, s), scope);
+}

@@ -43,6 +43,10 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       await postEntry(unit.em, scope, refundEntry({ reference: `refund-${req.reference}`, settlementId: req.settlementId, amount: req.amount, to: walletUsdcAccount(req.walletId, req.chain) }));
       return { hash: simulatedHash(scope.environment, `refund-${req.reference}`) };
     },
+    async withdraw(_unit: Unit, scope: EventScope, req) {
+      // The withdrawal's own ledger entry credits the wallet's simulated balance when it completes.
+      return { hash: simulatedHash(scope.environment, `withdrawal-${req.reference}`) };
+    },
     async confirmations(subject: ConfirmationSubject) {
       if (!subject.detected_at) return 0;
       if (stepMs <= 0) return subject.required_confirmations;

@@ -29,7 +29,7 @@ import { TRANSFER_EVENT } from './scanner.js';
 //   (itself a send, named after the one it pays for), else InsufficientGasError.
 // - Keys are derived inside signFor for the moment of signing, and never logged, stored or returned.
 
-export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep';
+export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep' | 'withdrawal';
 export type Signer = { kind: 'managed'; index: number } | { kind: 'treasury' };
 
 export interface SendInput {

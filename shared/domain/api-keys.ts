@@ -9,7 +9,7 @@ export const SCOPES = [
   'quotes:read', 'quotes:write',
   'transactions:read', 'transactions:write',
   'payment_intents:read', 'payment_intents:write',
-  'treasury:read',
+  'treasury:read', 'treasury:write',
   'webhooks:read', 'webhooks:write',
   'sandbox:write',
 ] as const;

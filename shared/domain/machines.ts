@@ -16,6 +16,9 @@ export type PaymentIntentStatus = (typeof PAYMENT_INTENT_STATUSES)[number];
 export const TREASURY_DEPOSIT_STATUSES = ['pending', 'confirmed', 'failed'] as const;
 export type TreasuryDepositStatus = (typeof TREASURY_DEPOSIT_STATUSES)[number];
 
+export const TREASURY_WITHDRAWAL_STATUSES = ['pending', 'completed', 'failed'] as const;
+export type TreasuryWithdrawalStatus = (typeof TREASURY_WITHDRAWAL_STATUSES)[number];
+
 export const PAYOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
 export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
@@ -24,7 +27,7 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'webhook_endpoint' | 'webhook_message';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -112,6 +115,15 @@ export const TREASURY_DEPOSIT_MACHINE: Machine<TreasuryDepositStatus> = {
   announced: TREASURY_DEPOSIT_STATUSES,
 };
 
+/** CONTRACT section 14: the treasury is debited at pending; completed (sent) or failed (the amount back in the treasury). */
+export const TREASURY_WITHDRAWAL_MACHINE: Machine<TreasuryWithdrawalStatus> = {
+  resource: 'treasury_withdrawal',
+  table: 'treasury_withdrawals',
+  column: 'status',
+  moves: { pending: ['completed', 'failed'] },
+  announced: TREASURY_WITHDRAWAL_STATUSES,
+};
+
 /** An intent's automatic payout (settlement.payout_status): recorded in history; its transaction announces each step. */
 export const INTENT_PAYOUT_MACHINE: Machine<PayoutStatus> = {
   resource: 'payment_intent',
@@ -172,9 +184,11 @@ export type EventType =
   | `settlement.${SettlementStatus}`
   | `payment_intent.${PaymentIntentStatus}`
   | `treasury_deposit.${TreasuryDepositStatus}`
+  | `treasury_withdrawal.${TreasuryWithdrawalStatus}`
   | 'quote.available'
   | 'wallet.verified';
 
-const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE, PAYMENT_INTENT_MACHINE, TREASURY_DEPOSIT_MACHINE] as Machine[];
+const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE, PAYMENT_INTENT_MACHINE, TREASURY_DEPOSIT_MACHINE,
+  TREASURY_WITHDRAWAL_MACHINE] as Machine[];
 
 export const EVENT_TYPES: readonly EventType[] = MACHINES.flatMap((m) => m.announced.map((s) => `${m.resource}.${s}` as EventType));

@@ -6,6 +6,7 @@ import type { Environment } from './chains.js';
 import type { TransactionStatus } from './machines.js';
 import { intentJobs } from './payment-intents.js';
 import { depositJobs } from './treasury-deposits.js';
+import { withdrawalJobs } from './treasury-withdrawals.js';
 import { webhookJobs } from '../webhooks/delivery.js';
 import { MAX_CHECK_ROUNDS, providerJobs } from './provider-results.js';
 import type { Config } from '../config.js';
@@ -128,6 +129,15 @@ export const STUCK_RULES: StuckRule[] = [
     (r) => intentJobs.collect(r.id, r.collection_attempts)),
   rule<{ id: string }>('paid payment intents whose payout never started', STEP,
     `SELECT id FROM payment_intents WHERE payout_status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => intentJobs.payout(r.id)),
+  // A withdrawal debited the treasury when it was written: its send is staged again until it completes or fails (live,
+  // that stages the hot wallet's chain.send under the same reference; the rule below retries one that gave up).
+  rule<{ id: string }>('treasury withdrawals still pending', STEP,
+    `SELECT w.id FROM treasury_withdrawals w WHERE w.status = 'pending' AND w.updated_at < ${STALE}
+        AND NOT EXISTS (SELECT 1 FROM outbox_jobs o WHERE o.job_name = 'chain.send' AND o.payload->>'withdrawalId' = w.id::text)
+      ORDER BY w.updated_at LIMIT $2`, (r) => withdrawalJobs.send(r.id)),
+  outboxRule('treasury withdrawals whose hot-wallet send was lost or gave up', STEP,
+    `o.job_name = 'chain.send' AND o.payload->>'purpose' = 'withdrawal' AND EXISTS (
+       SELECT 1 FROM treasury_withdrawals w WHERE w.id = (o.payload->>'withdrawalId')::uuid AND w.status = 'pending' AND w.updated_at < ${STALE})`),
   rule<{ id: string }>('treasury deposits still counting confirmations', STEP,
     `SELECT id FROM treasury_deposits WHERE status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => depositJobs.confirm(r.id, 0)),
   // An attempt whose job was lost is made again under the same id (the receiver dedupes on webhook-id anyway).

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
+import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import { treasuryAddress } from '../chain/hd-wallet.js';
 import { platformFeeOf } from './fees.js';
 import { InsufficientFundsError, postEntry } from './ledger.js';
@@ -41,6 +41,16 @@ export async function payoutNotStarted(unit: Unit, intentId: string, message: st
   if (!intent || intent.payout_status !== 'pending') return `not pending (${intent?.payout_status ?? 'gone'})`;
   await movePayout(unit, intent, 'failed', { payout_error: message }, 'payout_not_started');
   return 'failed';
+}
+
+/**
+ * The payout job ran out of attempts (the rate source down or stale, the database away): the payout stays pending,
+ * with the reason shown, and the sweeper tries it again until it starts. Only the business's own limits (a corridor's
+ * bounds, an archived beneficiary, a treasury spent elsewhere) fail it for good.
+ */
+export async function payoutWaiting(unit: Unit, intentId: string, message: string): Promise<string> {
+  const rows = await updateReturning(unit.em, `UPDATE payment_intents SET payout_error = $2, updated_at = now() WHERE id = $1 AND payout_status = 'pending' RETURNING id`, [intentId, message]);
+  return rows.length ? 'waiting' : 'not pending';
 }
 
 /**

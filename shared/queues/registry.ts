@@ -52,11 +52,12 @@ export interface JobPayloads {
   'provider.check': { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
   /** M-Pesa answered a payout with a temporary result: the request is made again (`send` counts them). */
   'payout.resend': { transactionId: string; send: number };
-  /** Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund), then the transaction records it. */
+  /** Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund, a withdrawal), then its subject records it. */
   'chain.send': {
-    environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; purpose: 'onramp_delivery' | 'refund'; reference: string; to: string;
-    amount: string; transactionId: string; total: string | null;
-  };
+    environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; reference: string; to: string; amount: string;
+  } & ({ purpose: 'onramp_delivery' | 'refund'; transactionId: string; total: string | null } | { purpose: 'withdrawal'; withdrawalId: string });
+  /** A treasury withdrawal is sent: the sandbox credits the wallet at once; live stages the hot wallet's chain.send. */
+  'withdrawal.send': { withdrawalId: string };
   /** Live: a confirmed deposit address's USDC goes to the treasury hot wallet (gas topped up first); `round` names the deposit swept. */
   'settlement.sweep': { kind: 'settlement' | 'payment_intent'; id: string; round: string };
   /** Live: each managed wallet's and the hot wallet's on-chain USDC compared with what the ledger says it holds. */
@@ -105,6 +106,7 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   // Not mined within a wait, or the RPC down: asked again (1 s, 2 s, ... about 9 hours in all); the send is never repeated.
   'chain.send': { queue: 'settlement', attempts: 16, backoffMs: 1000 },
   'settlement.sweep': { queue: 'settlement', attempts: 16, backoffMs: 1000 },
+  'withdrawal.send': { queue: 'settlement', attempts: 8, backoffMs: 500 },
   'chain.reconcile': { queue: 'settlement', attempts: 1, backoffMs: 1000 },
 };
 

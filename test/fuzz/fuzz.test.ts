@@ -25,6 +25,8 @@ const NEEDS_STATE_OR_PROOF = new Set([
   'verifyWallet', 'createOfframp', 'createOnramp', 'getTransactionSettlement', 'retryTransaction', 'confirmTransaction', 'sandboxTransfer', 'sandboxSimulateTransaction',
   // An intent still awaiting payment (and accepting the method): other fuzzed requests cancel, collect and pay them first.
   'collectPaymentIntent', 'cancelPaymentIntent', 'sandboxPayPaymentIntent',
+  // A withdrawal goes only to a wallet whose ownership was proven (a signature), from a funded treasury.
+  'createTreasuryWithdrawal', 'getTreasuryWithdrawal',
 ]);
 // Codes answered before an operation's handler runs: an answer with only these never reached the handler.
 const BEFORE_HANDLER = new Set(['invalid_request', 'idempotency_key_required', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use',

@@ -167,7 +167,7 @@ describe('admin CLI (npm run admin)', function () {
     };
     expect(await scopesOf('customers:*')).to.deep.equal(['customers:read', 'customers:write']);
     expect(await scopesOf('customers:*, wallets:read,customers:read')).to.deep.equal(['customers:read', 'customers:write', 'wallets:read']);
-    expect(await scopesOf('payment_intents:*,treasury:*')).to.deep.equal(['payment_intents:read', 'payment_intents:write', 'treasury:read']);
+    expect(await scopesOf('payment_intents:*,treasury:*')).to.deep.equal(['payment_intents:read', 'payment_intents:write', 'treasury:read', 'treasury:write']);
     expect(await scopesOf('*')).to.deep.equal([...SCOPES]);
     await Promise.all(['money:*', 'customers:admin', 'customers*', ':*', 'customers:read,nope'].map(async (scopes) => {
       const res = await admin('create-key', '--business', biz.business_id, '--environment', 'sandbox', '--scopes', scopes);

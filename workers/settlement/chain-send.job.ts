@@ -1,23 +1,34 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { sendAndSettle } from '../../shared/chain/sender.js';
+import { findSend, sendAndSettle } from '../../shared/chain/sender.js';
 import { completeDelivery } from '../../shared/domain/fiat-steps.js';
 import { completeRefund } from '../../shared/domain/offramps.js';
 import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { withdrawalReverted, withdrawalSent } from '../../shared/domain/treasury-withdrawals.js';
 import { defineJob } from '../job-definition.js';
 
 /**
- * Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund) and the transaction records it once mined.
- * The send is recorded before it is broadcast and named by its reference, so a retry or a restarted worker checks the
- * chain and never sends twice; while it is not mined the job retries with backoff.
+ * Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund, a treasury withdrawal) and its subject
+ * records it once mined. The send is recorded before it is broadcast and named by its reference, so a retry or a
+ * restarted worker checks the chain and never sends twice; while it is not mined the job retries with backoff.
  */
 export const chainSendJob = defineJob({
   name: 'chain.send',
   async process(job, deps) {
     const d = job.data;
-    const sent = await sendAndSettle(deps, {
-      environment: d.environment, chain: d.chain, reference: d.reference, purpose: d.purpose, signer: { kind: 'treasury' }, to: d.to, asset: 'USDC', amount: BigInt(d.amount),
-    });
+    let sent;
+    try {
+      sent = await sendAndSettle(deps, {
+        environment: d.environment, chain: d.chain, reference: d.reference, purpose: d.purpose, signer: { kind: 'treasury' }, to: d.to, asset: 'USDC', amount: BigInt(d.amount),
+      });
+    } catch (err) {
+      // A reverted withdrawal moved nothing (the chain says so): it fails and its amount returns to the treasury.
+      if (d.purpose === 'withdrawal' && (await findSend(deps.ds, d.environment, d.chain, d.reference))?.status === 'reverted') {
+        return inUnit(deps, (unit) => withdrawalReverted(unit, d.withdrawalId, (err as Error).message));
+      }
+      throw err;
+    }
     const hash = sent!.receipt.transactionHash;
+    if (d.purpose === 'withdrawal') return inUnit(deps, (unit) => withdrawalSent(unit, d.withdrawalId, hash));
     return inUnit(deps, async (unit) => {
       const tx = (await loadTransaction(unit.em, d.transactionId))!;
       if (d.purpose === 'onramp_delivery') return completeDelivery(unit, tx, hash);
@@ -27,7 +38,10 @@ export const chainSendJob = defineJob({
   async onFinalFailure(job, err, deps) {
     const d = job.data;
     const message = (err as Error).message;
-    deps.log.error({ transaction_id: d.transactionId, reference: d.reference, chain: d.chain, err: message }, 'the treasury hot wallet could not send; an operator must act');
+    const subject = d.purpose === 'withdrawal' ? { withdrawal_id: d.withdrawalId } : { transaction_id: d.transactionId };
+    deps.log.error({ ...subject, reference: d.reference, chain: d.chain, err: message }, 'the treasury hot wallet could not send; an operator must act');
+    // A withdrawal stays pending: the sweeper stages its send again (same reference, never sent twice).
+    if (d.purpose === 'withdrawal') return;
     await inUnit(deps, async (unit) => {
       const tx = await loadTransaction(unit.em, d.transactionId);
       if (!tx) return;

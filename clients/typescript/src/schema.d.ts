@@ -760,6 +760,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/business/treasury/withdrawals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List treasury withdrawals, newest first.
+         * @description Scope: `treasury:read`. A page, newest first: `limit` 1..100 (default 25), then `starting_after` = `next_cursor`.
+         */
+        get: operations["listTreasuryWithdrawals"];
+        put?: never;
+        /**
+         * Send treasury USDC to a verified external wallet of yours.
+         * @description Answers 201 `pending`: the amount leaves the treasury's `available` balance at once (409 `insufficient_funds` when it holds less, and nothing changes). Live, the treasury hot wallet sends it on chain (sent once, however often the send is retried); sandbox credits the wallet's simulated balance. It then becomes `completed` with its `transaction_hash`, or `failed` with the amount back in `available`; each step is a `treasury_withdrawal.<status>` event. The wallet must be an active external wallet of yours whose ownership is verified (422 `wallet_not_verified`; another business's wallet: 404).
+         *
+         *     Scope: `treasury:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
+         */
+        post: operations["createTreasuryWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/treasury/withdrawals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a treasury withdrawal.
+         * @description Scope: `treasury:read`.
+         */
+        get: operations["getTreasuryWithdrawal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/business/events": {
         parameters: {
             query?: never;
@@ -938,7 +984,7 @@ export interface components {
              * @description Machine-readable code. Each operation's responses list the codes it can answer, each with its own `details` (the `<Code>Error` schemas).
              * @enum {string}
              */
-            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "wallet_already_registered" | "resource_archived" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "insufficient_funds" | "wallet_already_registered" | "resource_archived" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "rate_limited" | "internal_error" | "service_unavailable";
             message: string;
             /**
              * Format: uuid
@@ -1120,6 +1166,22 @@ export interface components {
             details: {
                 status?: string;
             } | null;
+        };
+        InsufficientFundsError: {
+            /** @constant */
+            code: "insufficient_funds";
+            /** @description For people: may change; never parse it. */
+            message: string;
+            /**
+             * Format: uuid
+             * @description Equals the X-Request-Id response header.
+             */
+            requestId: string;
+            /** @description USDC the treasury has available, and what was asked for. */
+            details: {
+                available: string;
+                required: string;
+            };
         };
         WalletAlreadyRegisteredError: {
             /** @constant */
@@ -2076,11 +2138,48 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
+        CreateTreasuryWithdrawalRequest: {
+            /** @description A verified external wallet of yours (422 `wallet_not_verified` until its ownership is proven). */
+            wallet_id: components["schemas"]["Uuid"];
+            /** @description Optional: the wallet's own chain (400 if it names another). */
+            chain?: components["schemas"]["Chain"];
+            /** @description USDC, at most 6 decimals, more than zero. */
+            amount: components["schemas"]["DecimalAmount"];
+            /** @description Your reference, shown on the withdrawal and its events. */
+            external_reference?: string;
+        };
+        TreasuryWithdrawal: {
+            id: components["schemas"]["Uuid"];
+            wallet_id: components["schemas"]["Uuid"];
+            chain: components["schemas"]["Chain"];
+            /** @description USDC, at exactly 6 decimals. */
+            amount: components["schemas"]["DecimalAmount"];
+            /**
+             * @description `pending`: debited from the treasury's `available`, being sent. `completed`: sent (`transaction_hash`). `failed`: nothing was sent, and the amount is back in `available`.
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "failed";
+            /** @description The transfer's hash once completed (simulated, in the same format, in sandbox). */
+            transaction_hash: string | null;
+            external_reference: string | null;
+            /** @description Why it failed: `wallet_archived` (archived before the send), `send_reverted` (the transfer reverted on chain). */
+            failure: {
+                code: string;
+                message: string;
+            } | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        TreasuryWithdrawalList: {
+            data: components["schemas"]["TreasuryWithdrawal"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
         Event: {
             /** @description Also the `webhook-id` of every delivery of this event. */
             id: components["schemas"]["Uuid"];
             /** @enum {string} */
-            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed";
+            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
             created_at: components["schemas"]["Timestamp"];
             /** @description The resource as it stood after the change, as its own GET shows it. */
             data: Record<string, unknown>;
@@ -2094,7 +2193,7 @@ export interface components {
             /** @description https, on a public address (sandbox with WEBHOOKS_ALLOW_LOOPBACK=true: http and loopback too). */
             url: string;
             /** @description Event types, or wildcards such as `transaction.*`; omitted or `*`: every type. */
-            events?: ("*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed")[];
+            events?: ("*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed")[];
             description?: string;
         };
         WebhookEndpoint: {
@@ -2570,6 +2669,37 @@ export interface components {
             content: {
                 "application/json": {
                     error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["RequirementsNotMetError"];
+                };
+            };
+        };
+        /** @description Conflict: `idempotency_key_in_use`, `insufficient_funds`, `resource_archived`. */
+        Conflict_IdempotencyKeyInUse_InsufficientFunds_ResourceArchived: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyInUseError"] | components["schemas"]["InsufficientFundsError"] | components["schemas"]["ResourceArchivedError"];
+                };
+            };
+        };
+        /** @description Unprocessable: `idempotency_key_reused`, `wallet_not_verified`. */
+        Unprocessable_IdempotencyKeyReused_WalletNotVerified: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["WalletNotVerifiedError"];
                 };
             };
         };
@@ -4227,6 +4357,118 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listTreasuryWithdrawals: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 25). */
+                limit?: number;
+                /** @description Cursor from `next_cursor` of the previous page. */
+                starting_after?: string;
+                status?: "pending" | "completed" | "failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of treasury withdrawals. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreasuryWithdrawalList"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTreasuryWithdrawal: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTreasuryWithdrawalRequest"];
+            };
+        };
+        responses: {
+            /** @description The withdrawal, pending. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreasuryWithdrawal"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_InsufficientFunds_ResourceArchived"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_WalletNotVerified"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTreasuryWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The treasury withdrawal. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreasuryWithdrawal"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -4235,7 +4477,7 @@ export interface operations {
                 /** @description Cursor from `next_cursor` of the previous page. */
                 starting_after?: string;
                 /** @description An event type, or a wildcard such as `transaction.*` (`*`: every type). */
-                type?: "*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed";
+                type?: "*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
                 /** @description Created at or after this instant. */
                 created_gte?: string;
                 /** @description Created at or before this instant. */

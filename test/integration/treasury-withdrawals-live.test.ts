@@ -1,0 +1,107 @@
+import { expect } from 'chai';
+import { erc20Abi, getAddress, parseEther, type Address } from 'viem';
+import { bearer, writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { BASE } from '../helpers/wallets.js';
+import { expectLedgerSound, verifiedWallet } from '../helpers/ramps.js';
+import { until } from '../helpers/until.js';
+import { startLiveChainRail, type LiveChainRail } from '../helpers/live-rail.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { postEntry } from '../../shared/domain/ledger.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { jobId } from '../../shared/queues/registry.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { chainSendJob } from '../../workers/settlement/chain-send.job.js';
+
+// Live treasury withdrawals on Anvil: the treasury hot wallet sends the USDC through the once-only chain send
+// (recorded in chain_sends before broadcast); a hot wallet without gas leaves the withdrawal pending, re-driven by the
+// sweeper even after its send job gave up, and it completes once gas is back, sent once.
+
+const minor = (v: string) => toMinor(v, USDC_SCALE);
+
+describe('treasury withdrawals on Anvil (live)', function () {
+  this.timeout(120_000);
+  let rail: LiveChainRail;
+  let hot: Address;
+
+  before(async () => {
+    rail = await startLiveChainRail({ pools: ['settlement'], env: { CHAIN_RECONCILE_MS: '3600000' } });
+    hot = rail.hot;
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  const setEth = (address: Address, wei: bigint) => rail.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [address, `0x${wei.toString(16)}`] as never });
+  const usdcOf = (address: string) => rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [getAddress(address)] });
+  const fundTreasury = (amount: string) => inUnit(rail.api.deps, (unit) => postEntry(unit.em, { businessId: rail.biz.businessId, environment: 'live' }, {
+    kind: 'test_treasury_funding',
+    postings: [{ account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -minor(amount) }, { account: { kind: 'treasury', asset: 'USDC' }, amount: minor(amount) }],
+  }));
+  const get = async (id: string) => (await rail.api.http.get(`${BASE}/treasury/withdrawals/${id}`).set(bearer(rail.key))).body;
+  const untilDone = async (id: string) => {
+    let last: Record<string, any> = {};
+    return until(async () => {
+      last = await get(id);
+      return ['completed', 'failed'].includes(last.status) && last;
+    }, { what: `withdrawal ${id} done`, describe: () => last, timeoutMs: 30_000, everyMs: 100 });
+  };
+  const sendsOf = async (id: string) => (await getDs()).query(`SELECT from_address, transaction_hash, status FROM chain_sends WHERE purpose = 'withdrawal' AND reference = $1`, [`withdrawal-${id}`]);
+  const available = async () => minor((await rail.api.http.get(`${BASE}/treasury/balance`).set(bearer(rail.key))).body.available);
+  const withdraw = async (walletId: string, amount: string) => {
+    const res = await rail.api.http.post(`${BASE}/treasury/withdrawals`).set(writeHeaders(rail.key)).send({ wallet_id: walletId, amount });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body as Record<string, any>;
+  };
+
+  it('the hot wallet sends the withdrawal on chain, recorded once; the hash is the mined transfer\'s', async () => {
+    await fundTreasury('100');
+    const before = await available();
+    const wallet = await verifiedWallet(rail.api, rail.key);
+    const created = await withdraw(wallet.id, '25');
+    const done = await untilDone(created.id);
+    expect(done.status, JSON.stringify(done.failure)).to.equal('completed');
+    const receipt = await rail.anvil.publicClient.getTransactionReceipt({ hash: done.transaction_hash });
+    expect(receipt.from.toLowerCase()).to.equal(hot.toLowerCase());
+    expect(await usdcOf(wallet.address)).to.equal(minor('25'));
+    const sends = await sendsOf(created.id);
+    expect(sends).to.deep.equal([{ from_address: hot.toLowerCase(), transaction_hash: done.transaction_hash, status: 'mined' }]);
+    expect(before - (await available())).to.equal(minor('25'));
+  });
+
+  it('a hot wallet without gas leaves it pending; after its send gave up, the sweeper sends it once gas is back', async () => {
+    await fundTreasury('10');
+    const before = await available();
+    const wallet = await verifiedWallet(rail.api, rail.key);
+    const hotEth = await rail.anvil.publicClient.getBalance({ address: hot });
+    await setEth(hot, 0n);
+    try {
+      const created = await withdraw(wallet.id, '10');
+      const queue = rail.pools.deps.queues.settlement;
+      const sendId = jobId('chain.send', 'live', 'base', `withdrawal-${created.id}`);
+      await until(async () => ((await queue.getJob(sendId))?.attemptsMade ?? 0) >= 1, { what: 'a send attempt refused for gas' });
+      expect((await get(created.id)).status).to.equal('pending');
+      expect(await sendsOf(created.id)).to.deep.equal([]);
+      // The send job gives up (its last attempt's handler runs) and is gone from Redis: the withdrawal stays pending.
+      const job = (await queue.getJob(sendId))!;
+      await until(async () => (await queue.remove(sendId)) === 1, { what: 'the send job removed' });
+      await chainSendJob.onFinalFailure!(job, new Error('the treasury hot wallet is short of gas'), rail.pools.deps);
+      expect((await get(created.id)).status).to.equal('pending');
+      expect(before - (await available())).to.equal(minor('10'));
+      // Gas is back; the sweeper finds the pending withdrawal and stages its send again, under the same reference.
+      await setEth(hot, hotEth > 0n ? hotEth : parseEther('10'));
+      await (await getDs()).query(`UPDATE treasury_withdrawals SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [created.id]);
+      const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+      expect(counts['treasury withdrawals whose hot-wallet send was lost or gave up']).to.equal(1);
+      const done = await untilDone(created.id);
+      expect(done.status).to.equal('completed');
+      expect(await sendsOf(created.id)).to.have.length(1);
+      expect(await usdcOf(wallet.address)).to.equal(minor('10'));
+      // Completed: the sweeper has nothing more to do for it.
+      await (await getDs()).query(`UPDATE treasury_withdrawals SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [created.id]);
+      const after = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+      expect(after['treasury withdrawals whose hot-wallet send was lost or gave up'] ?? 0).to.equal(0);
+    } finally {
+      await setEth(hot, hotEth > 0n ? hotEth : parseEther('10'));
+    }
+  });
+});
