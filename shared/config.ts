@@ -29,6 +29,8 @@ export interface Config {
   rateMaxAgeSeconds: number;
   /** How long an off-ramp settlement waits for its transfer. */
   settlementTtlSeconds: number;
+  /** How long an off-ramp waits in action_required on `underpaid` or `late_deposit` before what it holds goes back. */
+  autoRefundAfterSeconds: number;
   /** How often the settlement pool scans each chain with open deposit addresses, and the widest block range it asks for. */
   settlementPollMs: number;
   settlementMaxBlockRange: number;
@@ -299,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
     rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
+    autoRefundAfterSeconds: int(env, 'AUTO_REFUND_AFTER_SECONDS', 900, 1),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
     chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
