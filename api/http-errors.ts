@@ -17,6 +17,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   insufficient_funds: 409,
   wallet_already_registered: 409,
   resource_archived: 409,
+  transaction_not_refundable: 409,
   payload_too_large: 413,
   idempotency_key_reused: 422,
   quote_expired: 422,

@@ -23,11 +23,13 @@ function diagram(machine: Machine, initial: string[]): string {
   for (const [from, tos] of Object.entries(machine.moves) as [string, readonly string[]][]) {
     statuses.add(from);
     for (const to of tos) {
-      lines.push(`    ${from} --> ${to}`);
+      const label = machine.labels?.[`${from}->${to}`];
+      lines.push(`    ${from} --> ${to}${label ? `: ${label}` : ''}`);
       statuses.add(to);
     }
   }
   for (const s of statuses) if (!(s in machine.moves)) lines.push(`    ${s} --> [*]`);
+  for (const [s, note] of Object.entries(machine.notes ?? {})) lines.push(`    note right of ${s}: ${note}`);
   lines.push('```');
   return lines.join('\n');
 }

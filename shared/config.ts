@@ -29,12 +29,16 @@ export interface Config {
   rateMaxAgeSeconds: number;
   /** How long an off-ramp settlement waits for its transfer. */
   settlementTtlSeconds: number;
+  /** How long an off-ramp waits in action_required on `underpaid` or `late_deposit` before what it holds goes back. */
+  autoRefundAfterSeconds: number;
   /** How often the settlement pool scans each chain with open deposit addresses, and the widest block range it asks for. */
   settlementPollMs: number;
   settlementMaxBlockRange: number;
   /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
   providerMaxAttempts: number;
   providerRetryBaseMs: number;
+  /** How long the watcher keeps scanning a chain for deposit addresses that closed (late deposits, overpayments). */
+  lateDepositWatchSeconds: number;
   /** How long a transaction step may sit unchanged before the sweeper counts its job as lost and enqueues it again. */
   sweeperStaleSeconds: number;
   /** How long a worker holds a job's lock; a job whose worker died is handed to another after about this long. */
@@ -301,10 +305,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
     rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
+    autoRefundAfterSeconds: int(env, 'AUTO_REFUND_AFTER_SECONDS', 900, 1),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
     chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
     sweeperStaleSeconds: int(env, 'SWEEPER_STALE_SECONDS', 60, 1),
+    lateDepositWatchSeconds: int(env, 'LATE_DEPOSIT_WATCH_SECONDS', 604_800, 0),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),

@@ -4,7 +4,7 @@ export const ERROR_CODES = [
   'insufficient_scope', 'ip_not_allowed', 'live_not_enabled',
   'not_found',
   'idempotency_key_in_use', 'quote_already_used', 'invalid_state', 'transaction_not_retryable', 'insufficient_funds',
-  'wallet_already_registered', 'resource_archived',
+  'wallet_already_registered', 'resource_archived', 'transaction_not_refundable',
   'payload_too_large',
   'idempotency_key_reused', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch',
   'unsupported_corridor', 'amount_out_of_range', 'requirements_not_met', 'invalid_signature',

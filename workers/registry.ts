@@ -8,6 +8,7 @@ import { submitOfframpJob } from './settlement/submit-offramp.job.js';
 import { confirmSettlementJob } from './settlement/confirm-settlement.job.js';
 import { expireSettlementJob } from './settlement/expire-settlement.job.js';
 import { deliverOnrampJob } from './settlement/deliver-onramp.job.js';
+import { refundOfframpJob } from './settlement/refund-offramp.job.js';
 import { sendPayoutJob } from './providers/send-payout.job.js';
 import { requestCollectionJob } from './providers/request-collection.job.js';
 import { sandboxTransferJob } from './sandbox/sandbox-transfer.job.js';
@@ -34,7 +35,7 @@ export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, Work
 
 export const DEFINITIONS: JobDefinition<any>[] = [
   cleanupOutboxJob, sweepJob, priceQuoteJob, expireQuoteJob,
-  submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob,
+  submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob, refundOfframpJob,
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,

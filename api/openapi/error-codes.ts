@@ -86,8 +86,21 @@ const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
   wallet_not_verified: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },
   resource_archived: OBJECT_OR_NULL('The archived resource\'s id (`wallet_id`, `beneficiary_id`, `customer_id`).'),
   invalid_state: OBJECT_OR_NULL('The resource\'s current `status` and related ids, when they help.', { status: TEXT }),
-  transaction_not_retryable: OBJECT_OR_NULL('The transaction\'s `status` and funding.', { status: TEXT }),
+  transaction_not_retryable: OBJECT_OR_NULL('The transaction\'s `status` and funding; `reason` when it is refunded rather than retried (`underpaid`, `late_deposit`).', { status: TEXT, reason: TEXT }),
   insufficient_funds: { type: 'object', required: ['available', 'required'], properties: { available: TEXT, required: TEXT }, description: 'USDC the treasury has available, and what was asked for.' },
+  transaction_not_refundable: {
+    type: 'object',
+    required: ['reason', 'status'],
+    properties: {
+      reason: {
+        type: 'string',
+        enum: ['nothing_to_refund', 'not_refundable_status', 'payout_outcome_unknown', 'onramp'],
+        description: '`nothing_to_refund`: holds no USDC neither paid out nor returned; `not_refundable_status`: not `action_required` or `failed`; ' +
+          '`payout_outcome_unknown`: a payout request has no final answer yet (it may have paid; ask again later); `onramp`: on-ramps return fiat only through the provider.',
+      },
+      status: TEXT,
+    },
+  },
 };
 
 /** One component schema per code: `code` a constant, `details` typed for that code (`null` where it says nothing). */

@@ -31,6 +31,10 @@ export const schemas: Record<string, JsonSchema> = {
         properties: { wallet_id: { ...ref('Uuid'), description: 'A managed wallet (the platform sends for you) or a verified external wallet (you send).' } },
       },
       external_reference: EXTERNAL_REFERENCE,
+      refund_address: {
+        type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', maxLength: 42,
+        description: 'External funding wallets only (else 400): where USDC that is not paid out goes back (an excess, an underpaid or late deposit, a failed payout). Default: `settlement.from_address`.',
+      },
     },
   },
   CreateOnrampRequest: {

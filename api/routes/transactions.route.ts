@@ -4,6 +4,8 @@ import { SETTLEMENT_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/m
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
+import { requestRefund, type RefundRequest } from '../../shared/domain/refunds.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
@@ -59,7 +61,7 @@ export const schemas: Record<string, JsonSchema> = {
   Transaction: {
     type: 'object',
     required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-      'payment_intent_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'completed_at', 'created_at', 'updated_at'],
+      'payment_intent_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       direction: { type: 'string', enum: ['offramp', 'onramp'] },
@@ -82,7 +84,14 @@ export const schemas: Record<string, JsonSchema> = {
       payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING } },
       provider_reference: { ...NULLABLE_STRING, description: 'The provider\'s receipt for the money it moved, once known: M-Pesa\'s MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S).' },
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
-      refund: { type: ['object', 'null'], properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, transaction_hash: NULLABLE_STRING } },
+      refund: {
+        type: ['object', 'null'],
+        description: 'USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
+          '`transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet\'s balance.',
+        required: ['status', 'amount', 'to_address', 'transaction_hash'],
+        properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, to_address: NULLABLE_STRING, transaction_hash: NULLABLE_STRING },
+      },
+      refund_address: { type: ['string', 'null'], description: 'External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`).' },
       settlement: ref('Settlement'),
       completed_at: NULLABLE_TIME,
       created_at: ref('Timestamp'),
@@ -90,6 +99,16 @@ export const schemas: Record<string, JsonSchema> = {
     },
   },
   TransactionList: listOf('Transaction'),
+  RefundTransactionRequest: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      refund_address: {
+        type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', maxLength: 42,
+        description: 'External-wallet off-ramps only (else 400): where to send the USDC instead of the off-ramp\'s refund destination; it becomes that destination.',
+      },
+    },
+  },
   ConfirmTransactionRequest: {
     type: 'object',
     additionalProperties: false,
@@ -212,7 +231,8 @@ export const routes: RouteDef[] = [
     operationId: 'retryTransaction',
     errors: ['transaction_not_retryable'],
     summary: 'Retry a managed-wallet or treasury-funded transaction in action_required.',
-    description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`.',
+    description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`; ' +
+      '`underpaid` and `late_deposit` are refunded, never retried (`details.reason`; see POST /transactions/{id}/refund).',
     tag: TAG,
     scope: 'transactions:write',
     requiresLiveEnabled: true,
@@ -221,6 +241,33 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, params }) => ({
       status: 202,
       body: transactionView(await inUnit(deps, (unit) => retryTransaction(unit, deps.config, auth, byId(params)))),
+    }),
+  },
+  {
+    method: 'post',
+    path: '/transactions/{id}/refund',
+    operationId: 'refundTransaction',
+    errors: ['transaction_not_refundable'],
+    summary: 'Give back the USDC an off-ramp holds (action_required or failed).',
+    description:
+      'Answers 202 with the transaction: every USDC it received and neither paid out nor returned goes back to its refund destination (`refund_address` here or at creation, ' +
+      'else `settlement.from_address`; a managed wallet\'s funds back to it). An `action_required` off-ramp ends `failed` (`failure.code = "refund_requested"`). ' +
+      '`refund.status` is `pending` until the transfer is mined (sandbox: `completed` at once). An off-ramp left waiting on `underpaid` or `late_deposit` is refunded ' +
+      'on its own after `AUTO_REFUND_AFTER_SECONDS` (default 900). Otherwise 409 `transaction_not_refundable`, `details.reason`: `nothing_to_refund`, ' +
+      '`not_refundable_status`, `payout_outcome_unknown` (a payout request has no final answer yet) or `onramp`.',
+    tag: TAG,
+    scope: 'transactions:write',
+    requiresLiveEnabled: true,
+    pathParams: { id: uuidParam },
+    body: {
+      schema: ref('RefundTransactionRequest'),
+      required: false,
+      examples: { origin: { summary: 'Back to the refund destination', value: {} }, elsewhere: { summary: 'To another address', value: { refund_address: '0x52908400098527886E0F7030069857D2E4169EE7' } } },
+    },
+    responses: { '202': { description: 'Accepted; the transaction with its `refund`.', schema: ref('Transaction') } },
+    handler: async ({ deps, auth, params, body }) => ({
+      status: 202,
+      body: transactionView(await inUnit(deps, (unit) => requestRefund(unit, chainFor(auth.environment, deps.config), auth, byId(params), (body ?? {}) as RefundRequest))),
     }),
   },
 ];

@@ -48,8 +48,11 @@ export interface ChainAdapter {
   sendFromManagedWallet(deps: ChainDeps, scope: EventScope, req: TransferRequest & { walletId: string; hdIndex: number }): Promise<SentTransfer>;
   /** The platform sends USDC to a wallet (an on-ramp's delivery): the hash now, or null when a send job was staged. */
   deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; transactionId: string }): Promise<{ hash: Hex } | null>;
-  /** Returns an off-ramp's funds to a wallet: the hash now, or null when a send job was staged. */
-  refund(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string; transactionId: string; total: bigint }): Promise<{ hash: Hex } | null>;
+  /**
+   * Returns an off-ramp's funds to `to` (`walletId`: the funding wallet, when that is where they go): the hash now, or
+   * null when a send job was staged. `total`: everything returned so far, this included (the send's reference).
+   */
+  refund(unit: Unit, scope: EventScope, req: TransferRequest & { settlementId: string; walletId: string | null; transactionId: string; total: bigint }): Promise<{ hash: Hex } | null>;
   /** Sends a treasury withdrawal to the business's wallet: the hash now (the sandbox), or null when a send job was staged. */
   withdraw(unit: Unit, scope: EventScope, req: TransferRequest & { withdrawalId: string }): Promise<{ hash: Hex } | null>;
   /** How many confirmations an observed transfer has now. */

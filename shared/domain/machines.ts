@@ -39,6 +39,9 @@ export interface Machine<S extends string = string> {
    * in the transition's conditional UPDATE, so no caller can make a move the machine forbids, whatever it read.
    */
   guards?: Readonly<Partial<Record<S, (to: string, t: string, reason: string | undefined) => string | null>>>;
+  /** For the guide's diagram: what a move means (`from->to`), and notes on a status (the ways out of it that keep it). */
+  labels?: Readonly<Record<string, string>>;
+  notes?: Readonly<Partial<Record<S, string>>>;
 }
 
 // CONTRACT section 7. Backwards only: action_required -> the step it stalled in (retry), awaiting_funds -> created (a reorg).
@@ -65,6 +68,18 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     // Reopened only by money that arrived after it failed (a late deposit, for the business to have refunded), never
     // to be retried: a stale job's move to action_required is refused. Anything else only while nothing was returned.
     failed: (to, t, reason) => (to === 'action_required' ? (reason === 'late_deposit' ? null : 'false') : `${t}.refund IS NULL`),
+  },
+  // Every way out of a stuck state (CONTRACT section 14).
+  labels: {
+    'awaiting_funds->created': 'reorg',
+    ...Object.fromEntries((['created', 'signing', 'submitting', 'funded', 'processing'] as const).map((s) => [`action_required->${s}`, 'retry'])),
+    'action_required->awaiting_funds': 'paid in full',
+    'action_required->failed': 'refund (requested or automatic)',
+    'failed->action_required': 'late deposit',
+  },
+  notes: {
+    completed: 'USDC above total_required is returned (refund)',
+    failed: 'USDC still held is returned (refund)',
   },
 };
 

@@ -6,8 +6,9 @@ import { chainFor } from '../chain/sandbox-chain.js';
 import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
 import { rewindCursor } from '../chain/scanner.js';
 import type { EventScope } from './events.js';
-import { postEntry, type EntryInput, type LedgerAccount } from './ledger.js';
+import { postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
+import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
   countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
@@ -21,7 +22,11 @@ export interface StartOfframpInput {
   quote_id: string;
   funding_source: { wallet_id: string };
   external_reference?: string;
+  refund_address?: string;
 }
+
+// The refund step lives beside the refund request (refunds.ts); the payout steps that refund import it from here.
+export { completeRefund, refundEntry, refundOfframp } from './refunds.js';
 
 const minor = (value: string) => toMinor(value, USDC_SCALE);
 const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
@@ -37,7 +42,8 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
   const [beneficiary]: { status: string }[] = await unit.em.query(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`, [quote.beneficiary_id]);
   if (beneficiary?.status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
   const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
-  const transaction = await insertTransaction(unit, scope, { quote, wallet, status: 'created', externalReference: input.external_reference, fundingType });
+  const refundAddress = input.refund_address === undefined ? null : refundAddressOf(input.refund_address, fundingType);
+  const transaction = await insertTransaction(unit, scope, { quote, wallet, status: 'created', externalReference: input.external_reference, fundingType, refundAddress });
   const fees = minor(quote.provider_fee!) + minor(quote.platform_fee!);
   const settlement = await createSettlement(unit, config, scope, {
     transactionId: transaction.id, chain: quote.chain, fromAddress: wallet.address, amount: quote.source_amount!, feeAmount: usdc(fees), totalRequired: quote.total_required!,
@@ -133,13 +139,13 @@ export async function observeTransfer(
     // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
     // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
     if (tx.status === 'submitting' && ['expired', 'underpaid'].includes(updated.status)) {
-      await lateDeposit(unit, updated, tx);
+      await lateDeposit(unit, config, updated, tx);
       return updated;
     }
     if (tx.status !== 'submitting' || updated.status !== 'confirming') return updated;
   } else if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
     // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
-    await lateDeposit(unit, updated, tx);
+    await lateDeposit(unit, config, updated, tx);
     return updated;
   }
   if (!isFullyPaid(updated) || !['awaiting_transfer', 'confirming'].includes(updated.status)) return updated;
@@ -173,22 +179,28 @@ function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: O
 
 /**
  * A transfer to a closed settlement (expired, underpaid, or its transaction ended): the off-ramp goes to
- * action_required `late_deposit` with what has arrived, for the business to decide; a completed one only records it.
+ * action_required `late_deposit` with what has arrived, refunded on its own after AUTO_REFUND_AFTER_SECONDS unless
+ * the business asks first; on a completed one it is an excess, returned at once.
  */
-async function lateDeposit(unit: Unit, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
+async function lateDeposit(unit: Unit, config: Config, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
   const view = settlementView(settlement);
   const failure = {
     code: 'late_deposit',
     message: 'A transfer arrived after the settlement closed.',
     details: { received_amount: view.received_amount, total_required: view.total_required },
   };
-  if (tx.status === 'action_required') {
-    // Already waiting on the business: the reason it waits is now the late deposit.
-    const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, updated_at = now() WHERE id = $1 RETURNING *`, [tx.id, JSON.stringify(failure)]);
+  if (tx.status === 'completed') {
+    await scheduleExcessReturn(unit, tx);
+  } else if (tx.status === 'action_required') {
+    // Already waiting on the business: the reason it waits is now the late deposit (its refund deadline kept, if any).
+    const due = AUTO_REFUND_CODES.includes(tx.failure?.code ?? '') && tx.refund_due_at ? tx.refund_due_at : (await scheduleAutoRefund(unit, config, tx)).refund_due_at;
+    const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, refund_due_at = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
+      tx.id, JSON.stringify(failure), due,
+    ]);
     // Same status, a new reason: announced like a status change, so webhook consumers see what the business must do now.
     unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
-  } else if (tx.status !== 'completed') {
-    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure }, reason: 'late_deposit' });
+  } else {
+    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure, ...(await scheduleAutoRefund(unit, config, tx)) }, reason: 'late_deposit' });
   }
 }
 
@@ -251,13 +263,14 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
 }
 
 /**
- * At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid).
+ * At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid),
+ * refunded on its own after AUTO_REFUND_AFTER_SECONDS.
  * A managed wallet's send in flight (`signing`, `submitting`) is never expired: the send decides (mined, it is
  * observed and confirmed like any transfer; refused, the transaction stalls where a retry or the sweeper finds it).
  * The transaction row is locked and read again (after its settlement, the watcher's order), so a submit step that
  * moved it meanwhile is seen.
  */
-export async function expireSettlement(unit: Unit, seen: TransactionRow): Promise<string> {
+export async function expireSettlement(unit: Unit, config: Config, seen: TransactionRow): Promise<string> {
   const settlement = (await settlementOf(unit.em, seen.id, true))!;
   const [tx]: TransactionRow[] = await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [seen.id]);
   if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
@@ -276,6 +289,7 @@ export async function expireSettlement(unit: Unit, seen: TransactionRow): Promis
   await moveTransaction(unit, tx, 'action_required', {
     set: {
       stalled_at: tx.status,
+      ...(await scheduleAutoRefund(unit, config, tx)),
       failure: {
         code: 'underpaid',
         message: 'Less than total_required arrived before the settlement expired.',
@@ -285,77 +299,6 @@ export async function expireSettlement(unit: Unit, seen: TransactionRow): Promis
     reason: 'underpaid',
   });
   return 'underpaid';
-}
-
-/**
- * What arrived goes back: to the managed wallet's balance, or on-chain to the external wallet it came from; a
- * treasury-funded payout's whole amount goes back to the treasury's available balance.
- */
-export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<Record<string, unknown> | null> {
-  if (tx.funding_type === 'treasury') return refundToTreasury(unit, tx);
-  const settlement = await settlementOf(unit.em, tx.id, true);
-  const received = settlement ? minor(settlement.received_amount) : 0n;
-  // Only what has not gone back yet: a late deposit after a first refund is refunded on its own.
-  const already = tx.refund ? minor(tx.refund.amount) : 0n;
-  const due = received - already;
-  if (!settlement || due <= 0n) return tx.refund;
-  // One refund per amount received so far: a repeated step finds its entry (or send), a later one is a new one.
-  const reference = `${tx.id}-${received}`;
-  // A managed wallet's funds go back to it; an external wallet's to the address they came from.
-  const to = tx.funding_type === 'managed_wallet' ? tx.wallet_address! : settlement.from_address;
-  const sent = await chain.refund(unit, scopeOf(tx), {
-    reference, chain: tx.chain, amount: due, to, settlementId: settlement.id, walletId: tx.wallet_id!, transactionId: tx.id, total: received,
-  });
-  // Live: the hot wallet's send is staged; the refund is pending until it is mined (the chain.send job records it).
-  if (!sent) return { status: 'pending', amount: usdc(received), transaction_hash: tx.refund?.transaction_hash ?? null };
-  const hash = tx.funding_type === 'managed_wallet' ? null : sent.hash;
-  return { status: 'completed', amount: usdc(received), transaction_hash: hash ?? tx.refund?.transaction_hash ?? null };
-}
-
-/**
- * Live: the hot wallet's refund send was mined. The refund completes with its hash (when it is still the refund of
- * that amount: a later refund for a late deposit supersedes it), the funds leave the settlement's clearing account,
- * and the transaction's current status is announced again with the refund in it.
- */
-export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<received> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
-  const settlement = (await settlementOf(unit.em, tx.id))!;
-  // Out of our books as it left: to the managed wallet's account, or out through inbound clearing to an external one.
-  await postEntry(unit.em, scopeOf(tx), refundEntry({
-    reference: send.reference, settlementId: settlement.id, amount: send.amount, transactionHash: send.hash,
-    to: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
-  }));
-  if (!tx.refund || (send.total !== null && tx.refund.amount !== usdc(BigInt(send.total)))) return 'superseded';
-  await unit.em.query(`UPDATE transactions SET refund = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify({ ...tx.refund, status: 'completed', transaction_hash: send.hash })]);
-  const now = (await loadTransaction(unit.em, tx.id))!;
-  unit.event(scopeOf(tx), `transaction.${now.status}`, transactionView(now));
-  return 'refunded';
-}
-
-async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<Record<string, unknown>> {
-  const total = minor(tx.total_required);
-  await postEntry(unit.em, scopeOf(tx), {
-    kind: 'treasury_payout_refund',
-    reference: `treasury-refund-${tx.id}`,
-    metadata: { transaction_id: tx.id, payment_intent_id: tx.payment_intent_id },
-    postings: [
-      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -total },
-      { account: { kind: 'treasury', asset: 'USDC' }, amount: total },
-    ],
-  });
-  return { status: 'completed', amount: usdc(total), transaction_hash: null };
-}
-
-/** A refund's ledger entry: out of the settlement's clearing account, to `to` (the wallet's account, or inbound clearing). */
-export function refundEntry(req: { reference: string; settlementId: string; amount: bigint; to: LedgerAccount; transactionHash?: string }): EntryInput {
-  return {
-    kind: 'offramp_refund',
-    reference: req.reference,
-    metadata: { settlement_id: req.settlementId, ...(req.transactionHash ? { transaction_hash: req.transactionHash } : {}) },
-    postings: [
-      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
-      { account: req.to, amount: req.amount },
-    ],
-  };
 }
 
 /** The payout happened: the deposit leaves the clearing account for the provider, the platform keeps its fee. */

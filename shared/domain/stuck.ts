@@ -10,6 +10,7 @@ import { withdrawalJobs } from './treasury-withdrawals.js';
 import { webhookJobs } from '../webhooks/delivery.js';
 import { MAX_CHECK_ROUNDS, providerJobs } from './provider-results.js';
 import type { Config } from '../config.js';
+import { AUTO_REFUND_CODES, refundJob } from './refunds.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
 // Redis lost it, it failed for good without a handler). Each rule finds them by age and names the job, with the same
@@ -51,8 +52,8 @@ export interface Redrive {
 /**
  * Every transaction status that is not terminal, and what moves it on when its job is lost (Redis flushed, a job
  * that never reached it): the one table the sweeper reads for transactions. A status missing here waits on a person:
- * action_required (the business retries or refunds); failed and completed are terminal, and a refund still owed is
- * re-driven by the refund rule below.
+ * action_required (the business retries or refunds; underpaid and late deposits are refunded on their own, by the
+ * refund-due rule below); failed and completed are terminal, and a refund still owed is re-driven by the rules below.
  */
 export const TRANSACTION_REDRIVES: Redrive[] = [
   // An on-ramp's collection request; a managed wallet's send (an external wallet's off-ramp waits for its transfer:
@@ -116,6 +117,13 @@ export const STUCK_RULES: StuckRule[] = [
   outboxRule('sweeps sent and not yet mined', STEP,
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),
+  // USDC an off-ramp holds past its refund's due time (an excess after the payout, an underpaid or late deposit left
+  // waiting): the delayed job staged with the deadline does it; this is the net for one that was lost.
+  rule<{ id: string; refund_due_at: Date }>('off-ramp refunds past their due time', DEADLINE,
+    `SELECT id, refund_due_at FROM transactions
+      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
+      ORDER BY refund_due_at LIMIT $2`,
+    (r) => refundJob(r.id, r.refund_due_at, 0, true)),
   rule<{ transaction_id: string }>('settlements past their expiry', DEADLINE,
     `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`,
     (r) => txJobs.expire(r.transaction_id, 0)),

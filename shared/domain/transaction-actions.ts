@@ -6,6 +6,7 @@ import type { EventScope } from './events.js';
 import type { TransactionStatus } from './machines.js';
 import { jobForStep, stepDelay } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
+import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
@@ -17,6 +18,12 @@ import type { JobRequest } from '../queues/producer.js';
  */
 export async function retryTransaction(unit: Unit, config: Config, scope: EventScope, id: string): Promise<TransactionRow> {
   const tx = await findTransaction(unit.em, scope, id, true);
+  // Its quote's price is gone: what it holds is refunded (on request, or on its own), never paid out at that price.
+  if (tx.status === 'action_required' && AUTO_REFUND_CODES.includes(tx.failure?.code ?? '')) {
+    throw new AppError('transaction_not_retryable', `An off-ramp waiting on ${tx.failure!.code} is refunded, never retried: POST /transactions/{id}/refund.`, {
+      status: tx.status, funding_type: tx.funding_type, reason: tx.failure!.code,
+    });
+  }
   // The platform holds the funds of managed-wallet and treasury-funded transactions, so it can carry them on.
   if (tx.status !== 'action_required' || !['managed_wallet', 'treasury'].includes(tx.funding_type ?? '') || !tx.stalled_at) {
     throw new AppError('transaction_not_retryable', 'Only a managed-wallet or treasury-funded transaction in action_required can be retried.', {

@@ -12,6 +12,7 @@ import { recordCreation, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import { followPayout } from './treasury-payouts.js';
+import { scheduleExcessReturn } from './refunds.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
@@ -48,7 +49,12 @@ export interface TransactionRow {
   receipt: string | null;
   destination_transaction_hash: string | null;
   failure: { code: string; message: string; details?: unknown } | null;
-  refund: { status: 'pending' | 'completed' | 'failed'; amount: string; transaction_hash: string | null } | null;
+  /** `amount`: everything returned so far; `to_address`: where (null: the treasury's balance). */
+  refund: RefundState | null;
+  /** External-wallet off-ramps: where refunds go instead of from_address. */
+  refund_address: string | null;
+  /** When the USDC this off-ramp holds goes back without the business (underpaid, late_deposit, an excess); null: none due. */
+  refund_due_at: Date | null;
   stalled_at: TransactionStatus | null;
   retry_count: number;
   forced_outcome: { outcome: 'completed' | 'failed' | 'action_required'; failure_code?: string } | null;
@@ -57,10 +63,17 @@ export interface TransactionRow {
   updated_at: Date;
 }
 
+export interface RefundState {
+  status: 'pending' | 'completed' | 'failed';
+  amount: string;
+  to_address?: string | null;
+  transaction_hash: string | null;
+}
+
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
   t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference, t.receipt,
-  t.destination_transaction_hash, t.failure, t.refund, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
+  t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
@@ -98,7 +111,8 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
-    refund: row.refund,
+    refund: row.refund ? { status: row.refund.status, amount: row.refund.amount, to_address: row.refund.to_address ?? null, transaction_hash: row.refund.transaction_hash } : null,
+    refund_address: row.refund_address,
     ...(extra.settlement ? { settlement: extra.settlement } : {}),
     completed_at: row.completed_at ? row.completed_at.toISOString() : null,
     created_at: row.created_at.toISOString(),
@@ -157,6 +171,7 @@ export interface NewTransaction {
   externalReference?: string | null;
   fundingType?: TransactionRow['funding_type'];
   payer?: { phone_number: string; mobile_network: string };
+  refundAddress?: string | null;
 }
 
 /** Inserts the transaction (copying the quote's price) and records its creation: history row and event. */
@@ -167,12 +182,12 @@ export async function insertTransaction(unit: Unit, scope: EventScope, input: Ne
     await unit.em.query(
       `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
          source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
-         payer_phone, payer_network, payment_intent_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
+         payer_phone, payer_network, payment_intent_id, refund_address)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
       [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
         q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
         input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
-        input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null],
+        input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null, input.refundAddress ?? null],
     );
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
@@ -214,6 +229,8 @@ export async function moveTransaction(unit: Unit, row: TransactionRow, to: Trans
     view: (updated) => transactionView(updated),
   });
   if (moved?.row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(to)) await followPayout(unit, moved.row);
+  // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
+  if (moved && to === 'completed' && moved.row.direction === 'offramp') await scheduleExcessReturn(unit, moved.row);
   return moved;
 }
 

@@ -62,6 +62,8 @@ export interface JobPayloads {
   'settlement.sweep': { kind: 'settlement' | 'payment_intent'; id: string; round: string };
   /** Live: each managed wallet's and the hot wallet's on-chain USDC compared with what the ledger says it holds. */
   'chain.reconcile': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
+  /** USDC an off-ramp holds and no longer needs goes back: the excess of a completed one, or an underpaid or late deposit past AUTO_REFUND_AFTER_SECONDS. */
+  'offramp.refund': { transactionId: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -86,6 +88,7 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'payout.send': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'collection.request': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'onramp.deliver': { queue: 'settlement', attempts: 8, backoffMs: 500 },
+  'offramp.refund': { queue: 'settlement', attempts: 8, backoffMs: 1000 },
   'sandbox.transfer': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   'rate.refresh': { queue: 'pricing', attempts: 3, backoffMs: 200 },
   'intent.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },

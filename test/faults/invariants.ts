@@ -206,6 +206,18 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
       for (const d of credited) if (!usdcPaid.some((x) => x.hash === d.transaction_hash)) examples.push(`intent ${intentId}: deposit ${d.transaction_hash} credited but not on the final chain`);
     }
   }
+  // A treasury withdrawal: completed, its USDC on chain exactly once; failed, nothing sent (the amount is back).
+  const withdrawals: { id: string; status: string; amount: string; wallet: string }[] = await ds.query(
+    `SELECT w.id::text, w.status, w.amount::text, lower(x.address) AS wallet FROM treasury_withdrawals w JOIN wallets x ON x.id = w.wallet_id WHERE w.id = ANY($1)`,
+    [facts.lives.flatMap((l) => l.withdrawals)]);
+  for (const w of withdrawals) {
+    checked++;
+    const sent = facts.transfers.filter((x) => x.from === facts.world.hot.toLowerCase() && x.to === w.wallet);
+    const expected = w.status === 'completed' ? 1 : 0;
+    if (sent.length !== expected || (expected && sent[0].value !== minor(w.amount))) {
+      examples.push(`treasury withdrawal ${w.id} (${w.status}, ${w.amount}): ${sent.length} transfer(s) from the hot wallet on chain (${sent.map((x) => x.value).join(', ')})`);
+    }
+  }
   return verdict('every payment the payer made credited exactly once', checked, examples);
 }
 
@@ -242,6 +254,9 @@ export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
   const pending: { id: string; payment_intent_id: string }[] = await ds.query(
     `SELECT id::text, payment_intent_id::text FROM treasury_deposits WHERE payment_intent_id = ANY($1) AND status = 'pending'`, [intents.map((i) => i.id)]);
   for (const d of pending) examples.push(`treasury deposit ${d.id} of intent ${d.payment_intent_id}: still pending`);
+  const withdrawals: { id: string; status: string }[] = await ds.query(
+    `SELECT id::text, status FROM treasury_withdrawals WHERE id = ANY($1) AND status = 'pending'`, [facts.lives.flatMap((l) => l.withdrawals)]);
+  for (const w of withdrawals) examples.push(`treasury withdrawal ${w.id}: still pending`);
   return verdict('every transaction ends completed, failed with its refund completed, or action_required with a working exit', rows.length + intents.length, examples);
 }
 

@@ -15,6 +15,7 @@ export interface Lifecycle {
   n: number;
   transactions: string[];
   intents: string[];
+  withdrawals: string[];
   /** Payer phones (digits only) and payer chain addresses (lower case) this lifecycle used. */
   phones: string[];
   payers: string[];
@@ -150,9 +151,20 @@ async function sandboxOfframp(world: World, life: Lifecycle): Promise<void> {
   life.transactions.push(ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: customer.wallet.id } }), 'offramp').id);
 }
 
+/** The treasury funded by an intent paid in USDC, then part of it withdrawn to a verified wallet of the business. */
+async function treasuryWithdrawal(world: World, life: Lifecycle): Promise<void> {
+  const created = await intent(world, life, ['stablecoin']);
+  await payIntentInUsdc(world, life, created, 1);
+  await until(async () => (await world.call(world.liveKey, 'GET', `/payment-intents/${created.id}`)).body.status === 'completed',
+    { timeoutMs: 90_000, everyMs: 500, what: `intent ${created.id} paid into the treasury` });
+  const wallet = await verifiedPayer(world);
+  life.payers.push(wallet.address);
+  life.withdrawals.push(ok(await world.call(world.liveKey, 'POST', '/treasury/withdrawals', { wallet_id: wallet.walletId, chain: 'base', amount: '5' }), 'withdrawal').id);
+}
+
 /** Drives one lifecycle to the point where only the service (and faults) can move it on. */
 export async function drive(world: World, kind: LifecycleKind, n: number): Promise<Lifecycle> {
-  const life: Lifecycle = { kind, n, transactions: [], intents: [], phones: [], payers: [] };
+  const life: Lifecycle = { kind, n, transactions: [], intents: [], withdrawals: [], phones: [], payers: [] };
   try {
     switch (kind) {
       case 'offramp_external': await externalOfframp(world, life, 'exact'); break;
@@ -184,6 +196,7 @@ export async function drive(world: World, kind: LifecycleKind, n: number): Promi
       case 'intent_usdc_partial': await payIntentInUsdc(world, life, await intent(world, life, ['stablecoin']), 2); break;
       case 'intent_payout': await collect(world, life, (await intent(world, life, ['mobile_money'], true)).id, '4325'); break;
       case 'sandbox_offramp': await sandboxOfframp(world, life); break;
+      case 'treasury_withdrawal': await treasuryWithdrawal(world, life); break;
     }
   } catch (err) {
     life.error = err instanceof Error ? err.message : String(err);

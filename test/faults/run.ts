@@ -69,15 +69,18 @@ async function moving(lives: Lifecycle[]): Promise<{ moving: string[]; signature
     `SELECT id::text, status, payout_status FROM payment_intents WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.intents)]);
   const deposits: { id: string; status: string }[] = await ds.query(
     `SELECT id::text, status FROM treasury_deposits WHERE payment_intent_id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.intents)]);
+  const withdrawals: { id: string; status: string }[] = await ds.query(
+    `SELECT id::text, status FROM treasury_withdrawals WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.withdrawals)]);
   const sends: { n: number }[] = await ds.query(`SELECT count(*)::int AS n FROM chain_sends WHERE environment = 'live' AND status = 'sent'`);
   const ended = ['completed', 'failed', 'action_required'];
   const still = [
     ...txs.filter((t) => !ended.includes(t.status) || t.refund === 'pending').map((t) => `${t.id}:${t.status}${t.refund ? `/refund ${t.refund}` : ''}`),
     ...intents.filter((i) => i.status === 'processing' || i.payout_status === 'pending' || i.payout_status === 'processing').map((i) => `intent ${i.id}:${i.status}/${i.payout_status}`),
     ...deposits.filter((d) => d.status === 'pending').map((d) => `deposit ${d.id}`),
+    ...withdrawals.filter((w) => w.status === 'pending').map((w) => `withdrawal ${w.id}`),
     ...(sends[0].n ? [`${sends[0].n} chain sends unmined`] : []),
   ];
-  return { moving: still, signature: JSON.stringify([txs, intents, deposits]) };
+  return { moving: still, signature: JSON.stringify([txs, intents, deposits, withdrawals]) };
 }
 
 /** Waits until nothing moves and nothing changed for `quietMs`, or `timeoutMs` passes (what still moves is then stuck). */

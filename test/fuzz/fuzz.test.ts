@@ -18,11 +18,11 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 const LONG = process.env.FUZZ_MODE === 'long';
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 // Operations whose success needs a resource in one particular state (an unused quote of the right direction, an
-// off-ramp rather than an on-ramp, a transaction waiting for a transfer or stalled in action_required) or a proof no
+// off-ramp rather than an on-ramp, a transaction waiting for a transfer, stalled in action_required or holding USDC) or a proof no
 // generator can make up (a wallet's signature). The fuzz still requires them to reach their handler; their 2xx paths
 // have their own integration tests.
 const NEEDS_STATE_OR_PROOF = new Set([
-  'verifyWallet', 'createOfframp', 'createOnramp', 'getTransactionSettlement', 'retryTransaction', 'confirmTransaction', 'sandboxTransfer', 'sandboxSimulateTransaction',
+  'verifyWallet', 'createOfframp', 'createOnramp', 'getTransactionSettlement', 'retryTransaction', 'refundTransaction', 'confirmTransaction', 'sandboxTransfer', 'sandboxSimulateTransaction',
   // An intent still awaiting payment (and accepting the method): other fuzzed requests cancel, collect and pay them first.
   'collectPaymentIntent', 'cancelPaymentIntent', 'sandboxPayPaymentIntent',
   // A withdrawal goes only to a wallet whose ownership was proven (a signature), from a funded treasury.

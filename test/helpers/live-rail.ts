@@ -13,9 +13,11 @@ import { startApi, type ApiHarness } from './harness.js';
 import { makeBusiness, makeKey, writeHeaders, type TestBusiness } from './factories.js';
 import { deployTestUsdc, mintUsdc, startAnvil, type Anvil } from './chain.js';
 import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
-import { parseEther, type Address } from 'viem';
+import { erc20Abi, getAddress, parseEther, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { getDs } from './shared.js';
-import { quote } from './ramps.js';
+import { offramp, quote } from './ramps.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { startPools, type RunningPools } from './workers.js';
 import type { Pool } from '../../shared/queues/registry.js';
 import { BASE, createCustomer } from './wallets.js';
@@ -128,6 +130,48 @@ export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record
       await forgetLiveChain();
     },
   };
+}
+
+/** A fresh EOA registered and verified as an external wallet of the live business. */
+export async function liveExternalAccount(rail: LiveRail) {
+  const pk = generatePrivateKey();
+  const account = privateKeyToAccount(pk);
+  const res = await rail.api.http.post(`${BASE}/wallets`).set(writeHeaders(rail.key)).send({ address: account.address, chain: 'base' });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  const challenge = await rail.api.http.post(`${BASE}/wallets/${res.body.id}/verification-challenges`).set(writeHeaders(rail.key));
+  const verified = await rail.api.http.post(`${BASE}/wallets/${res.body.id}/verify`).set(writeHeaders(rail.key)).send({
+    challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }),
+  });
+  expect(verified.status, JSON.stringify(verified.body)).to.equal(200);
+  return { account: { address: account.address, key: pk }, wallet: res.body as { id: string; address: string } };
+}
+
+/**
+ * A live off-ramp of 20 USDC from a fresh verified external wallet that holds `extra` USDC beyond its total_required
+ * and gas: the payer's side, ready to transfer. `body`: more of the POST /offramps body (refund_address).
+ */
+export async function liveExternalOfframp(rail: LiveChainRail, phone: string, extra = 0n, body: Record<string, unknown> = {}) {
+  const { account, wallet } = await liveExternalAccount(rail);
+  const beneficiaryId = await liveBeneficiary(rail, 'mobile_money', { phone_number: phone, mobile_network: 'safaricom' });
+  const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  const res = Object.keys(body).length
+    ? await rail.api.http.post(`${BASE}/offramps`).set(writeHeaders(rail.key)).send({ quote_id: q.id, funding_source: { wallet_id: wallet.id }, ...body })
+    : await offramp(rail.api, rail.key, q.id, wallet.id);
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  const created = res.body;
+  const total = toMinor(created.settlement.total_required, USDC_SCALE);
+  await mintUsdc(rail.anvil, rail.token, account.address, total + extra);
+  await rail.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [account.address, `0x${parseEther('1').toString(16)}`] as never });
+  return { account, wallet, beneficiaryId, created, total };
+}
+
+/** The payer's ERC-20 transfer, mined. */
+export async function transferUsdcFrom(rail: LiveChainRail, privateKey: Hex, to: string, amount: bigint): Promise<Hex> {
+  const hash = await rail.anvil.walletClient.writeContract({
+    address: rail.token, abi: erc20Abi, functionName: 'transfer', args: [getAddress(to), amount], account: privateKeyToAccount(privateKey), chain: rail.anvil.chain,
+  });
+  await rail.anvil.publicClient.waitForTransactionReceipt({ hash });
+  return hash;
 }
 
 async function forgetLiveChain(): Promise<void> {

@@ -136,7 +136,7 @@ describe('chain truth on Anvil', function () {
       // The submit step has taken it to signing (its send about to leave) when the settlement's deadline passes.
       const signing = (await inUnit(d, async (unit) => moveTransaction(unit, (await loadTransaction(unit.em, id))!, 'signing')))!.row;
       await ds.query(`UPDATE settlements SET expires_at = now() - interval '1 second' WHERE transaction_id = $1`, [id]);
-      const outcome = await inUnit(d, async (unit) => expireSettlement(unit, (await loadTransaction(unit.em, id))!));
+      const outcome = await inUnit(d, async (unit) => expireSettlement(unit, d.config, (await loadTransaction(unit.em, id))!));
       expect(outcome).to.equal('send in flight (signing)');
       expect((await loadTransaction(ds, id))!.status).to.equal('signing');
       // The send decides: it leaves the wallet and the transaction moves on with it.

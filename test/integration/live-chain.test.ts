@@ -7,7 +7,7 @@ import { BASE, createCustomer } from '../helpers/wallets.js';
 import { expectLedgerSound, history, offramp, quote, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
 import { mintUsdc, type Anvil } from '../helpers/chain.js';
-import { fundedLiveWallet, liveBeneficiary, liveOnramp, startLiveChainRail, type LiveChainRail } from '../helpers/live-rail.js';
+import { fundedLiveWallet, liveBeneficiary, liveExternalOfframp, liveOnramp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { send, settle } from '../../shared/chain/sender.js';
 import { getConfig } from '../../shared/config.js';
@@ -59,12 +59,7 @@ describe('live chain rails on Anvil', function () {
     }, { what: `transaction ${id} reaching ${statuses.join('/')}`, describe: () => ({ status: last.status, failure: last.failure }), timeoutMs: 30_000, everyMs: 100 });
   }
 
-  async function transferFrom(privateKey: Hex, to: string, amount: bigint): Promise<Hex> {
-    const account = privateKeyToAccount(privateKey);
-    const hash = await anvil.walletClient.writeContract({ address: token, abi: erc20Abi, functionName: 'transfer', args: [getAddress(to), amount], account, chain: anvil.chain });
-    await anvil.publicClient.waitForTransactionReceipt({ hash });
-    return hash;
-  }
+  const transferFrom = (privateKey: Hex, to: string, amount: bigint) => transferUsdcFrom(rail, privateKey, to, amount);
 
   it('an external wallet\'s off-ramp: the transfer is detected, confirmed from the head, paid out, and the deposit swept to the hot wallet', async () => {
     const { account, created, total } = await externalOfframp('+254712345010');
@@ -98,37 +93,7 @@ describe('live chain rails on Anvil', function () {
     expect(sweep).to.deep.include({ status: 'mined', amount: total.toString(), to_address: hot.toLowerCase() });
   });
 
-  /**
-   * A live off-ramp of 20 USDC from a fresh verified external wallet that holds `extra` USDC beyond its total_required
-   * and gas: the payer's side, ready to transfer.
-   */
-  async function externalOfframp(phone: string, extra = 0n) {
-    const { account, wallet } = await externalAccount();
-    const beneficiaryId = await liveBeneficiary(rail, 'mobile_money', { phone_number: phone, mobile_network: 'safaricom' });
-    const q = await quote(api(), key(), { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
-    const res = await offramp(api(), key(), q.id, wallet.id);
-    expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    const created = res.body;
-    const total = minor(created.settlement.total_required);
-    await mintUsdc(anvil, token, account.address, total + extra);
-    await setEth(account.address, parseEther('1'));
-    return { account, wallet, beneficiaryId, created, total };
-  }
-
-  /** A fresh EOA registered and verified as an external wallet of the live business. */
-  async function externalAccount() {
-    const { generatePrivateKey } = await import('viem/accounts');
-    const pk = generatePrivateKey();
-    const account = privateKeyToAccount(pk);
-    const res = await api().http.post(`${BASE}/wallets`).set(writeHeaders(key())).send({ address: account.address, chain: 'base' });
-    expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    const challenge = await api().http.post(`${BASE}/wallets/${res.body.id}/verification-challenges`).set(writeHeaders(key()));
-    const verified = await api().http.post(`${BASE}/wallets/${res.body.id}/verify`).set(writeHeaders(key())).send({
-      challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }),
-    });
-    expect(verified.status, JSON.stringify(verified.body)).to.equal(200);
-    return { account: { address: account.address, key: pk }, wallet: res.body as { id: string; address: string } };
-  }
+  const externalOfframp = (phone: string, extra = 0n) => liveExternalOfframp(rail, phone, extra);
 
   it('a managed wallet\'s off-ramp: the service tops up its gas, signs and sends; the hash and nonce are recorded', async () => {
     const customer = await createCustomer(api(), key());

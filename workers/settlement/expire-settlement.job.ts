@@ -9,6 +9,6 @@ export const expireSettlementJob = defineJob({
   async process(job, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
     if (!tx) return 'gone';
-    return inUnit(deps, (unit) => expireSettlement(unit, tx));
+    return inUnit(deps, (unit) => expireSettlement(unit, deps.config, tx));
   },
 });

@@ -36,10 +36,13 @@ export const scanChainJob = defineJob({
 });
 
 async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain): Promise<unknown> {
+  // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
+  // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open.
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
-    `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[]))
-         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')) AS open`,
-    [environment, chain, OPEN_SETTLEMENT_STATUSES],
+    `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND (status = ANY($3::text[]) OR updated_at > now() - make_interval(secs => $4)))
+         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2
+                     AND (status IN ('awaiting_payment', 'processing') OR updated_at > now() - make_interval(secs => $4))) AS open`,
+    [environment, chain, OPEN_SETTLEMENT_STATUSES, deps.config.lateDepositWatchSeconds],
   );
   if (!open) return 'nothing open';
   const result = await scanChain(deps, {

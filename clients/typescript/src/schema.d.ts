@@ -575,11 +575,33 @@ export interface paths {
         put?: never;
         /**
          * Retry a managed-wallet or treasury-funded transaction in action_required.
-         * @description Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`.
+         * @description Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`; `underpaid` and `late_deposit` are refunded, never retried (`details.reason`; see POST /transactions/{id}/refund).
          *
          *     Scope: `transactions:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
          */
         post: operations["retryTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/transactions/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give back the USDC an off-ramp holds (action_required or failed).
+         * @description Answers 202 with the transaction: every USDC it received and neither paid out nor returned goes back to its refund destination (`refund_address` here or at creation, else `settlement.from_address`; a managed wallet's funds back to it). An `action_required` off-ramp ends `failed` (`failure.code = "refund_requested"`). `refund.status` is `pending` until the transfer is mined (sandbox: `completed` at once). An off-ramp left waiting on `underpaid` or `late_deposit` is refunded on its own after `AUTO_REFUND_AFTER_SECONDS` (default 900). Otherwise 409 `transaction_not_refundable`, `details.reason`: `nothing_to_refund`, `not_refundable_status`, `payout_outcome_unknown` (a payout request has no final answer yet) or `onramp`.
+         *
+         *     Scope: `transactions:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
+         */
+        post: operations["refundTransaction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -984,7 +1006,7 @@ export interface components {
              * @description Machine-readable code. Each operation's responses list the codes it can answer, each with its own `details` (the `<Code>Error` schemas).
              * @enum {string}
              */
-            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "insufficient_funds" | "wallet_already_registered" | "resource_archived" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "insufficient_funds" | "wallet_already_registered" | "resource_archived" | "transaction_not_refundable" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "rate_limited" | "internal_error" | "service_unavailable";
             message: string;
             /**
              * Format: uuid
@@ -1162,9 +1184,10 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description The transaction's `status` and funding. */
+            /** @description The transaction's `status` and funding; `reason` when it is refunded rather than retried (`underpaid`, `late_deposit`). */
             details: {
                 status?: string;
+                reason?: string;
             } | null;
         };
         InsufficientFundsError: {
@@ -1210,6 +1233,25 @@ export interface components {
             requestId: string;
             /** @description The archived resource's id (`wallet_id`, `beneficiary_id`, `customer_id`). */
             details: Record<string, unknown> | null;
+        };
+        TransactionNotRefundableError: {
+            /** @constant */
+            code: "transaction_not_refundable";
+            /** @description For people: may change; never parse it. */
+            message: string;
+            /**
+             * Format: uuid
+             * @description Equals the X-Request-Id response header.
+             */
+            requestId: string;
+            details: {
+                /**
+                 * @description `nothing_to_refund`: holds no USDC neither paid out nor returned; `not_refundable_status`: not `action_required` or `failed`; `payout_outcome_unknown`: a payout request has no final answer yet (it may have paid; ask again later); `onramp`: on-ramps return fiat only through the provider.
+                 * @enum {string}
+                 */
+                reason: "nothing_to_refund" | "not_refundable_status" | "payout_outcome_unknown" | "onramp";
+                status: string;
+            };
         };
         PayloadTooLargeError: {
             /** @constant */
@@ -1793,6 +1835,8 @@ export interface components {
             };
             /** @description Your own reference; unique per environment. */
             external_reference?: string;
+            /** @description External funding wallets only (else 400): where USDC that is not paid out goes back (an excess, an underpaid or late deposit, a failed payout). Default: `settlement.from_address`. */
+            refund_address?: string;
         };
         CreateOnrampRequest: {
             /** @description An `available` on-ramp quote; it is consumed. */
@@ -1914,12 +1958,16 @@ export interface components {
                 message: string;
                 details?: unknown;
             } | null;
+            /** @description USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. */
             refund: {
                 /** @enum {string} */
-                status?: "pending" | "completed" | "failed";
-                amount?: string;
-                transaction_hash?: string | null;
+                status: "pending" | "completed" | "failed";
+                amount: string;
+                to_address: string | null;
+                transaction_hash: string | null;
             } | null;
+            /** @description External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`). */
+            refund_address: string | null;
             settlement?: components["schemas"]["Settlement"];
             /** Format: date-time */
             completed_at: string | null;
@@ -1930,6 +1978,10 @@ export interface components {
             data: components["schemas"]["Transaction"][];
             has_more: boolean;
             next_cursor: string | null;
+        };
+        RefundTransactionRequest: {
+            /** @description External-wallet off-ramps only (else 400): where to send the USDC instead of the off-ramp's refund destination; it becomes that destination. */
+            refund_address?: string;
         };
         ConfirmTransactionRequest: {
             /** @description The hash of your transfer to the deposit address. */
@@ -2639,6 +2691,22 @@ export interface components {
             content: {
                 "application/json": {
                     error: components["schemas"]["IdempotencyKeyInUseError"] | components["schemas"]["TransactionNotRetryableError"];
+                };
+            };
+        };
+        /** @description Conflict: `idempotency_key_in_use`, `transaction_not_refundable`. */
+        Conflict_IdempotencyKeyInUse_TransactionNotRefundable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyInUseError"] | components["schemas"]["TransactionNotRefundableError"];
                 };
             };
         };
@@ -4004,6 +4072,51 @@ export interface operations {
             403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse_TransactionNotRetryable"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    refundTransaction: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundTransactionRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the transaction with its `refund`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Transaction"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_TransactionNotRefundable"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];

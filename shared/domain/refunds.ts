@@ -1,0 +1,249 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { updateReturning, type Unit } from '../db/unit-of-work.js';
+import type { ChainAdapter } from '../chain/adapter.js';
+import { checksumAddress } from '../chain/address.js';
+import type { JobRequest } from '../queues/producer.js';
+import { jobId } from '../queues/registry.js';
+import type { EventScope } from './events.js';
+import { postEntry, type EntryInput, type LedgerAccount } from './ledger.js';
+import { fromMinor, toMinor, USDC_SCALE } from './money.js';
+import { closeSettlement, settlementOf, type SettlementRow } from './settlements.js';
+import { findTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
+import { walletUsdcAccount } from './wallet-balances.js';
+
+// CONTRACT section 14: every USDC an off-ramp received and neither paid out nor returned has an exit. The business
+// asks for it (POST /transactions/{id}/refund), or it goes back on its own: the excess over total_required once the
+// payout completed, and what an off-ramp left waiting on `underpaid` or `late_deposit` holds after
+// AUTO_REFUND_AFTER_SECONDS. Each return is one ledger entry and, live, one hot-wallet send, named by the total
+// returned so far: a repeated step finds its entry (or send), a later return is a new one.
+
+type Queryable = Pick<DataSource | EntityManager, 'query'>;
+
+const minor = (value: string) => toMinor(value, USDC_SCALE);
+const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
+
+/** Failure codes whose off-ramp is refunded on its own (never retried: the quote's price is gone). */
+export const AUTO_REFUND_CODES = ['underpaid', 'late_deposit'];
+
+export type NotRefundableReason = 'nothing_to_refund' | 'not_refundable_status' | 'payout_outcome_unknown' | 'onramp';
+
+function notRefundable(reason: NotRefundableReason, message: string, tx: TransactionRow): AppError {
+  return new AppError('transaction_not_refundable', message, { reason, status: tx.status });
+}
+
+/**
+ * What the provider did with the payout request (its reference is the transaction id): `paid`, `unpaid` (a final
+ * refusal, or none made), or `unknown` (sent and not answered for good: it may have paid, so nothing goes back until
+ * the provider's status check decides). A live temporary failure counts as unpaid only when M-Pesa itself said so.
+ */
+export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'paid' | 'unpaid' | 'unknown'> {
+  const [row]: { outcome: { status: string; answered?: boolean } }[] = await q.query(
+    `SELECT outcome FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
+  );
+  const status = row?.outcome.status;
+  if (status === 'succeeded') return 'paid';
+  if (status === undefined || status === 'rejected' || status === 'declined') return 'unpaid';
+  if (status === 'temporary_failure' && (tx.environment === 'sandbox' || row.outcome.answered)) return 'unpaid';
+  return 'unknown';
+}
+
+/** USDC received, paid out (total_required once the payout happened), already returned, and what is left to return. */
+async function heldFunds(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined) {
+  const received = tx.funding_type === 'treasury' ? minor(tx.total_required) : settlement ? minor(settlement.received_amount) : 0n;
+  const paidOut = tx.status === 'completed' || (await payoutState(q, tx)) === 'paid' ? minor(tx.total_required) : 0n;
+  const returned = tx.refund ? minor(tx.refund.amount) : 0n;
+  return { received, paidOut, returned, due: received - paidOut - returned };
+}
+
+/** Where a refund goes: a managed wallet's funds back to it; an external wallet's to refund_address, else where they came from. */
+function destinationOf(tx: TransactionRow, settlement: SettlementRow): string {
+  return tx.funding_type === 'managed_wallet' ? tx.wallet_address! : tx.refund_address ?? settlement.from_address;
+}
+
+/**
+ * Returns what the off-ramp holds and has neither paid out nor returned (the caller records the answer as the
+ * transaction's `refund`, whose `amount` is everything returned so far). A managed wallet's funds go back to it (its
+ * ledger balance in sandbox), an external wallet's on-chain to its refund destination; a treasury-funded payout's
+ * whole amount goes back to the treasury's available balance. Live: the hot wallet's send is staged and the refund is
+ * pending until it is mined (the chain.send job completes it).
+ */
+export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<RefundState | null> {
+  if (tx.funding_type === 'treasury') return tx.refund ?? refundToTreasury(unit, tx);
+  const settlement = await settlementOf(unit.em, tx.id, true);
+  if (!settlement) return tx.refund;
+  const { due, returned } = await heldFunds(unit.em, tx, settlement);
+  if (due <= 0n) return tx.refund;
+  const total = returned + due;
+  const to = destinationOf(tx, settlement);
+  // Back into the funding wallet's account when that is where it goes; any other address is outside our books.
+  const walletId = tx.funding_type === 'managed_wallet' || to.toLowerCase() === settlement.from_address.toLowerCase() ? tx.wallet_id : null;
+  const sent = await chain.refund(unit, scopeOf(tx), {
+    reference: `${tx.id}-${total}`, chain: tx.chain, amount: due, to, settlementId: settlement.id, walletId, transactionId: tx.id, total,
+  });
+  const previousHash = tx.refund?.transaction_hash ?? null;
+  if (!sent) return { status: 'pending', amount: usdc(total), to_address: to, transaction_hash: previousHash };
+  // A managed wallet's refund is a ledger credit in sandbox: no chain transaction to show.
+  return { status: 'completed', amount: usdc(total), to_address: to, transaction_hash: tx.funding_type === 'managed_wallet' ? null : sent.hash };
+}
+
+async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<RefundState> {
+  const total = minor(tx.total_required);
+  await postEntry(unit.em, scopeOf(tx), {
+    kind: 'treasury_payout_refund',
+    reference: `treasury-refund-${tx.id}`,
+    metadata: { transaction_id: tx.id, payment_intent_id: tx.payment_intent_id },
+    postings: [
+      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -total },
+      { account: { kind: 'treasury', asset: 'USDC' }, amount: total },
+    ],
+  });
+  return { status: 'completed', amount: usdc(total), to_address: null, transaction_hash: null };
+}
+
+/** A refund's ledger entry: out of the settlement's clearing account, to `to` (the wallet's account, or inbound clearing). */
+export function refundEntry(req: { reference: string; settlementId: string; amount: bigint; to: LedgerAccount; transactionHash?: string }): EntryInput {
+  return {
+    kind: 'offramp_refund',
+    reference: req.reference,
+    metadata: { settlement_id: req.settlementId, ...(req.transactionHash ? { transaction_hash: req.transactionHash } : {}) },
+    postings: [
+      { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: -req.amount },
+      { account: req.to, amount: req.amount },
+    ],
+  };
+}
+
+/** The refund changed on a transaction whose status did not: stored, and the status announced again with it. */
+async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: null } = {}): Promise<TransactionRow> {
+  await unit.em.query(`UPDATE transactions SET refund = $2, refund_due_at = CASE WHEN $3::boolean THEN NULL ELSE refund_due_at END, updated_at = now() WHERE id = $1`, [
+    tx.id, JSON.stringify(refund), 'refund_due_at' in set,
+  ]);
+  const now = (await loadTransaction(unit.em, tx.id))!;
+  unit.event(scopeOf(tx), `transaction.${now.status}`, transactionView(now));
+  return now;
+}
+
+/**
+ * Live: the hot wallet's refund send was mined. The refund completes with its hash (when it is still the refund of
+ * that total: a later return supersedes it), the funds leave the settlement's clearing account, and the transaction's
+ * current status is announced again with the refund in it.
+ */
+export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<total> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
+  const settlement = (await settlementOf(unit.em, tx.id))!;
+  // Out of our books as it left: to the managed wallet's account, or out through inbound clearing to an external one.
+  await postEntry(unit.em, scopeOf(tx), refundEntry({
+    reference: send.reference, settlementId: settlement.id, amount: send.amount, transactionHash: send.hash,
+    to: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
+  }));
+  if (!tx.refund || (send.total !== null && tx.refund.amount !== usdc(BigInt(send.total)))) return 'superseded';
+  await recordRefund(unit, tx, { ...tx.refund, status: 'completed', transaction_hash: send.hash });
+  return 'refunded';
+}
+
+export interface RefundRequest {
+  refund_address?: string;
+}
+
+/**
+ * POST /transactions/{id}/refund: an off-ramp in action_required or failed gives back what it holds, to
+ * `refund_address` when given (external wallets only; it becomes the off-ramp's refund destination). An
+ * action_required one ends failed (`refund_requested`). Refused (409) for an on-ramp, another status, a payout whose
+ * outcome is not known yet, or nothing held.
+ */
+export async function requestRefund(unit: Unit, chain: ChainAdapter, scope: EventScope, id: string, input: RefundRequest): Promise<TransactionRow> {
+  let tx = await findTransaction(unit.em, scope, id, true);
+  if (tx.direction === 'onramp') throw notRefundable('onramp', 'An on-ramp returns fiat only through the provider, never on request.', tx);
+  const refundAddress = input.refund_address === undefined ? undefined : refundAddressOf(input.refund_address, tx.funding_type);
+  if (tx.status !== 'action_required' && tx.status !== 'failed') {
+    throw notRefundable('not_refundable_status', `An off-ramp that is ${tx.status} cannot be refunded; only action_required or failed ones can.`, tx);
+  }
+  if ((await payoutState(unit.em, tx)) === 'unknown') {
+    throw notRefundable('payout_outcome_unknown', 'The payout request has no final answer yet: it may have paid. The provider\'s status check decides; ask again later.', tx);
+  }
+  const settlement = await settlementOf(unit.em, tx.id);
+  if ((await heldFunds(unit.em, tx, settlement)).due <= 0n) throw notRefundable('nothing_to_refund', 'This off-ramp holds no USDC that was neither paid out nor returned.', tx);
+  if (refundAddress) {
+    await unit.em.query(`UPDATE transactions SET refund_address = $2 WHERE id = $1`, [tx.id, refundAddress]);
+    tx = { ...tx, refund_address: refundAddress };
+  }
+  const refund = await refundOfframp(unit, chain, tx);
+  if (tx.status === 'failed') return recordRefund(unit, tx, refund, { refund_due_at: null });
+  const failure = { code: 'refund_requested', message: 'The business asked for the USDC back.', details: { previous_failure: tx.failure?.code ?? null } };
+  const moved = await moveTransaction(unit, tx, 'failed', { set: { refund, failure, refund_due_at: null }, reason: 'refund_requested' });
+  if (!moved) throw notRefundable('not_refundable_status', 'This transaction changed meanwhile; read it again.', tx);
+  await closeSettlement(unit, tx.id, 'refund_requested');
+  return moved.row;
+}
+
+/** A refund destination given by the business: an EVM address (EIP-55 checked), for an external-wallet off-ramp only. */
+export function refundAddressOf(raw: string, fundingType: TransactionRow['funding_type']): string {
+  if (fundingType !== 'external_wallet') {
+    throw AppError.invalid('refund_address is only for an off-ramp funded from an external wallet; other refunds go back where the funds came from.', [
+      { path: 'refund_address', in: 'body', message: 'only with an external funding wallet' },
+    ]);
+  }
+  const checked = checksumAddress(raw);
+  if ('problem' in checked) throw AppError.invalid('refund_address must be an EVM address.', [{ path: 'refund_address', in: 'body', message: checked.problem }]);
+  return checked.address;
+}
+
+/** The job that returns what an off-ramp holds at `dueAt`; the sweeper's own attempt is a fact of its own. */
+export function refundJob(transactionId: string, dueAt: Date, delayMs = 0, bySweeper = false): JobRequest<'offramp.refund'> {
+  return {
+    name: 'offramp.refund',
+    id: jobId('offramp.refund', transactionId, String(dueAt.getTime()), ...(bySweeper ? ['sweep'] : [])),
+    data: { transactionId },
+    delayMs,
+  };
+}
+
+/**
+ * An off-ramp starts waiting on the business for `underpaid` or `late_deposit`: its refund falls due
+ * AUTO_REFUND_AFTER_SECONDS from now, with its job staged for then. The columns to set with the move are returned.
+ */
+export async function scheduleAutoRefund(unit: Unit, config: Config, tx: TransactionRow): Promise<{ refund_due_at: Date }> {
+  const dueAt = new Date(Date.now() + config.autoRefundAfterSeconds * 1000);
+  await unit.stage(refundJob(tx.id, dueAt, config.autoRefundAfterSeconds * 1000), scopeOf(tx));
+  return { refund_due_at: dueAt };
+}
+
+/** A completed off-ramp received more than total_required: the excess goes back now. */
+export async function scheduleExcessReturn(unit: Unit, tx: TransactionRow): Promise<void> {
+  const settlement = await settlementOf(unit.em, tx.id);
+  if (tx.direction !== 'offramp' || tx.funding_type === 'treasury' || !settlement) return;
+  if ((await heldFunds(unit.em, tx, settlement)).due <= 0n) return;
+  const [{ refund_due_at: dueAt }] = await updateReturning<{ refund_due_at: Date }>(unit.em,
+    `UPDATE transactions SET refund_due_at = coalesce(refund_due_at, now()) WHERE id = $1 RETURNING refund_due_at`, [tx.id]);
+  await unit.stage(refundJob(tx.id, dueAt), scopeOf(tx));
+}
+
+// A job that runs a moment early (timers, clocks) still counts as on time.
+const DUE_TOLERANCE_MS = 1000;
+
+/**
+ * The `offramp.refund` job: a completed off-ramp returns its excess (it stays completed); one still waiting on
+ * `underpaid` or `late_deposit` past its deadline is refunded and fails, its failure code kept. Anything else (the
+ * business refunded first, the payout outcome is unknown, the off-ramp moved on) changes nothing.
+ */
+export async function returnHeldFunds(unit: Unit, chain: ChainAdapter, id: string): Promise<string> {
+  await unit.em.query(`SELECT 1 FROM transactions WHERE id = $1 FOR UPDATE`, [id]);
+  const tx = await loadTransaction(unit.em, id);
+  if (!tx) return 'gone';
+  if (!tx.refund_due_at || tx.refund_due_at.getTime() > Date.now() + DUE_TOLERANCE_MS) return 'not due';
+  const waiting = tx.status === 'action_required' && AUTO_REFUND_CODES.includes(tx.failure?.code ?? '');
+  if (tx.status !== 'completed' && !waiting) {
+    await unit.em.query(`UPDATE transactions SET refund_due_at = NULL WHERE id = $1`, [tx.id]);
+    return `unchanged (${tx.status})`;
+  }
+  if ((await payoutState(unit.em, tx)) === 'unknown') return 'payout outcome unknown';
+  const refund = await refundOfframp(unit, chain, tx);
+  if (tx.status === 'completed') {
+    await recordRefund(unit, tx, refund, { refund_due_at: null });
+    return 'excess returned';
+  }
+  await moveTransaction(unit, tx, 'failed', { set: { refund, refund_due_at: null }, reason: 'auto_refund' });
+  await closeSettlement(unit, tx.id, 'auto_refund');
+  return 'refunded';
+}
