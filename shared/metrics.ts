@@ -48,6 +48,14 @@ export const providerErrors = new client.Counter({
   registers: [registry],
 });
 
+/** Provider callbacks a status query (or the request they name) contradicted: they changed nothing (CONTRACT §14). */
+export const callbacksContradicted = new client.Counter({
+  name: 'rampway_provider_callbacks_contradicted_total',
+  help: 'Provider callbacks that changed nothing because the provider\'s status query or the request they name contradicted them, by provider and kind (collection, payout).',
+  labelNames: ['provider', 'kind'] as const,
+  registers: [registry],
+});
+
 export const scanLagBlocks = new client.Gauge({
   name: 'rampway_settlement_scan_lag_blocks',
   help: 'Blocks between a chain\'s head and the last block the settlement watcher scanned, per environment and chain, as of its last scan.',

@@ -59,15 +59,18 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     processing: ['completed', 'action_required', 'failed'],
     action_required: ['created', 'signing', 'submitting', 'awaiting_funds', 'funded', 'processing', 'failed'],
     // A transfer that arrives after its settlement expired reopens the failed off-ramp for the business to decide.
-    failed: ['action_required'],
+    failed: ['action_required', 'funded'],
   },
   announced: TRANSACTION_STATUSES,
   guards: {
     // Back only to the step it stalled in (retry), on to awaiting_funds (the payment arrived), or to failed.
     action_required: (to, t) => (to === 'failed' || to === 'awaiting_funds' ? null : `${t}.stalled_at = '${to}'`),
     // Reopened only by money that arrived after it failed (a late deposit, for the business to have refunded), never
-    // to be retried: a stale job's move to action_required is refused. Anything else only while nothing was returned.
-    failed: (to, t, reason) => (to === 'action_required' ? (reason === 'late_deposit' ? null : 'false') : `${t}.refund IS NULL`),
+    // to be retried: a stale job's move to action_required is refused. A corroborated late success funds an on-ramp
+    // whose collection was given up on a timeout (CONTRACT §14). Anything else only while nothing was returned.
+    failed: (to, t, reason) => (to === 'action_required' ? (reason === 'late_deposit' ? null : 'false')
+      : to === 'funded' ? `${t}.refund IS NULL AND ${t}.direction = 'onramp' AND ${t}.failure->>'code' = 'collection_timeout'`
+        : `${t}.refund IS NULL`),
   },
   // Every way out of a stuck state (CONTRACT section 14).
   labels: {
@@ -76,6 +79,7 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     'action_required->awaiting_funds': 'paid in full',
     'action_required->failed': 'refund (requested or automatic)',
     'failed->action_required': 'late deposit',
+    'failed->funded': 'late M-Pesa success (on-ramp)',
   },
   notes: {
     completed: 'USDC above total_required is returned (refund)',

@@ -4,16 +4,17 @@
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
-import { AppError } from '../errors.js';
-import type { ProviderCallback, ProviderOutcome } from '../providers/provider.js';
+import { logger } from '../logger.js';
+import { callbacksContradicted } from '../metrics.js';
+import type { ProviderCallback, ProviderKind, ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
-import { collectionCameToNothing, collectionFailure, loadPaymentIntent, type PaymentIntentRow } from './payment-intents.js';
-import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import { NOW } from './transition.js';
+
+export { ResultTooEarlyError };
 
 /**
  * What a provider check is about: a transaction's request (`after` names which one: `r<retry count>` for a step's
@@ -38,13 +39,6 @@ export const providerJobs = {
   }),
 };
 
-/** The callback's subject is not written yet (the request's own unit has not committed): the job tries again. */
-export class ResultTooEarlyError extends AppError {
-  constructor() {
-    super('service_unavailable', 'The result arrived before its request was recorded; trying again shortly.');
-  }
-}
-
 async function txBy(unit: Unit, where: string, value: string): Promise<TransactionRow | undefined> {
   const rows: TransactionRow[] = await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.environment = 'live' AND ${where} = $1 FOR NO KEY UPDATE`, [value]);
   return rows[0];
@@ -52,17 +46,37 @@ async function txBy(unit: Unit, where: string, value: string): Promise<Transacti
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Finds the transaction or intent the result names and applies it; a result for nothing of ours is only recorded. */
-export async function applyProviderResult(unit: Unit, config: Config, result: ProviderCallback): Promise<string> {
+/**
+ * What the provider's own status query said of a callback's claim before it is applied (CONTRACT §14): `confirmed`
+ * (the query agrees), or `contradicted` (the query, or the request the claim names, says otherwise: nothing moves).
+ */
+export type Corroboration = { request: CollectionRequest; confirmed: true } | { request?: CollectionRequest; contradicted: string };
+
+/** A callback the provider's query (or the request it names) contradicts changes nothing: logged and counted. */
+export function contradicted(kind: ProviderKind, reference: string | null, why: string): string {
+  callbacksContradicted.inc({ provider: 'mpesa_daraja', kind });
+  logger().warn({ provider: 'mpesa_daraja', kind, reference, why }, 'provider callback contradicted');
+  return 'contradicted';
+}
+
+/** Whether a result is a callback's claim that moves money only once the provider's status query corroborates it. */
+export function needsCorroboration(result: ProviderCallback): boolean {
+  return result.kind === 'collection' && result.claim === true && result.outcome.status === 'succeeded';
+}
+
+/**
+ * Finds the transaction or intent the result names and applies it; a result for nothing of ours is only recorded. A
+ * collection success from a callback is applied only as `check` corroborated it.
+ */
+export async function applyProviderResult(unit: Unit, config: Config, result: ProviderCallback, check?: Corroboration): Promise<string> {
   const { outcome } = result;
   if (result.kind === 'collection') {
-    const checkout = outcome.provider_reference;
-    if (!checkout) return 'no reference';
-    const tx = await txBy(unit, 't.provider_reference', checkout);
-    if (tx) return settleCollection(unit, config, tx, { ...outcome, receipt: result.receipt ?? outcome.receipt });
-    const intents: { id: string }[] = await unit.em.query(`SELECT id FROM payment_intents WHERE environment = 'live' AND provider_reference = $1`, [checkout]);
-    if (intents[0]) return settleIntentCollection(unit, config, (await loadPaymentIntent(unit.em, intents[0].id, true))!, { ...outcome, receipt: result.receipt ?? outcome.receipt });
-    throw new ResultTooEarlyError();
+    if (!outcome.provider_reference && !result.reference) return 'no reference';
+    if (check && 'contradicted' in check) return contradicted('collection', check.request?.reference ?? null, check.contradicted);
+    if (needsCorroboration(result) && !check) return 'uncorroborated';
+    const request = check?.request ?? (await collectionRequestFor(unit.em, result));
+    if (!request) throw new ResultTooEarlyError();
+    return applyCollection(unit, config, request.reference, { ...outcome, receipt: result.receipt ?? outcome.receipt });
   }
   const byQuery = result.queryId ? await payoutQueriedBy(unit, result.queryId) : undefined;
   const reference = result.reference && UUID.test(result.reference) ? result.reference : byQuery;
@@ -83,58 +97,68 @@ async function payoutQueriedBy(unit: Unit, queryId: string): Promise<string | un
   return rows[0]?.reference;
 }
 
-/** awaiting_funds -> funded (delivery follows) or failed; a temporary answer waits for the next check. */
-export async function settleCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
-  // The result outran our own record of the request (its answer is still being applied): try again shortly.
-  if (tx.status === 'created') throw new ResultTooEarlyError();
-  if (tx.direction !== 'onramp' || tx.status !== 'awaiting_funds') return `unchanged (${tx.status})`;
-  if (outcome.status === 'succeeded') {
-    const funded = await moveTransaction(unit, tx, 'funded', { set: { receipt: outcome.receipt ?? null } });
-    if (funded) await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
-    return 'funded';
-  }
-  if (outcome.status === 'declined' || outcome.status === 'rejected') {
-    const failure = { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' };
-    await moveTransaction(unit, tx, 'failed', { set: { failure }, reason: failure.code });
-    return 'failed';
-  }
-  return outcome.status;
-}
-
 /** What a payout result says beyond its outcome (see ProviderCallback). */
-type PayoutFacts = Pick<ProviderCallback, 'absent' | 'queryId' | 'timedOut' | 'receipt'>;
+type PayoutFacts = Pick<ProviderCallback, 'absent' | 'ended' | 'queryId' | 'timedOut' | 'receipt' | 'claim'>;
 
 /**
- * processing -> completed, or failed with the refund (permanent). A result saying the request did not pay (M-Pesa's
- * own temporary result, a status "not found") sends it again after a backoff while PROVIDER_MAX_ATTEMPTS allows, then
+ * processing -> completed, or failed with the refund (permanent). A permanent failure M-Pesa's result callback claims
+ * is only kept, and Transaction Status asked at once: its result saying the payout ended unpaid refunds; one saying
+ * Completed, or not found, contradicts the claim. A result saying the request did not pay (M-Pesa's own temporary
+ * result, a status "not found") sends it again after a backoff while PROVIDER_MAX_ATTEMPTS allows, then
  * action_required (retry sends again). A queue timeout says nothing: the status is asked at once.
  */
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, facts: PayoutFacts = {}): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
   if (tx.direction !== 'offramp') return `unchanged (${tx.status})`;
   if (facts.queryId && !(await latestQuery(unit, tx.id, facts.queryId))) return 'stale status result';
-  if (facts.timedOut) {
-    if (tx.status !== 'processing') return `unchanged (${tx.status})`;
-    const [{ sends }] = await requestRow(unit, tx.id);
-    await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `t${sends}` }, 0), scopeOf(tx));
-    return 'asking status';
+  if (facts.timedOut) return askStatusNow(unit, tx, 't');
+  const reference = outcome.provider_reference ?? tx.provider_reference;
+  const claimed = facts.queryId ? await claimedFailure(unit, tx.id) : null;
+  if (claimed) {
+    if (facts.ended) return tx.status === 'processing' ? failPayout(unit, config, tx, claimed, reference) : `unchanged (${tx.status})`;
+    if (facts.absent || outcome.status === 'succeeded') contradicted('payout', tx.id, facts.absent ? 'Transaction Status has no record of it' : 'Transaction Status says Completed');
   }
   if (facts.absent) return payoutAbsent(unit, config, tx, outcome, facts.queryId);
   if (tx.status !== 'processing') return `unchanged (${tx.status})`;
-  const reference = outcome.provider_reference ?? tx.provider_reference;
   if (outcome.status === 'succeeded') {
     await keepFinal(unit, tx.id, outcome);
     await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt: facts.receipt ?? outcome.receipt ?? null }, ledger: () => payoutEntry(tx) });
     return 'completed';
   }
   if (outcome.status === 'rejected' || outcome.status === 'declined') {
-    await keepFinal(unit, tx.id, outcome);
-    const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
-    const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
-    await moveTransaction(unit, tx, 'failed', { set: { failure, refund, provider_reference: reference }, reason: failure.code });
-    return 'failed';
+    if (!facts.claim) return failPayout(unit, config, tx, outcome, reference);
+    // The claim waits beside the request for Transaction Status to say the payout ended unpaid.
+    await unit.em.query(
+      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('claimed', $2::jsonb), updated_at = now()
+        WHERE environment = 'live' AND kind = 'payout' AND reference = $1 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
+      [tx.id, JSON.stringify(outcome)],
+    );
+    return askStatusNow(unit, tx, 'c');
   }
   return 'pending';
+}
+
+/** Transaction Status is asked at once about the payout's latest send (`why`: t a queue timeout, c a claimed failure). */
+async function askStatusNow(unit: Unit, tx: TransactionRow, why: 't' | 'c'): Promise<string> {
+  if (tx.status !== 'processing') return `unchanged (${tx.status})`;
+  const [{ sends }] = await requestRow(unit, tx.id);
+  await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `${why}${sends}` }, 0), scopeOf(tx));
+  return why === 't' ? 'asking status' : 'corroborating';
+}
+
+/** The permanent failure a result callback claimed for the payout's latest send, awaiting Transaction Status. */
+async function claimedFailure(unit: Unit, reference: string): Promise<ProviderOutcome | null> {
+  const [row] = await requestRow(unit, reference);
+  return (row?.outcome.claimed as ProviderOutcome | undefined) ?? null;
+}
+
+/** M-Pesa refused the payout for good: the refund goes out, and the answer is kept for any later request. */
+async function failPayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, reference: string | null): Promise<string> {
+  await keepFinal(unit, tx.id, outcome);
+  const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
+  const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
+  await moveTransaction(unit, tx, 'failed', { set: { failure, refund, provider_reference: reference }, reason: failure.code });
+  return 'failed';
 }
 
 async function requestRow(unit: Unit, reference: string): Promise<{ sends: number; outcome: Record<string, unknown> }[]> {
@@ -176,17 +200,6 @@ async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outc
   const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${sends} attempts)` };
   await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
   return 'action_required';
-}
-
-async function settleIntentCollection(unit: Unit, config: Config, intent: PaymentIntentRow, outcome: ProviderOutcome): Promise<string> {
-  if (intent.status !== 'processing') return `unchanged (${intent.status})`;
-  if (outcome.status === 'succeeded') {
-    // Keyed by the CheckoutRequestID, whoever brings the news (callback or STK Query): one payment, one deposit.
-    await recordPayment(unit, config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!, outcome.receipt), chainFor(intent.environment, config));
-    return 'paid';
-  }
-  if (outcome.status === 'declined' || outcome.status === 'rejected') return collectionCameToNothing(unit, intent, collectionFailure(outcome), outcome.provider_reference);
-  return outcome.status;
 }
 
 /** Checks before a request that never got its result is handed to the business (action_required). */

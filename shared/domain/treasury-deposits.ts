@@ -162,11 +162,12 @@ export interface Recorded {
  * late, flagged) or after (it finds the intent processing and is refused). Mobile money is confirmed at once; a USDC
  * transfer counts its confirmations (`chain` given: now, else by the confirmation job).
  */
-export async function recordPayment(unit: Unit, config: Config, intentId: string, payment: Payment, chain?: ChainAdapter): Promise<Recorded> {
+export async function recordPayment(unit: Unit, config: Config, intentId: string, payment: Payment, chain?: ChainAdapter, options: { late?: boolean } = {}): Promise<Recorded> {
   const intent = (await loadPaymentIntent(unit.em, intentId, true))!;
   const scope = intentScope(intent);
-  // After a cancel, an expiry or a payment that already covered the price, a payment is extra: credited, flagged.
-  const late = !['awaiting_payment', 'processing'].includes(intent.status) || minor(intent.received_amount) >= minor(intent.usdc_amount);
+  // After a cancel, an expiry or a payment that already covered the price, a payment is extra: credited, flagged. So
+  // is the success of a collection the intent already gave up on (`options.late`, CONTRACT §14).
+  const late = options.late === true || !['awaiting_payment', 'processing'].includes(intent.status) || minor(intent.received_amount) >= minor(intent.usdc_amount);
   const required = payment.method === 'mobile_money' ? 0 : intent.required_confirmations;
   const inserted: DepositRow[] = await unit.em.query(
     `INSERT INTO treasury_deposits AS d (id, business_id, environment, payment_intent_id, payment_method, status, payment_key, currency, amount, usdc_amount, chain,

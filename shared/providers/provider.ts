@@ -23,7 +23,7 @@ function instrumented(provider: PaymentProvider): PaymentProvider {
   const calls: Pick<PaymentProvider, 'collect' | 'payout' | 'queryStatus'> = {
     collect: (req) => timed(record('collect'), () => provider.collect(req), statusOf),
     payout: (req) => timed(record('payout'), () => provider.payout(req), statusOf),
-    queryStatus: (kind, reference) => timed(record('query_status'), () => provider.queryStatus(kind, reference), statusOf),
+    queryStatus: (kind, reference, providerReference) => timed(record('query_status'), () => provider.queryStatus(kind, reference, providerReference), statusOf),
   };
   return Object.assign(Object.create(provider) as PaymentProvider, calls);
 }
@@ -95,6 +95,13 @@ export interface ProviderCallback {
   queryId?: string;
   /** The request timed out in the provider's queue: it may still run, so its status is asked at once. */
   timedOut?: boolean;
+  /** A status result saying the provider knows the request and it ended without paying (not merely "not found"). */
+  ended?: boolean;
+  /**
+   * The provider's own callback about a request (STK result, payout result), not a query's answer: a success of a
+   * collection or a payout's permanent failure is corroborated by a status query before money moves (CONTRACT §14).
+   */
+  claim?: boolean;
   outcome: ProviderOutcome;
 }
 
@@ -106,8 +113,11 @@ export interface PaymentProvider {
   readonly id: ProviderId | 'sandbox';
   collect(req: CollectRequest): Promise<ProviderOutcome>;
   payout(req: PayoutRequest): Promise<ProviderOutcome>;
-  /** The provider's current answer for a request we sent; null when it has no record of the reference (safe to send). */
-  queryStatus(kind: ProviderKind, reference: string): Promise<ProviderOutcome | null>;
+  /**
+   * The provider's current answer for a request we sent; null when it has no record of the reference (safe to send).
+   * `providerReference` names which of its ids to ask about (a callback's CheckoutRequestID) when not the stored one.
+   */
+  queryStatus(kind: ProviderKind, reference: string, providerReference?: string): Promise<ProviderOutcome | null>;
   /** Reads a result callback; null when the body is not one of ours. Adapters without callbacks omit it. */
   parseCallback?(kind: ProviderKind, body: unknown): ProviderCallback | null;
 }

@@ -25,6 +25,9 @@
 //                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
+// Beyond the scenarios, a test can make M-Pesa change its mind as it does live (`payLate`: a prompt reported timed out
+// is paid after all; `endPayout`: a held payout ends with a result), or forge what M-Pesa never said
+// (`forgedStkSuccess`: a success-shaped callback for a prompt whose real status is not paid).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -47,6 +50,8 @@ interface Payment {
   amount: number;
   /** STK: the MSISDN prompted (a number in the callback, as Daraja sends it). */
   phone?: string;
+  /** STK: where its callback goes. */
+  callbackUrl?: string;
 }
 
 export interface FakeDaraja {
@@ -70,6 +75,12 @@ export interface FakeDaraja {
   resultFor(reference: string): Record<string, any> | null;
   /** The STK callback as the fake would post it for a prompt (CheckoutRequestID), or null. */
   stkCallbackFor(checkoutRequestId: string): Record<string, any> | null;
+  /** The payer approves a prompt M-Pesa had answered 1037 (timed out): STK Query says paid from now on, and the success callback is posted. */
+  payLate(checkoutRequestId: string): Promise<void>;
+  /** A success-shaped STK callback for a prompt, with its Amount and PhoneNumber (changed by `change`), while M-Pesa's record of it stays as it is. */
+  forgedStkSuccess(checkoutRequestId: string, change?: { amount?: number; phone?: string }): Record<string, any>;
+  /** A payout M-Pesa held (0088) ends with `resultCode` (not paid unless 0): Transaction Status answers it from now on. */
+  endPayout(reference: string, resultCode: string, resultDesc: string): void;
   close(): Promise<void>;
 }
 
@@ -105,11 +116,27 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
   const issued = new Map<string, number>();
   const payments = new Map<string, Payment>();
   const failedOnce = new Set<string>();
+  const ended = new Set<string>();
   const fake: FakeDaraja = {
     url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null,
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
     resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
     stkCallbackFor: (checkout) => (payments.has(checkout) ? (stkCallback(payments.get(checkout)!) as Record<string, any>) : null),
+    payLate: async (checkout) => {
+      const p = payments.get(checkout)!;
+      Object.assign(p, { resultCode: '0', resultDesc: 'The service request is processed successfully.' });
+      await post(p.callbackUrl!, stkCallback(p));
+    },
+    forgedStkSuccess: (checkout, change = {}) => {
+      const p = payments.get(checkout)!;
+      return stkCallback({ ...p, resultCode: '0', resultDesc: 'The service request is processed successfully.', receipt: receiptNo(), amount: change.amount ?? p.amount, phone: change.phone ?? p.phone }) as Record<string, any>;
+    },
+    endPayout: (reference, resultCode, resultDesc) => {
+      const p = payments.get(reference)!;
+      if (p.resultCode === '0' && resultCode !== '0') fake.executions.set(reference, (fake.executions.get(reference) ?? 1) - 1);
+      Object.assign(p, { resultCode, resultDesc });
+      ended.add(reference);
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 
@@ -212,7 +239,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const code = { '0001': '1032', '0037': '1037' }[suffix] ?? '0';
       const p: Payment = {
         kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
-        conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber),
+        conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
       };
       payments.set(p.key, p);
       if (suffix !== '0099') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
@@ -271,7 +298,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       fake.beforeStatusAnswer = null;
       await meanwhile?.();
       send(200, { OriginatorConversationID: queryId, ConversationID: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });
-      if (body.OriginalConversationID && fake.log.some((r) => r.body.OriginatorConversationID === body.OriginalConversationID && last4(r.body.PartyB) === '0088')) return;
+      if (body.OriginalConversationID && !ended.has(body.OriginalConversationID) && fake.log.some((r) => r.body.OriginatorConversationID === body.OriginalConversationID && last4(r.body.PartyB) === '0088')) return;
       void post(body.ResultURL, statusResult(body, queryId, p));
       return;
     }

@@ -97,8 +97,10 @@ describe('live M-Pesa: a status check that gives up re-reads the transaction', f
     refusal.Result.ResultCode = 2040;
     refusal.Result.ResultDesc = 'Credit Party customer type can\'t be supported by the service.';
     delete refusal.Result.ResultParameters;
-    // While the last check waits on Transaction Status, M-Pesa's refusal arrives and the payout fails with its refund.
+    // While the last check waits on Transaction Status, M-Pesa ends the payout with a refusal; its result arrives, is
+    // corroborated by a Transaction Status of its own, and the payout fails with its refund.
     rail.fake.beforeStatusAnswer = async () => {
+      rail.fake.endPayout(id, '2040', refusal.Result.ResultDesc);
       await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/result`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(refusal) });
       await untilStatus(rail.api, rail.key, id, ['failed']);
     };

@@ -141,7 +141,8 @@ describe('the engine: units of work and the one transition function', () => {
     expect(sourcesOf(TRANSACTION_MACHINE, 'completed')).to.deep.equal(['processing']);
     expect(sourcesOf(TRANSACTION_MACHINE, 'created')).to.have.members(['awaiting_funds', 'action_required']);
     expect(TRANSACTION_MACHINE.moves.completed).to.equal(undefined);
-    expect(TRANSACTION_MACHINE.moves.failed).to.deep.equal(['action_required']); // only a late deposit reopens it
+    // Only a late deposit reopens it, or a corroborated late success of an on-ramp's timed-out collection.
+    expect(TRANSACTION_MACHINE.moves.failed).to.deep.equal(['action_required', 'funded']);
     expect(EVENT_TYPES).to.include.members(['transaction.completed', 'settlement.confirmed', 'quote.available', 'wallet.verified']);
     expect(EVENT_TYPES).to.not.include('quote.pending');
   });
@@ -208,6 +209,23 @@ describe('the engine: units of work and the one transition function', () => {
       // USDC that arrived after it failed is left to the business (refunded, never paid out).
       const late = await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
       expect(late?.from).to.equal('failed');
+    });
+
+    it('failed -> funded only for an on-ramp whose collection timed out and nothing was returned', async () => {
+      const timeout = { code: 'collection_timeout', message: 'Set by the test.' };
+      const tx = await offrampIn('failed', { failure: timeout });
+      // As an on-ramp (the columns an on-ramp has), failed with `failure` and `refund`.
+      const as = async (set: Record<string, unknown>) => {
+        await api.deps.ds.query(`UPDATE transactions SET direction = 'onramp', payer_phone = '+254700000000', beneficiary_id = NULL, funding_type = NULL, failure = $2, refund = $3 WHERE id = $1`, [tx.id, JSON.stringify(set.failure), set.refund ? JSON.stringify(set.refund) : null]);
+        return (await loadTransaction(api.deps.ds, tx.id))!;
+      };
+      // The guard as the transition's conditional UPDATE checks it (an off-ramp's amounts make no on-ramp view).
+      const guard = TRANSACTION_MACHINE.guards!.failed!('funded', 't', undefined);
+      const fundable = async (row: TransactionRow) => (await api.deps.ds.query(`SELECT 1 FROM transactions t WHERE t.id = $1 AND ${guard}`, [row.id])).length === 1;
+      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))).to.equal(null); // an off-ramp
+      expect(await fundable(await as({ failure: { ...timeout, code: 'collection_declined' } }))).to.equal(false);
+      expect(await fundable(await as({ failure: timeout, refund: { status: 'pending', amount: '1', transaction_hash: null } }))).to.equal(false);
+      expect(await fundable(await as({ failure: timeout }))).to.equal(true);
     });
   });
 });

@@ -1,29 +1,52 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { applyProviderResult } from '../../shared/domain/provider-results.js';
+import { AppError } from '../../shared/errors.js';
+import { collectionRequestFor, requestMismatch } from '../../shared/domain/collection-results.js';
+import { applyProviderResult, needsCorroboration, ResultTooEarlyError, type Corroboration } from '../../shared/domain/provider-results.js';
 import { parseDarajaCallback, type DarajaCallbackKind } from '../../shared/providers/daraja/callbacks.js';
-import { defineJob } from '../job-definition.js';
+import { isFinalOutcome, providerFor, type ProviderCallback } from '../../shared/providers/provider.js';
+import { defineJob, type WorkerDeps } from '../job-definition.js';
 
 /**
- * A callback the web process stored (raw, once per body) is applied here: parsed, matched to its transaction or
- * payment intent, and moved by a conditional transition in the same unit that marks the callback processed.
+ * A collection success a callback claims must match its request's amount and phone, and STK Query on the callback's
+ * own CheckoutRequestID must say it was paid (CONTRACT §14). Asked as soon as the callback is stored: this job is
+ * its first step. No final answer yet: the job tries again.
+ */
+async function corroborate(deps: WorkerDeps, result: ProviderCallback): Promise<Corroboration> {
+  const request = await collectionRequestFor(deps.ds, result);
+  if (!request) throw new ResultTooEarlyError();
+  const wrong = requestMismatch(request, result);
+  if (wrong) return { request, contradicted: `its ${wrong} is not the request's` };
+  const asked = await providerFor('live', { db: deps.ds, config: deps.config, log: deps.log }).queryStatus('collection', request.reference, result.outcome.provider_reference!);
+  if (asked?.status === 'succeeded') return { request, confirmed: true };
+  if (asked && isFinalOutcome(asked)) return { request, contradicted: `STK Query says ${asked.status}` };
+  throw new AppError('service_unavailable', 'M-Pesa has no final answer for the prompt yet; asking again shortly.');
+}
+
+/**
+ * A callback the web process stored (raw, once per body) is applied here: parsed, corroborated when it claims money
+ * came in, matched to its transaction or payment intent, and moved by a conditional transition in the same unit that
+ * marks the callback processed.
  */
 export const applyCallbackJob = defineJob({
   name: 'provider.callback',
   async process(job, deps) {
+    const stored: { kind: DarajaCallbackKind; body: unknown; processed_at: Date | null }[] = await deps.ds.query(
+      `SELECT kind, body, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId],
+    );
+    if (!stored[0] || stored[0].processed_at) return 'already applied';
+    // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
+    const parsed = parseDarajaCallback(stored[0].kind, stored[0].body);
+    const check = parsed && needsCorroboration(parsed) ? await corroborate(deps, parsed) : undefined;
     return inUnit(deps, async (unit) => {
-      const rows: { kind: DarajaCallbackKind; body: unknown; processed_at: Date | null }[] = await unit.em.query(
-        `SELECT kind, body, processed_at FROM provider_callbacks WHERE id = $1 FOR UPDATE`, [job.data.callbackId],
-      );
-      const row = rows[0];
-      if (!row || row.processed_at) return 'already applied';
-      const parsed = parseDarajaCallback(row.kind, row.body);
-      // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
-      const result = parsed ? await applyProviderResult(unit, deps.config, parsed) : 'unparsed';
+      const rows: { processed_at: Date | null }[] = await unit.em.query(`SELECT processed_at FROM provider_callbacks WHERE id = $1 FOR UPDATE`, [job.data.callbackId]);
+      if (!rows[0] || rows[0].processed_at) return 'already applied';
+      const result = parsed ? await applyProviderResult(unit, deps.config, parsed, check) : 'unparsed';
       await unit.em.query(`UPDATE provider_callbacks SET processed_at = now(), result = $2 WHERE id = $1`, [job.data.callbackId, result]);
       return result;
     });
   },
-  // Still matching nothing of ours after every retry (forged with a valid token, or for another system): kept, marked.
+  // Still matching nothing of ours (forged with a valid token, or for another system), or never answered by STK Query,
+  // after every retry: kept, marked. The provider checks still ask about whatever waits for a result.
   async onFinalFailure(job, _err, deps) {
     await deps.ds.query(`UPDATE provider_callbacks SET processed_at = now(), result = 'unmatched' WHERE id = $1 AND processed_at IS NULL`, [job.data.callbackId]);
   },

@@ -45,8 +45,8 @@ export const checkProviderJob = defineJob({
     const { outcome } = asked;
     return inUnit(deps, async (unit) => {
       if (outcome && outcome.status !== 'pending') {
-        const reference = 'transactionId' in subject && asked.kind === 'payout' ? asked.reference : null;
-        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference, outcome });
+        // The query's own answer: its corroboration is itself.
+        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference: asked.reference, outcome });
       }
       if (subject.round < MAX_CHECK_ROUNDS) {
         await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, deps.config.daraja.statusQueryAfterMs), asked.scope);

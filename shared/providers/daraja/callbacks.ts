@@ -93,7 +93,7 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const outcome = outcomeOf('collection', String(cb.ResultCode), cb.ResultDesc, cb.CheckoutRequestID);
     const meta = params(cb.CallbackMetadata?.Item, 'Name');
     return {
-      kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID,
+      kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID, claim: true,
       receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount), phone: str(meta.PhoneNumber),
     };
   }
@@ -112,7 +112,7 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const ended = resultCode === '0' && ENDED_UNPAID.has(String(p.TransactionStatus));
     if (NOT_FOUND_CODES.has(resultCode) || ended) {
       const said = ended ? `M-Pesa reports the payout ${safeDescription(p.TransactionStatus)}.` : `M-Pesa has no record of the payout (code ${resultCode}).`;
-      return { ...base, absent: true, outcome: { status: 'temporary_failure', provider_reference: null, failure: { code: 'provider_unavailable', message: said } } };
+      return { ...base, absent: true, ended: ended || undefined, outcome: { status: 'temporary_failure', provider_reference: null, failure: { code: 'provider_unavailable', message: said } } };
     }
     // Pending, an unknown status, or the query itself refused: nothing is known about the payout.
     return { ...base, outcome: { status: 'pending', provider_reference: null } };
@@ -124,5 +124,5 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
   const outcome = outcomeOf('payout', resultCode, r.ResultDesc, conversation ?? null);
   const receipt = resultCode === '0' ? str(r.TransactionID) ?? str(params(r.ResultParameters?.ResultParameter, 'Key').TransactionReceipt) : undefined;
   // M-Pesa's own result for the request: a temporary code (our float short) means it ended without paying.
-  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, absent: outcome.status === 'temporary_failure' || undefined };
+  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, absent: outcome.status === 'temporary_failure' || undefined, claim: true };
 }

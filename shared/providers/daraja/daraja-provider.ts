@@ -1,6 +1,7 @@
 // The live fiat provider: M-Pesa Daraja (CONTRACT §12, §13). Every request is first written to provider_requests as
 // `sending`, then sent, then its answer stored; a job that finds its reference already `sending` (it died between
 // the two writes) or temporarily refused asks Daraja whether the first request went through before sending again.
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import { logger } from '../../logger.js';
@@ -35,6 +36,18 @@ export function msisdn(phone: string): string {
   return `254${national}`;
 }
 
+/**
+ * Who a prompt went to, as stored with its request: a digest of the MSISDN (never the number itself), so an STK
+ * callback's PhoneNumber can be checked against the request. Null for what is not a Kenyan mobile number.
+ */
+export function payerKey(phone: string): string | null {
+  try {
+    return createHash('sha256').update(`rampway-payer:${msisdn(phone)}`).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
 /** An answer to a request: accepted (ResponseCode 0) is pending; Daraja's errorCode is read like a ResultCode. */
 function answerOutcome(kind: ProviderKind, answer: DarajaAnswer, reference: string | null): ProviderOutcome {
   const body = answer.body ?? {};
@@ -56,9 +69,10 @@ export class DarajaProvider implements PaymentProvider {
   async collect(req: CollectRequest): Promise<ProviderOutcome> {
     const amount = wholeKes(req.currency, req.amount);
     const phone = msisdn(req.phone_number);
-    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money' });
-    // A prompt Daraja took is never sent twice; one we cannot tell about (no CheckoutRequestID came back) is sent
-    // again: the payer approves each prompt, so a lost one charges nobody.
+    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(phone)! });
+    // A prompt Daraja took is never sent twice. One whose answer was lost learns its CheckoutRequestID from its callback
+    // (matched by payer and amount, collection-results.ts) and is then asked about, not sent again; one we still cannot
+    // tell about is sent again: the payer approves each prompt, so a lost one charges nobody.
     if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
     if (previous?.provider_reference) {
       const known = await this.queryStatus('collection', req.reference);
@@ -93,13 +107,14 @@ export class DarajaProvider implements PaymentProvider {
   }
 
   /**
-   * Collections: STK Query answers at once. Payouts: Transaction Status only acknowledges (its result comes to the
+   * Collections: STK Query answers at once (about `providerReference` when given: the CheckoutRequestID a callback
+   * named). Payouts: Transaction Status only acknowledges (its result comes to the
    * `status` callback), so an accepted query is `pending`; a reference M-Pesa does not know is null (safe to send).
    */
-  async queryStatus(kind: ProviderKind, reference: string): Promise<ProviderOutcome | null> {
+  async queryStatus(kind: ProviderKind, reference: string, providerReference?: string): Promise<ProviderOutcome | null> {
     const stored = await this.stored(kind, reference);
     if (kind === 'collection') {
-      const checkout = stored?.provider_reference;
+      const checkout = providerReference ?? stored?.provider_reference;
       if (!checkout) return null;
       const answer = await this.client.stkQuery(checkout);
       const body = answer.body ?? {};

@@ -1,0 +1,136 @@
+// A live collection's result (an STK callback, an STK Query answer) applied to what it pays: an on-ramp, or a payment
+// intent's collection attempt, named by the collection request's reference (`<transaction id>` or
+// `<intent id>-<attempt>`). A success is credited whenever it comes (CONTRACT §14): after the collection was given up
+// on a timeout it still funds the on-ramp, or lands as a late treasury deposit of the intent.
+import type { Config } from '../config.js';
+import { updateReturning, type Unit } from '../db/unit-of-work.js';
+import { chainFor } from '../chain/sandbox-chain.js';
+import type { ProviderCallback, ProviderOutcome, Queryable } from '../providers/provider.js';
+import { payerKey } from '../providers/daraja/daraja-provider.js';
+import { AppError } from '../errors.js';
+import { logger } from '../logger.js';
+import { stepDelay, txJobs } from './lifecycle-jobs.js';
+import { formatAmount, toMinor } from './money.js';
+import { collectionCameToNothing, collectionFailure, loadPaymentIntent } from './payment-intents.js';
+import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
+import { lockTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+
+/** A live collection request as provider_requests keeps it: our reference, the amount, a digest of the payer's MSISDN. */
+export interface CollectionRequest {
+  reference: string;
+  amount: string;
+  payer: string | null;
+}
+
+const COLUMNS = `reference, request->>'amount' AS amount, request->>'payer' AS payer`;
+
+/**
+ * The collection request a result is about: by our reference (a query's answer), else by its CheckoutRequestID. A
+ * success callback naming a CheckoutRequestID we never stored belongs to a prompt whose STK Push answer was lost (timed
+ * out, a 5xx): it is matched by payer and amount to the one request still waiting for its answer, which learns its
+ * CheckoutRequestID here (a retry then asks STK Query instead of prompting again). Undefined: not recorded (yet).
+ */
+export async function collectionRequestFor(q: Queryable, result: ProviderCallback): Promise<CollectionRequest | undefined> {
+  const where = result.reference ? ['reference = $1', result.reference] : [`outcome->>'provider_reference' = $1`, result.outcome.provider_reference];
+  const rows: CollectionRequest[] = await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND ${where[0]}`, [where[1]]);
+  if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
+  const payer = result.phone ? payerKey(result.phone) : null;
+  if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
+  const waiting: (CollectionRequest & { id: string })[] = await q.query(
+    `SELECT id, ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' = 'sending'
+        AND outcome->>'provider_reference' IS NULL AND request->>'payer' = $1 AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
+    [payer, result.amount],
+  );
+  // Two prompts of the same amount to the same phone, both unanswered: which one this pays cannot be told.
+  if (waiting.length !== 1) return undefined;
+  const learned = await updateReturning<CollectionRequest>(q,
+    `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('provider_reference', $2::text), updated_at = now()
+      WHERE id = $1 AND outcome->>'provider_reference' IS NULL RETURNING ${COLUMNS}`,
+    [waiting[0].id, result.outcome.provider_reference],
+  );
+  return learned[0];
+}
+
+/** What of an STK success does not match its request (amount, phone), or null when both do. */
+export function requestMismatch(request: CollectionRequest, result: ProviderCallback): 'amount' | 'phone' | null {
+  const cents = (v: string) => toMinor(formatAmount(v, 2), 2);
+  if (!result.amount || !/^\d+(\.\d+)?$/.test(result.amount) || cents(result.amount) !== cents(request.amount)) return 'amount';
+  if (request.payer && (!result.phone || payerKey(result.phone) !== request.payer)) return 'phone';
+  return null;
+}
+
+const INTENT_REFERENCE = /^([0-9a-f-]{36})-(\d+)$/;
+
+/** Applies a collection's (corroborated) result to the on-ramp or intent attempt its request names. */
+export async function applyCollection(unit: Unit, config: Config, reference: string, outcome: ProviderOutcome): Promise<string> {
+  const intent = INTENT_REFERENCE.exec(reference);
+  if (intent) return settleIntentCollection(unit, config, intent[1], Number(intent[2]), outcome);
+  const tx = await lockTransaction(unit, reference);
+  return tx ? settleCollection(unit, config, tx, outcome) : 'not ours';
+}
+
+/** The callback's subject is not written yet (the request's own unit has not committed): the job tries again. */
+export class ResultTooEarlyError extends AppError {
+  constructor() {
+    super('service_unavailable', 'The result arrived before its request was recorded; trying again shortly.');
+  }
+}
+
+/** awaiting_funds -> funded (delivery follows) or failed; a temporary answer waits for the next check. */
+export async function settleCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+  if (tx.status === 'created') throw new ResultTooEarlyError();
+  if (tx.direction !== 'onramp') return `unchanged (${tx.status})`;
+  if (outcome.status === 'succeeded') return fundCollection(unit, config, tx, outcome);
+  if (tx.status !== 'awaiting_funds') return `unchanged (${tx.status})`;
+  if (outcome.status === 'declined' || outcome.status === 'rejected') {
+    const failure = { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' };
+    await moveTransaction(unit, tx, 'failed', { set: { failure }, reason: failure.code });
+    return 'failed';
+  }
+  return outcome.status;
+}
+
+/**
+ * The payer paid: funded and delivered, from awaiting_funds, from action_required while the collection was stalled,
+ * or from failed on a collection timeout (the machine's guard: never once refunded). Already funded: its receipt kept.
+ */
+async function fundCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+  let from = tx;
+  if (tx.status === 'action_required' && (tx.stalled_at === 'created' || tx.stalled_at === 'awaiting_funds')) {
+    from = (await moveTransaction(unit, tx, 'awaiting_funds', { reason: 'collection_succeeded' }))?.row ?? tx;
+  }
+  if (from.status !== 'awaiting_funds' && from.status !== 'failed') {
+    if (outcome.receipt) await unit.em.query(`UPDATE transactions SET receipt = $2 WHERE id = $1 AND receipt IS NULL AND provider_reference = $3`, [tx.id, outcome.receipt, outcome.provider_reference]);
+    // A second prompt the payer also approved: the money is M-Pesa's record, for an operator to return.
+    if (from.status !== 'funded' || from.provider_reference !== outcome.provider_reference) {
+      logger().warn({ transactionId: tx.id, status: from.status }, 'a collection success for an on-ramp already past its collection');
+    }
+    return `unchanged (${from.status})`;
+  }
+  const late = from.status === 'failed';
+  const funded = await moveTransaction(unit, from, 'funded', {
+    set: { receipt: outcome.receipt ?? null, provider_reference: outcome.provider_reference ?? from.provider_reference, ...(late ? { failure: null } : {}) },
+    reason: late ? 'late_collection' : undefined,
+  });
+  if (!funded) return `unchanged (${from.status})`;
+  await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
+  return late ? 'funded (late)' : 'funded';
+}
+
+/**
+ * A success is a treasury deposit, whatever the intent's status: late (flagged, the intent unchanged) when the intent
+ * is no longer waiting on this attempt. A refusal lets the intent wait again, only for its current attempt.
+ */
+async function settleIntentCollection(unit: Unit, config: Config, intentId: string, attempt: number, outcome: ProviderOutcome): Promise<string> {
+  const intent = await loadPaymentIntent(unit.em, intentId, true);
+  if (!intent) return 'not ours';
+  const current = intent.status === 'processing' && intent.collection_attempts === attempt;
+  if (outcome.status === 'succeeded') {
+    // Keyed by the CheckoutRequestID, whoever brings the news (callback or STK Query): one payment, one deposit.
+    const { deposit } = await recordPayment(unit, config, intent.id, mobileMoneyPayment(intent, outcome.provider_reference!, outcome.receipt), chainFor(intent.environment, config), { late: !current });
+    return deposit.late_payment ? 'paid (late)' : 'paid';
+  }
+  if (!current) return `unchanged (${intent.status})`;
+  if (outcome.status === 'declined' || outcome.status === 'rejected') return collectionCameToNothing(unit, intent, collectionFailure(outcome), outcome.provider_reference);
+  return outcome.status;
+}
