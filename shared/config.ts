@@ -34,6 +34,8 @@ export interface Config {
   /** How often the settlement pool scans each chain with open deposit addresses, and the widest block range it asks for. */
   settlementPollMs: number;
   settlementMaxBlockRange: number;
+  /** How many of the newest blocks each scan reads again (a lagging node's answer may lack their logs). */
+  settlementRescanBlocks: number;
   /** Provider calls (collections, payouts): attempts in all, and the first backoff delay (exponential). */
   providerMaxAttempts: number;
   providerRetryBaseMs: number;
@@ -308,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     autoRefundAfterSeconds: int(env, 'AUTO_REFUND_AFTER_SECONDS', 900, 1),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
+    settlementRescanBlocks: int(env, 'SETTLEMENT_RESCAN_BLOCKS', 5, 0),
     chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
     sweeperStaleSeconds: int(env, 'SWEEPER_STALE_SECONDS', 60, 1),
     lateDepositWatchSeconds: int(env, 'LATE_DEPOSIT_WATCH_SECONDS', 604_800, 0),

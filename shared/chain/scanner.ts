@@ -209,7 +209,11 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
     await applyTransfer(deps, match, log, environment, chain);
   }
 
-  if (!(await advanceCursor(deps, environment, chain, cursor, to + 1n))) {
+  // The node that answered eth_getLogs may be behind the one that gave the head (a load-balanced RPC): its answer can
+  // lack the newest blocks' logs. The cursor trails by SETTLEMENT_RESCAN_BLOCKS, so they are read again next time
+  // (a transfer seen twice is one transfer); it never moves back.
+  const trailing = to + 1n - BigInt(deps.config.settlementRescanBlocks);
+  if (!(await advanceCursor(deps, environment, chain, cursor, trailing > from ? trailing : from))) {
     deps.log.info({ chain, environment, to: to.toString() }, 'chain cursor moved by another scanner meanwhile; left as it is');
   }
   if (matching.length) deps.log.info({ chain, environment, from: from.toString(), to: to.toString(), logs: logs.length, matched: matching.length }, 'chain scanned');

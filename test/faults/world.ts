@@ -60,6 +60,9 @@ export async function startWorld(plan: Plan): Promise<World> {
   // balance the run expects.
   await mintUsdc(anvil, token, hot, HOT_FLOAT);
   await request('anvil_mine', ['0x1']);
+  // The watcher starts after the float (older runs' open addresses in a shared test database would otherwise send its
+  // first scan back to a block of theirs, and the float would be recorded mid-run).
+  const startBlock = (await anvil.publicClient.getBlockNumber({ cacheTime: 0 })) + 1n;
   const ds = await getDs();
   for (const table of ['chain_cursors', 'chain_sends', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
 
@@ -73,7 +76,7 @@ export async function startWorld(plan: Plan): Promise<World> {
     RATE_SOURCE_URL: rates.url, QUOTE_WAIT_MS: '5000', DARAJA_STATUS_QUERY_AFTER_MS: '1500', DARAJA_REQUEST_TIMEOUT_MS: String(DARAJA_TIMEOUT_MS),
     RPC_URL_BASE: rpc.url, USDC_ADDRESS_BASE: token, CONFIRMATIONS_BASE: String(CONFIRMATIONS), SETTLEMENT_POLL_MS: '300',
     SETTLEMENT_TTL_SECONDS: String(SETTLEMENT_TTL_SECONDS), CHAIN_RECONCILE_MS: '3600000', PROVIDER_MAX_ATTEMPTS: '3', PROVIDER_RETRY_BASE_MS: '300',
-    SANDBOX_STEP_MS: '50', SWEEPER_STALE_SECONDS: '5',
+    SANDBOX_STEP_MS: '50', SWEEPER_STALE_SECONDS: '5', SETTLEMENT_START_BLOCK_BASE: startBlock.toString(), AUTO_REFUND_AFTER_SECONDS: '20',
   });
   daraja.callbackTarget = new URL(service.base).origin;
 

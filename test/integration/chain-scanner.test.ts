@@ -55,7 +55,8 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     // reads, so the pools of later test files never inherit them; the run's cleanup deletes them with its prefix.
     queueRedis = createWorkerRedis(api.deps.config.redisUrl);
     queues = createQueues(queueRedis, `${api.deps.config.redisPrefix}-scanner`);
-    deps = { ds: api.deps.ds, queues, log: api.deps.log, config: api.deps.config };
+    // Cursor positions are asserted exactly: no trailing rescan (its own test sets it).
+    deps = { ds: api.deps.ds, queues, log: api.deps.log, config: { ...api.deps.config, settlementRescanBlocks: 0 } };
     const biz = await makeBusiness();
     [businessId, key] = [biz.businessId, biz.sandboxKey];
   });
@@ -189,6 +190,31 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     expect(await scan()).to.deep.include({ from, logs: 2, matched: 1 });
     expect(await depositsOf(intent.id)).to.have.length(1);
     expect(minor((await loadPaymentIntent(deps.ds, intent.id))!.received_amount)).to.equal(price);
+  });
+
+  it('a node behind the head answers eth_getLogs without the newest blocks: the trailing rescan finds the transfer next time', async () => {
+    const [intent] = await intents(1);
+    await cursorAfterHead();
+    const hash = await send(intent.deposit_address, minor(intent.usdc_amount));
+    const mined = (await anvil.publicClient.getTransactionReceipt({ hash })).blockNumber;
+    // A load-balanced RPC: the head from one node, the logs from another two blocks behind it.
+    const lagging = { ...anvil.publicClient, getLogs: async (args: any) => (await anvil.publicClient.getLogs(args)).filter((l) => l.blockNumber! <= mined - 2n) } as PublicClient;
+    const scanWith = (rescan: number) => scanChain({ ...deps, config: { ...deps.config, settlementRescanBlocks: rescan } }, { environment: ENV, chain: CHAIN, client: lagging, token, maxRange: 2000n });
+    expect(await scanWith(3)).to.deep.include({ matched: 0 });
+    expect(await depositsOf(intent.id)).to.have.length(0);
+    // The lagging node caught up; the cursor trailed, so the block is read again.
+    const caughtUp = { ...anvil.publicClient } as PublicClient;
+    expect(await scanChain({ ...deps, config: { ...deps.config, settlementRescanBlocks: 3 } }, { environment: ENV, chain: CHAIN, client: caughtUp, token, maxRange: 2000n })).to.deep.include({ matched: 1 });
+    expect(await depositsOf(intent.id)).to.have.length(1);
+    // Without the trail (the cursor past the head), the same lag loses the transfer for good.
+    const [other] = await intents(1);
+    await cursorAfterHead();
+    const lost = await send(other.deposit_address, minor(other.usdc_amount));
+    const lostAt = (await anvil.publicClient.getTransactionReceipt({ hash: lost })).blockNumber;
+    const behind = { ...anvil.publicClient, getLogs: async (args: any) => (await anvil.publicClient.getLogs(args)).filter((l) => l.blockNumber! < lostAt) } as PublicClient;
+    await scanChain(deps, { environment: ENV, chain: CHAIN, client: behind, token, maxRange: 2000n });
+    expect(await scan()).to.deep.include({ matched: 0 });
+    expect(await depositsOf(other.id)).to.have.length(0);
   });
 
   it('records transfers to an external-wallet off-ramp settlement: partial ones add up, then it confirms; a rescan changes nothing', async () => {
