@@ -229,7 +229,9 @@ async function signNext(
 ): Promise<{ nonce: bigint; raw: Hex; hash: Hex }> {
   const pending = BigInt(await client.getTransactionCount({ address: account.address, blockTag: 'pending' }));
   const [{ top }]: { top: string | null }[] = await em.query(
-    `SELECT max(nonce)::text AS top FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND status = 'sent' AND id <> coalesce($4::bigint, -1)`,
+    // Every nonce we have signed with, mined ones too: a reorg can take a mined send off the chain (the node's count
+    // then goes back), and that send is broadcast again with its own nonce (recheckSends), never overtaken.
+    `SELECT max(nonce)::text AS top FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND id <> coalesce($4::bigint, -1)`,
     [environment, chain, account.address.toLowerCase(), except ?? null],
   );
   const afterOurs = top === null ? 0n : BigInt(top) + 1n;
@@ -305,6 +307,58 @@ export async function settle(deps: SenderDeps, chain: Chain, row: SendRow, timeo
     if (Date.now() >= deadline) throw new SendPendingError(`send ${current.reference} not mined yet (${current.transaction_hash})`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** How deep a mined send must be before a reorg is no longer looked for. */
+const RECHECK_DEPTH = 64n;
+
+/**
+ * The watcher's pass over our own sends (each scan): a send still `sent` whose job is gone is settled from the chain
+ * (mined, or dropped: broadcast again, or replaced: signed again), and a send mined less than RECHECK_DEPTH blocks ago
+ * whose receipt is gone (a reorg took its block) is `sent` again and broadcast again with its own bytes and nonce, so
+ * what its subject booked still happens on the canonical chain. A read that fails decides nothing for that send.
+ */
+export async function recheckSends(deps: SenderDeps, environment: Environment, chain: Chain): Promise<{ mined: number; reorged: number }> {
+  const done = { mined: 0, reorged: 0 };
+  // Cheap when there is nothing to look at: one query, no RPC call.
+  const candidates: SendRow[] = await deps.ds.query(
+    `SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2
+        AND ((status = 'sent' AND updated_at < now() - interval '5 seconds') OR (status = 'mined' AND updated_at > now() - interval '1 day'))
+      ORDER BY nonce LIMIT 500`,
+    [environment, chain],
+  );
+  if (!candidates.length) return done;
+  const client = clientOf(deps, chain);
+  let head: bigint;
+  try {
+    head = await client.getBlockNumber({ cacheTime: 0 });
+  } catch {
+    return done; // unknown: the next scan looks again
+  }
+  const rows = candidates.filter((r) => r.status === 'sent' || (r.block_number !== null && BigInt(r.block_number) > head - RECHECK_DEPTH));
+  for (const row of rows) {
+    try {
+      const receipt = await minedReceipt(client, chain, row);
+      if (receipt) {
+        if (row.status === 'sent' || String(receipt.blockNumber) !== String(row.block_number)) {
+          await markMined(deps.ds, row, receipt);
+          done.mined++;
+        }
+      } else if (row.status === 'mined') {
+        // Not "not found" on a node's word alone: the transaction itself must be unknown too (a lagging node knows neither).
+        if (await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash }))) continue;
+        deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce, block_number: row.block_number }, 'a reorg took a mined send off the chain; broadcasting it again');
+        await deps.ds.query(`UPDATE chain_sends SET status = 'sent', block_number = NULL, updated_at = now() WHERE id = $1 AND status = 'mined'`, [row.id]);
+        await broadcast(deps, chain, row);
+        done.reorged++;
+      } else if (!(await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash })))) {
+        await recover(deps, chain, row);
+      }
+    } catch (err) {
+      if (!(err instanceof ChainUnavailableError)) throw err;
+    }
+  }
+  return done;
 }
 
 /**

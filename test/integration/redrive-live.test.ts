@@ -11,6 +11,7 @@ import { liveBeneficiary, startLiveChainRail, type LiveChainRail } from '../help
 import { jobId } from '../../shared/queues/registry.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { findSend, recheckSends, send, settle } from '../../shared/chain/sender.js';
 
 // Money owed after a transaction ended is never left to a job Redis may forget: the sweeper finds a refund whose
 // send job was lost (or gave up), from the outbox that staged it, and the refund is made, once.
@@ -64,5 +65,31 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
     expect(balance).to.equal(total);
     const sends: unknown[] = await ds.query(`SELECT 1 FROM chain_sends WHERE purpose = 'refund' AND to_address = $1`, [account.address.toLowerCase()]);
     expect(sends).to.have.length(1);
+  });
+
+  it('a reorg that takes a mined send off the chain: the next send keeps its own nonce, and the watcher broadcasts the first again', async () => {
+    const deps = rail.pools.deps;
+    const to = privateKeyToAccount(generatePrivateKey()).address;
+    const request = (method: string, params: unknown[] = []) => rail.anvil.publicClient.request({ method: method as never, params: params as never });
+    const usdcOf = () => rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [to] });
+    const snapshot = await request('evm_snapshot');
+    const input = (reference: string) => ({ environment: 'live' as const, chain: 'base' as const, reference, purpose: 'refund' as const, signer: { kind: 'treasury' as const }, to, asset: 'USDC' as const, amount: 1_000_000n });
+    const first = (await send(deps, input(`reorg-first-${Date.now()}`)))!;
+    await settle(deps, 'base', first);
+    expect((await findSend(deps.ds, 'live', 'base', first.reference))!.status).to.equal('mined');
+    expect(await usdcOf()).to.equal(1_000_000n);
+    // The block that held it leaves the chain (Anvil drops its transactions with it).
+    await request('evm_revert', [snapshot]);
+    await request('anvil_mine', ['0x2']);
+    expect(await usdcOf()).to.equal(0n);
+    // A send signed now does not take the nonce the first still owns (the node's count went back).
+    const second = (await send(deps, input(`reorg-second-${Date.now()}`)))!;
+    expect(BigInt(second.nonce)).to.equal(BigInt(first.nonce) + 1n);
+    // The watcher's pass finds the first's receipt gone and broadcasts it again: both end on the chain, each once.
+    expect(await recheckSends(deps, 'live', 'base')).to.deep.include({ reorged: 1 });
+    await settle(deps, 'base', second);
+    await until(async () => (await recheckSends(deps, 'live', 'base')) && (await findSend(deps.ds, 'live', 'base', first.reference))!.status === 'mined', { what: 'the first send mined again' });
+    expect(await usdcOf()).to.equal(2_000_000n);
+    expect((await findSend(deps.ds, 'live', 'base', first.reference))!.transaction_hash).to.equal(first.transaction_hash);
   });
 });

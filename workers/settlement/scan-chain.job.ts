@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
 import { OPEN_SETTLEMENT_STATUSES, scanChain } from '../../shared/chain/scanner.js';
+import { recheckSends } from '../../shared/chain/sender.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 import type { Chain, Environment } from '../../shared/domain/chains.js';
 import { scanLagBlocks } from '../../shared/metrics.js';
@@ -36,6 +37,9 @@ export const scanChainJob = defineJob({
 });
 
 async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain): Promise<unknown> {
+  // Our own sends first (whether or not an address is open): one still in flight whose job is gone is settled, a
+  // mined one a reorg took is sent again.
+  const sends = await recheckSends(deps, environment, chain);
   // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
   // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open.
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
@@ -50,5 +54,5 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   });
   const lag = result.head > result.to ? result.head - result.to : 0n;
   scanLagBlocks.set({ environment, chain }, Number(lag));
-  return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag) };
+  return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag), sends };
 }
