@@ -230,8 +230,10 @@ export const routes: RouteDef[] = [
     path: '/transactions/{id}/retry',
     operationId: 'retryTransaction',
     errors: ['transaction_not_retryable'],
-    summary: 'Retry a managed-wallet or treasury-funded transaction in action_required.',
-    description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`). Anything else: 409 `transaction_not_retryable`; ' +
+    summary: 'Retry a transaction in action_required whose stalled step can run again.',
+    description: 'Answers 202 and resumes the step it stalled in (fund the wallet first after `insufficient_funds`): a managed-wallet or treasury-funded step, ' +
+      'a payout stalled on a temporary provider failure (any funding; sent again only once the provider says the earlier request did not pay), ' +
+      'a confirmation count whose job ran out, an on-ramp\'s USDC delivery. Anything else (an on-ramp\'s collection included): 409 `transaction_not_retryable`; ' +
       '`underpaid` and `late_deposit` are refunded, never retried (`details.reason`; see POST /transactions/{id}/refund).',
     tag: TAG,
     scope: 'transactions:write',

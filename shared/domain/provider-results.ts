@@ -6,7 +6,7 @@ import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import { logger } from '../logger.js';
 import { callbacksContradicted } from '../metrics.js';
-import type { ProviderCallback, ProviderKind, ProviderOutcome } from '../providers/provider.js';
+import { isFinalOutcome, type ProviderCallback, type ProviderKind, type ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
@@ -59,14 +59,17 @@ export function contradicted(kind: ProviderKind, reference: string | null, why: 
   return 'contradicted';
 }
 
-/** Whether a result is a callback's claim that moves money only once the provider's status query corroborates it. */
+/**
+ * Whether a result is a callback's claim that moves something only once the provider's status query corroborates it:
+ * a collection's success (money in) or decline (the on-ramp fails, the intent waits again), never on the callback alone.
+ */
 export function needsCorroboration(result: ProviderCallback): boolean {
-  return result.kind === 'collection' && result.claim === true && result.outcome.status === 'succeeded';
+  return result.kind === 'collection' && result.claim === true && isFinalOutcome(result.outcome);
 }
 
 /**
  * Finds the transaction or intent the result names and applies it; a result for nothing of ours is only recorded. A
- * collection success from a callback is applied only as `check` corroborated it.
+ * collection success or decline from a callback is applied only as `check` corroborated it.
  */
 export async function applyProviderResult(unit: Unit, config: Config, result: ProviderCallback, check?: Corroboration): Promise<string> {
   const { outcome } = result;

@@ -13,8 +13,21 @@ import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from '
 import type { JobRequest } from '../queues/producer.js';
 
 /**
- * POST /transactions/{id}/retry: a managed-wallet transaction in action_required goes back to the step it stalled
- * in (a new retry count, so its job is a new one) once the business has fixed the cause (funded the wallet).
+ * Whether the step a transaction stalled in can run again (CONTRACT §14). Managed-wallet and treasury-funded: every
+ * step (the platform holds the funds). External wallets: the confirmation count (the USDC is with us) and the payout
+ * (the provider adapter asks whether the earlier request paid before it sends again). On-ramps: the USDC delivery
+ * (the hot wallet's send is once-only by its reference), never the collection (a second prompt could charge twice).
+ */
+export function canRunAgain(tx: Pick<TransactionRow, 'direction' | 'funding_type' | 'stalled_at'>): boolean {
+  if (!tx.stalled_at) return false;
+  if (tx.direction === 'onramp') return tx.stalled_at === 'funded' || tx.stalled_at === 'processing';
+  if (tx.funding_type === 'managed_wallet' || tx.funding_type === 'treasury') return true;
+  return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded';
+}
+
+/**
+ * POST /transactions/{id}/retry: a transaction in action_required goes back to the step it stalled in (a new retry
+ * count, so its job is a new one) when that step can run again, once the business has fixed the cause.
  */
 export async function retryTransaction(unit: Unit, config: Config, scope: EventScope, id: string): Promise<TransactionRow> {
   const tx = await findTransaction(unit.em, scope, id, true);
@@ -24,13 +37,12 @@ export async function retryTransaction(unit: Unit, config: Config, scope: EventS
       status: tx.status, funding_type: tx.funding_type, reason: tx.failure!.code,
     });
   }
-  // The platform holds the funds of managed-wallet and treasury-funded transactions, so it can carry them on.
-  if (tx.status !== 'action_required' || !['managed_wallet', 'treasury'].includes(tx.funding_type ?? '') || !tx.stalled_at) {
-    throw new AppError('transaction_not_retryable', 'Only a managed-wallet or treasury-funded transaction in action_required can be retried.', {
+  if (tx.status !== 'action_required' || !canRunAgain(tx)) {
+    throw new AppError('transaction_not_retryable', 'Only a transaction in action_required whose stalled step can run again can be retried.', {
       status: tx.status, funding_type: tx.funding_type,
     });
   }
-  const step = tx.stalled_at;
+  const step = tx.stalled_at!;
   const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });
   if (!moved) throw new AppError('transaction_not_retryable', 'This transaction changed meanwhile; read it again.', { status: tx.status });
   const job = jobForStep(moved.row, step, stepDelay(config, tx.environment));

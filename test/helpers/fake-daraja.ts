@@ -19,9 +19,11 @@
 // It keeps a request log and counts payouts M-Pesa executed, and the last four digits of the payer or receiver pick
 // what it does, so a test reads its scenario from its data:
 //   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice,
-//                0066 the prompt is sent but the STK Push answer comes after `holdMs` (our request times out);
+//                0066 the prompt is sent but the STK Push answer comes after `holdMs` (our request times out),
+//                0050 the prompt is sent and answered HTTP 500 with Daraja's error body, 0051 sent and answered a bare 503;
 //   payouts:     0001 our float short (ResultCode 1) on the first request, 0011 on every request, 0002 invalid receiver (2040),
 //                0003 HTTP 503 on the first request (not executed), 0006 executed and then HTTP 500,
+//                0007 executed and then HTTP 500 with Daraja's error body (errorCode 500.003.1001),
 //                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
@@ -243,6 +245,9 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       };
       payments.set(p.key, p);
       if (suffix !== '0099') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      // The prompt went out and the gateway failed on the way back: Daraja's own 500 body, or a bare 503.
+      if (suffix === '0050') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
+      if (suffix === '0051') return send(503, { message: 'Service Unavailable' });
       // The prompt went out; our answer is late (the caller's request times out, once per reference).
       if (suffix === '0066' && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
         failedOnce.add(`stk-${body.AccountReference}`);
@@ -278,9 +283,9 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       };
       payments.set(ours, p);
       if (code === '0') fake.executions.set(ours, (fake.executions.get(ours) ?? 0) + 1);
-      if (suffix === '0006' && !failedOnce.has(ours)) {
+      if ((suffix === '0006' || suffix === '0007') && !failedOnce.has(ours)) {
         failedOnce.add(ours);
-        return send(500, { message: 'Internal Server Error' });
+        return send(500, suffix === '0006' ? { message: 'Internal Server Error' } : { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
       }
       if (suffix === '0077' && fake.holdMs) await delay(fake.holdMs);
       send(200, { ConversationID: p.conversationId, OriginatorConversationID: p.originator, ResponseCode: '0', ResponseDescription: 'Accept the service request successfully.' });

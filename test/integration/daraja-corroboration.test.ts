@@ -96,6 +96,50 @@ describe('live M-Pesa: callbacks are corroborated before money moves', function 
     expect(tx.provider_reference).to.equal(rail.fake.stkCallbackFor(checkout)!.Body.stkCallback.CallbackMetadata.Item.find((i: { Name: string }) => i.Name === 'MpesaReceiptNumber').Value);
   });
 
+  /** A decline-shaped STK callback (1032, cancelled) for a prompt, whatever M-Pesa's record of it says. */
+  const forgedDecline = (checkout: string) => {
+    const body = rail.fake.stkCallbackFor(checkout)!;
+    Object.assign(body.Body.stkCallback, { ResultCode: 1032, ResultDesc: 'Request cancelled by user' });
+    delete body.Body.stkCallback.CallbackMetadata;
+    return body;
+  };
+
+  it('a forged decline for a prompt the payer approved is contradicted by STK Query: the on-ramp is never failed, and is delivered', async () => {
+    rail.fake.callbackDelayMs = 2000; // M-Pesa's own (paid) result comes later
+    const id = await liveOnramp(rail, '+254712370013');
+    const checkout = await checkoutOf(id);
+    const counted = await contradictions();
+    expect(await postAndApply('stk', forgedDecline(checkout), checkout)).to.equal('contradicted');
+    expect(await contradictions()).to.equal(counted + 1);
+    expect(rail.fake.log.filter((r) => r.path === STK_QUERY && r.body.CheckoutRequestID === checkout)).to.have.length(1);
+    expect((await get(id)).status).to.equal('awaiting_funds');
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed']);
+    expect(tx.status).to.equal('completed');
+    expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
+  });
+
+  it('a forged decline for an intent\'s approved prompt leaves the intent processing; M-Pesa\'s success completes it', async () => {
+    rail.fake.callbackDelayMs = 2000;
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(create.status, JSON.stringify(create.body)).to.equal(201);
+    const id = create.body.id;
+    const collect = await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
+      .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390013', mobile_network: 'safaricom' } });
+    expect(collect.status).to.equal(202);
+    const checkout: string = await until(async () => (await (await getDs()).query(`SELECT provider_reference FROM payment_intents WHERE id = $1`, [id]))[0]?.provider_reference ?? false, { what: 'the prompt' });
+    const counted = await contradictions();
+    expect(await postAndApply('stk', forgedDecline(checkout), checkout)).to.equal('contradicted');
+    expect(await contradictions()).to.equal(counted + 1);
+    const intent = (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
+    expect(intent.status).to.equal('processing');
+    expect(intent.last_payment_error).to.equal(null);
+    const done = await until(async () => {
+      const body = (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
+      return body.status === 'completed' && body;
+    }, { what: 'the intent paid' });
+    expect(done.last_payment_error).to.equal(null);
+  });
+
   it('a payout\'s permanent failure (2040) is corroborated by Transaction Status before the refund', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712370002', mobile_network: 'safaricom' });
     const tx = await untilStatus(rail.api, rail.key, id, ['failed', 'completed', 'action_required']);

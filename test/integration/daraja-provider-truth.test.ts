@@ -70,6 +70,29 @@ describe('live M-Pesa: provider truth', function () {
     expect(rail.fake.executions.get(id)).to.equal(1);
   });
 
+  const STK = '/mpesa/stkpush/v1/processrequest';
+  for (const [suffix, answer] of [['0050', 'HTTP 500 with Daraja\'s error body'], ['0051', 'a bare HTTP 503']]) {
+    it(`an STK Push answered ${answer} is no decline: the prompt may be live, so it is never sent again and the payer's success funds the on-ramp`, async () => {
+      const phone = `+25471236${suffix}`;
+      const id = await liveOnramp(rail, phone);
+      const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+      expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+      expect(rail.fake.log.filter((r) => r.path === STK && r.body.PhoneNumber === phone.slice(1))).to.have.length(1);
+      expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
+      // Funded only once STK Query on the CheckoutRequestID its callback taught said paid.
+      expect(rail.fake.log.some((r) => r.path === '/mpesa/stkpushquery/v1/query' && r.body.CheckoutRequestID === tx.payment_source.reference)).to.equal(true);
+    });
+  }
+
+  it('a B2C request that ran and was answered HTTP 500 with Daraja\'s error body is no refusal: Transaction Status finds it paid, never refunded', async () => {
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350007', mobile_network: 'safaricom' });
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(tx.refund).to.equal(null);
+    expect(pathsFor(id)).to.deep.equal([B2C, STATUS]);
+    expect(rail.fake.executions.get(id)).to.equal(1);
+  });
+
   it('a queue-timeout callback is no answer: the status is asked before anything is sent again, and a payout that ran is paid once', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350055', mobile_network: 'safaricom' });
     const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);

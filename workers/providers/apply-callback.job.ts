@@ -7,18 +7,19 @@ import { isFinalOutcome, providerFor, type ProviderCallback } from '../../shared
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
 /**
- * A collection success a callback claims must match its request's amount and phone, and STK Query on the callback's
- * own CheckoutRequestID must say it was paid (CONTRACT §14). Asked as soon as the callback is stored: this job is
- * its first step. No final answer yet: the job tries again.
+ * A collection's final result a callback claims is corroborated by STK Query on the callback's own CheckoutRequestID
+ * (CONTRACT §14): a success must also match its request's amount and phone; a decline must not be a prompt M-Pesa
+ * says was paid (a forged decline would leave the payer charged and nothing delivered). Asked as soon as the callback
+ * is stored: this job is its first step. No final answer yet: the job tries again.
  */
 async function corroborate(deps: WorkerDeps, result: ProviderCallback): Promise<Corroboration> {
   const request = await collectionRequestFor(deps.ds, result);
   if (!request) throw new ResultTooEarlyError();
-  const wrong = requestMismatch(request, result);
+  const paid = result.outcome.status === 'succeeded';
+  const wrong = paid ? requestMismatch(request, result) : null;
   if (wrong) return { request, contradicted: `its ${wrong} is not the request's` };
   const asked = await providerFor('live', { db: deps.ds, config: deps.config, log: deps.log }).queryStatus('collection', request.reference, result.outcome.provider_reference!);
-  if (asked?.status === 'succeeded') return { request, confirmed: true };
-  if (asked && isFinalOutcome(asked)) return { request, contradicted: `STK Query says ${asked.status}` };
+  if (asked && isFinalOutcome(asked)) return (asked.status === 'succeeded') === paid ? { request, confirmed: true } : { request, contradicted: `STK Query says ${asked.status}` };
   throw new AppError('service_unavailable', 'M-Pesa has no final answer for the prompt yet; asking again shortly.');
 }
 

@@ -7,7 +7,7 @@ import { AppError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { toMinor } from '../../domain/money.js';
 import { updateReturning } from '../../db/unit-of-work.js';
-import { isFinalOutcome, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
+import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
@@ -48,6 +48,14 @@ export function payerKey(phone: string): string | null {
   }
 }
 
+/**
+ * A 5xx that is not Daraja's "being processed" (500.001.1001, temporary and not sent): the gateway failed with or
+ * after the request, so whether it went out is unknown.
+ */
+function unanswered(answer: DarajaAnswer): boolean {
+  return answer.status >= 500 && String(answer.body?.errorCode ?? '') !== '500.001.1001';
+}
+
 /** An answer to a request: accepted (ResponseCode 0) is pending; Daraja's errorCode is read like a ResultCode. */
 function answerOutcome(kind: ProviderKind, answer: DarajaAnswer, reference: string | null): ProviderOutcome {
   const body = answer.body ?? {};
@@ -71,22 +79,40 @@ export class DarajaProvider implements PaymentProvider {
     const phone = msisdn(req.phone_number);
     const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(phone)! });
     // A prompt Daraja took is never sent twice. One whose answer was lost learns its CheckoutRequestID from its callback
-    // (matched by payer and amount, collection-results.ts) and is then asked about, not sent again; one we still cannot
-    // tell about is sent again: the payer approves each prompt, so a lost one charges nobody.
+    // (matched by payer and amount, collection-results.ts) and is then asked about; one that left and was never
+    // answered may be live on the payer's phone: it is waited for (callback, STK Query), never prompted again.
     if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
     if (previous?.provider_reference) {
       const known = await this.queryStatus('collection', req.reference);
       if (known) return this.store('collection', req.reference, known);
     }
+    if (previous?.status === 'sending' && previous.sends > 0) return this.mayBeLive(req.reference);
     const timestamp = darajaTimestamp();
     await this.sending('collection', req.reference);
     const answer = await this.client.stkPush({
       BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
       Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
       AccountReference: req.reference.replace(/-/g, '').slice(0, 12), TransactionDesc: 'Rampway',
+    }).catch((err: unknown) => {
+      // No answer (a timeout, a dropped connection, a bare 5xx): the prompt may have gone out. Only a token we could
+      // not get means nothing left.
+      if (err instanceof ProviderError && err.providerCode !== 'oauth') return null;
+      throw err;
     });
+    if (!answer || unanswered(answer)) return this.mayBeLive(req.reference);
     const checkout = typeof answer.body?.CheckoutRequestID === 'string' ? answer.body.CheckoutRequestID : null;
     return this.store('collection', req.reference, answerOutcome('collection', answer, checkout));
+  }
+
+  /**
+   * A prompt that left without an answer we can read (CONTRACT §13: HTTP 5xx or no answer is temporary, never a
+   * decline): pending, its request kept `sending`, so its callback teaches us its CheckoutRequestID and the status
+   * checks then ask STK Query. A success the payer approves meanwhile funds it; it is never prompted a second time.
+   */
+  private async mayBeLive(reference: string): Promise<ProviderOutcome> {
+    const known = await this.stored('collection', reference);
+    this.log.info({ provider: this.id, kind: 'collection', reference }, 'provider answer unknown: waiting for the prompt\'s result');
+    return { status: 'pending', provider_reference: known?.provider_reference ?? null };
   }
 
   async payout(req: PayoutRequest): Promise<ProviderOutcome> {
@@ -102,6 +128,8 @@ export class DarajaProvider implements PaymentProvider {
     }
     await this.sending('payout', req.reference);
     const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
+    // Never a refusal: the payout may have run. The job's next attempt asks Transaction Status before sending again.
+    if (unanswered(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status} (${safeDescription(answer.body?.errorCode)}).`, String(answer.status));
     const conversation = typeof answer.body?.ConversationID === 'string' ? answer.body.ConversationID : null;
     return this.store('payout', req.reference, answerOutcome('payout', answer, conversation));
   }
@@ -158,19 +186,19 @@ export class DarajaProvider implements PaymentProvider {
   }
 
   /** Writes the request as `sending` unless its reference exists; answers what was stored before (null: first time). */
-  private async claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<Stored | null> {
+  private async claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number }) | null> {
     if (req.scope.environment !== 'live') throw new AppError('internal_error', 'M-Pesa only serves live requests.');
-    const rows = await updateReturning<{ outcome: Stored; inserted: boolean }>(this.db,
+    const rows = await updateReturning<{ outcome: Stored; sends: number; inserted: boolean }>(this.db,
       `INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
        VALUES ($1, 'live', $2, $3, $4, '{"status":"sending","provider_reference":null}')
        ON CONFLICT (environment, kind, reference) DO UPDATE SET attempts = p.attempts + 1, updated_at = now()
        WHERE p.business_id = EXCLUDED.business_id
-       RETURNING p.outcome, (xmax = 0) AS inserted`,
+       RETURNING p.outcome, p.sends, (xmax = 0) AS inserted`,
       [req.scope.businessId, kind, req.reference, JSON.stringify(request)],
     );
     if (rows.length === 0) throw AppError.invalidState(`The ${kind} reference ${req.reference} belongs to another business.`);
     this.log.info({ provider: this.id, kind, reference: req.reference, first: rows[0].inserted }, 'provider request');
-    return rows[0].inserted ? null : rows[0].outcome;
+    return rows[0].inserted ? null : { ...rows[0].outcome, sends: rows[0].sends };
   }
 
   /**
