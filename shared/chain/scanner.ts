@@ -4,7 +4,6 @@ import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
-import { postEntry } from '../domain/ledger.js';
 import { walletUsdcAccount } from '../domain/wallet-balances.js';
 import { chainFor } from './sandbox-chain.js';
 import { treasuryAddress } from './hd-wallet.js';
@@ -302,7 +301,7 @@ async function recordInflow(unit: Unit, environment: Environment, chain: Chain, 
   );
   if (!inserted.length || !walletId) return;
   const [wallet]: { business_id: string }[] = await unit.em.query(`SELECT business_id FROM wallets WHERE id = $1`, [walletId]);
-  await postEntry(unit.em, { businessId: wallet.business_id, environment }, {
+  unit.post({ businessId: wallet.business_id, environment }, {
     kind: 'wallet_deposit',
     reference: `wallet-deposit-${chain}-${log.transactionHash}-${log.logIndex}`,
     metadata: { wallet_id: walletId, transaction_hash: log.transactionHash, log_index: log.logIndex, from: log.from },

@@ -29,6 +29,9 @@ export interface Unit {
    * A ledger entry posted last, after the events and jobs are written, just before the commit: a hot account's row
    * (a business's treasury) is then locked only for the commit. An entry that cannot post (overdraft) still fails
    * the whole unit. A unit that posts to a guarded account posts every entry this way (see the ordering in inUnit).
+   * This is how domain code books: the one exception is an entry the caller must see refused at the point it decides
+   * (a `noOverdraft` debit answered as 409 or action_required: a withdrawal, a treasury payout, sandbox funding and
+   * transfers), posted there with postEntry. Adapters book nothing: they answer facts (a hash) for the domain to book.
    */
   post(scope: EventScope, entry: EntryInput): void;
 }

@@ -6,7 +6,6 @@ import { chainFor } from '../chain/sandbox-chain.js';
 import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
 import { rewindCursor } from '../chain/scanner.js';
 import type { EventScope } from './events.js';
-import { postEntry } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
@@ -134,7 +133,7 @@ export async function observeTransfer(
 ): Promise<SettlementRow> {
   const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) await postEntry(unit.em, scopeOf(tx), depositEntry(updated, tx, transfer));
+  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer));
   if (!isNew) {
     // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
     // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
@@ -242,7 +241,7 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
   for (const t of removed) {
     // The entry its observation made (depositEntry, from the same facts), reversed.
     const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined });
-    await postEntry(unit.em, scopeOf(tx), {
+    unit.post(scopeOf(tx), {
       kind: 'offramp_deposit_reorg',
       reference: `reorg-${entry.reference}`,
       metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },

@@ -7,7 +7,7 @@ import { checksumAddress } from '../chain/address.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import type { EventScope } from './events.js';
-import { postEntry, type EntryInput, type LedgerAccount } from './ledger.js';
+import type { EntryInput, LedgerAccount } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { closeSettlement, settlementOf, type SettlementRow } from './settlements.js';
 import { findTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
@@ -84,13 +84,18 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
   });
   const previousHash = tx.refund?.transaction_hash ?? null;
   if (!sent) return { status: 'pending', amount: usdc(total), to_address: to, transaction_hash: previousHash };
+  // Sent at once (the sandbox): booked now, back into the funding wallet's account or out through inbound clearing.
+  unit.post(scopeOf(tx), refundEntry({
+    reference: `refund-${tx.id}-${total}`, settlementId: settlement.id, amount: due,
+    to: walletId ? walletUsdcAccount(walletId, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
+  }));
   // A managed wallet's refund is a ledger credit in sandbox: no chain transaction to show.
   return { status: 'completed', amount: usdc(total), to_address: to, transaction_hash: tx.funding_type === 'managed_wallet' ? null : sent.hash };
 }
 
 async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<RefundState> {
   const total = minor(tx.total_required);
-  await postEntry(unit.em, scopeOf(tx), {
+  unit.post(scopeOf(tx), {
     kind: 'treasury_payout_refund',
     reference: `treasury-refund-${tx.id}`,
     metadata: { transaction_id: tx.id, payment_intent_id: tx.payment_intent_id },
@@ -133,7 +138,7 @@ async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState 
 export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<total> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
   const settlement = (await settlementOf(unit.em, tx.id))!;
   // Out of our books as it left: to the managed wallet's account, or out through inbound clearing to an external one.
-  await postEntry(unit.em, scopeOf(tx), refundEntry({
+  unit.post(scopeOf(tx), refundEntry({
     reference: send.reference, settlementId: settlement.id, amount: send.amount, transactionHash: send.hash,
     to: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
   }));

@@ -9,6 +9,7 @@ import { refundOfframp } from './offramps.js';
 import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
+import { providerJobs } from './provider-results.js';
 import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import type { JobRequest } from '../queues/producer.js';
 
@@ -16,11 +17,13 @@ import type { JobRequest } from '../queues/producer.js';
  * Whether the step a transaction stalled in can run again (CONTRACT §14). Managed-wallet and treasury-funded: every
  * step (the platform holds the funds). External wallets: the confirmation count (the USDC is with us) and the payout
  * (the provider adapter asks whether the earlier request paid before it sends again). On-ramps: the USDC delivery
- * (the hot wallet's send is once-only by its reference), never the collection (a second prompt could charge twice).
+ * (the hot wallet's send is once-only by its reference) and the wait for the prompt's answer (the provider is asked),
+ * never the collection request (a second prompt could charge twice).
  */
 export function canRunAgain(tx: Pick<TransactionRow, 'direction' | 'funding_type' | 'stalled_at'>): boolean {
   if (!tx.stalled_at) return false;
-  if (tx.direction === 'onramp') return tx.stalled_at === 'funded' || tx.stalled_at === 'processing';
+  // awaiting_funds: the provider is asked what became of the prompt (STK Query); nothing is sent to the payer again.
+  if (tx.direction === 'onramp') return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded' || tx.stalled_at === 'processing';
   if (tx.funding_type === 'managed_wallet' || tx.funding_type === 'treasury') return true;
   return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded';
 }
@@ -45,7 +48,9 @@ export async function retryTransaction(unit: Unit, config: Config, scope: EventS
   const step = tx.stalled_at!;
   const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });
   if (!moved) throw new AppError('transaction_not_retryable', 'This transaction changed meanwhile; read it again.', { status: tx.status });
-  const job = jobForStep(moved.row, step, stepDelay(config, tx.environment));
+  const job = tx.direction === 'onramp' && step === 'awaiting_funds'
+    ? providerJobs.check({ transactionId: tx.id, round: 1, after: `r${moved.row.retry_count}` }, 0)
+    : jobForStep(moved.row, step, stepDelay(config, tx.environment));
   if (job) await unit.stage(job, scope);
   return moved.row;
 }

@@ -4,6 +4,7 @@
 import { getDs } from '../helpers/shared.js';
 import { drive, type Lifecycle } from './lifecycles.js';
 import { INVARIANTS, chainDrifts, gatherTransfers, type Facts, type Verdict } from './invariants.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { describePlan, makePlan, type FaultEvent, type Plan } from './schedule.js';
 import { CONFIRMATIONS, startWorld, type World } from './world.js';
 
@@ -61,8 +62,15 @@ async function fire(world: World, event: FaultEvent, notes: string[], injected: 
 }
 
 /** Moving: anything the service has still to do on its own. */
-async function moving(lives: Lifecycle[]): Promise<{ moving: string[]; signature: string }> {
+async function moving(world: World, lives: Lifecycle[]): Promise<{ moving: string[]; signature: string }> {
   const ds = await getDs();
+  // USDC on the chain at a deposit address of the run that its settlement has not counted yet (a late transfer the
+  // watcher is still to see): the service has work to do, even when its transaction already ended.
+  const settlements: { id: string; to_address: string; received: string }[] = await ds.query(
+    `SELECT s.id::text, lower(s.to_address) AS to_address, s.received_amount::text AS received FROM settlements s WHERE s.transaction_id = ANY($1)`, [lives.flatMap((l) => l.transactions)]);
+  const onChain = new Map<string, bigint>();
+  for (const x of await gatherTransfers(world)) onChain.set(x.to, (onChain.get(x.to) ?? 0n) + x.value);
+  const uncounted = settlements.filter((st) => (onChain.get(st.to_address) ?? 0n) > toMinor(st.received, USDC_SCALE));
   const txs: { id: string; status: string; refund: string | null }[] = await ds.query(
     `SELECT id::text, status, refund->>'status' AS refund FROM transactions WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.transactions)]);
   const intents: { id: string; status: string; payout_status: string | null }[] = await ds.query(
@@ -79,17 +87,18 @@ async function moving(lives: Lifecycle[]): Promise<{ moving: string[]; signature
     ...deposits.filter((d) => d.status === 'pending').map((d) => `deposit ${d.id}`),
     ...withdrawals.filter((w) => w.status === 'pending').map((w) => `withdrawal ${w.id}`),
     ...(sends[0].n ? [`${sends[0].n} chain sends unmined`] : []),
+    ...uncounted.map((st) => `settlement ${st.id}: a transfer on chain not counted yet`),
   ];
   return { moving: still, signature: JSON.stringify([txs, intents, deposits, withdrawals]) };
 }
 
 /** Waits until nothing moves and nothing changed for `quietMs`, or `timeoutMs` passes (what still moves is then stuck). */
-async function quiesce(lives: Lifecycle[], timeoutMs: number, quietMs = 6000): Promise<string[]> {
+async function quiesce(world: World, lives: Lifecycle[], timeoutMs: number, quietMs = 6000): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   let since = Date.now();
   for (;;) {
-    const seen = await moving(lives);
+    const seen = await moving(world, lives);
     if (seen.signature !== last) {
       last = seen.signature;
       since = Date.now();
@@ -153,12 +162,12 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     await world.service.killWorkers();
     await world.service.startWorkers();
     const exits = new Map<string, string[]>();
-    let stuck = await quiesce(lives, options.quiesceMs);
+    let stuck = await quiesce(world, lives, options.quiesceMs);
     // Then the operator: every action_required is offered its exit, and each exit gets its own time to work.
     // (A late deposit can turn a failed transaction into action_required after quiescence: a third round catches it.)
     for (let round = 0; round < 3; round++) {
       if (!(await operateExits(world, lives, exits))) break;
-      stuck = await quiesce(lives, options.exitMs);
+      stuck = await quiesce(world, lives, options.exitMs);
     }
     if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);

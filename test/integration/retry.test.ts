@@ -100,6 +100,7 @@ describe('retry: every stalled step that can run again', function () {
     expect(canRunAgain({ direction: 'offramp', funding_type: 'external_wallet', stalled_at: 'created' })).to.equal(false);
     expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'funded' })).to.equal(true);
     expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'created' })).to.equal(false);
+    expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'awaiting_funds' })).to.equal(true);
     expect(canRunAgain({ direction: 'offramp', funding_type: 'treasury', stalled_at: 'funded' })).to.equal(true);
   });
 });

@@ -39,7 +39,8 @@ export const scanChainJob = defineJob({
 async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain): Promise<unknown> {
   // Our own sends first (whether or not an address is open): one still in flight whose job is gone is settled, a
   // mined one a reorg took is sent again.
-  const sends = await recheckSends(deps, environment, chain);
+  // Only where the chain's RPC is configured: a send is made only there.
+  const sends = deps.config.chains[chain].rpcUrl ? await recheckSends(deps, environment, chain) : null;
   // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
   // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open.
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
