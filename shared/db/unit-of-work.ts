@@ -31,7 +31,8 @@ export interface Unit {
    * the whole unit. A unit that posts to a guarded account posts every entry this way (see the ordering in inUnit).
    * This is how domain code books: the one exception is an entry the caller must see refused at the point it decides
    * (a `noOverdraft` debit answered as 409 or action_required: a withdrawal, a treasury payout, sandbox funding and
-   * transfers), posted there with postEntry. Adapters book nothing: they answer facts (a hash) for the domain to book.
+   * transfers, and the sandbox chain's managed-wallet send, which is that wallet's simulated balance), posted there
+   * with postEntry. Otherwise adapters book nothing: they answer facts (a hash) for the domain to book.
    */
   post(scope: EventScope, entry: EntryInput): void;
 }

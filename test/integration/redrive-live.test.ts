@@ -1,15 +1,13 @@
 import { expect } from 'chai';
-import { erc20Abi, getAddress, parseEther, type Address } from 'viem';
+import { erc20Abi, parseEther, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { bearer, writeHeaders } from '../helpers/factories.js';
+import { bearer } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, offramp, quote } from '../helpers/ramps.js';
+import { expectLedgerSound } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
-import { mintUsdc } from '../helpers/chain.js';
-import { liveBeneficiary, startLiveChainRail, type LiveChainRail } from '../helpers/live-rail.js';
+import { liveExternalOfframp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { jobId } from '../../shared/queues/registry.js';
-import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { findSend, recheckSends, send, settle } from '../../shared/chain/sender.js';
 
@@ -30,23 +28,12 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
   const get = async (id: string) => (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
 
   it('a refused payout\'s refund, its send job lost while the hot wallet had no gas, is sent once the sweeper runs', async () => {
-    const account = privateKeyToAccount(generatePrivateKey());
-    const wallet = await rail.api.http.post(`${BASE}/wallets`).set(writeHeaders(rail.key)).send({ address: account.address, chain: 'base' });
-    const challenge = await rail.api.http.post(`${BASE}/wallets/${wallet.body.id}/verification-challenges`).set(writeHeaders(rail.key));
-    await rail.api.http.post(`${BASE}/wallets/${wallet.body.id}/verify`).set(writeHeaders(rail.key))
-      .send({ challenge_id: challenge.body.id, signature: await account.signMessage({ message: challenge.body.message }) });
     // A receiver M-Pesa refuses for good (magic 0002): the payout fails and the USDC goes back.
-    const beneficiary = await liveBeneficiary(rail, 'mobile_money', { phone_number: '+254712340002', mobile_network: 'safaricom' });
-    const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiary });
-    const created = (await offramp(rail.api, rail.key, q.id, wallet.body.id)).body;
-    const total = toMinor(created.settlement.total_required, USDC_SCALE);
-    await mintUsdc(rail.anvil, rail.token, account.address, total);
-    await setEth(account.address, parseEther('1'));
+    const { account, created, total } = await liveExternalOfframp(rail, '+254712340002');
     // The hot wallet cannot pay gas: the refund's send waits, retried with backoff.
     await setEth(rail.hot, 0n);
-    const hash = await rail.anvil.walletClient.writeContract({ address: rail.token, abi: erc20Abi, functionName: 'transfer', args: [getAddress(created.settlement.to_address), total], account, chain: rail.anvil.chain });
-    await rail.anvil.publicClient.waitForTransactionReceipt({ hash });
-    const failed = await until(async () => { await mine(); const tx = await get(created.id); return tx.status === 'failed' && tx; }, { what: 'the payout refused', everyMs: 100, timeoutMs: 30_000, describe: async () => ({ status: (await get(created.id)).status, failure: (await get(created.id)).failure }) });
+    await transferUsdcFrom(rail, account.key, created.settlement.to_address, total);
+    const failed = await until(async () => { await mine(); const tx = await get(created.id); return tx.status === 'failed' && tx; }, { what: 'the payout refused', everyMs: 100, timeoutMs: 30_000 });
     expect(failed.refund.status).to.equal('pending');
     const send = jobId('chain.send', 'live', 'base', `refund-${created.id}-${total}`);
     const queue = rail.pools.deps.queues.settlement;
