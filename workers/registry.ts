@@ -28,6 +28,7 @@ import { sendWithdrawalJob } from './settlement/send-withdrawal.job.js';
 import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
+import { refundOnrampJob } from './providers/refund-onramp.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
 import { getConfig } from '../shared/config.js';
 
@@ -40,7 +41,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
   deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob, sendWithdrawalJob,
-  applyCallbackJob, checkProviderJob, resendPayoutJob,
+  applyCallbackJob, checkProviderJob, resendPayoutJob, refundOnrampJob,
 ];
 
 export const SCHEDULES: ScheduleDefinition[] = [

@@ -86,10 +86,15 @@ export const schemas: Record<string, JsonSchema> = {
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
       refund: {
         type: ['object', 'null'],
-        description: 'USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
-          '`transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet\'s balance.',
+        description: 'Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
+          '`transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet\'s balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, ' +
+          'paid back to the payer\'s phone (`currency`, `phone_number` redacted, `provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it).',
         required: ['status', 'amount', 'to_address', 'transaction_hash'],
-        properties: { status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, to_address: NULLABLE_STRING, transaction_hash: NULLABLE_STRING },
+        properties: {
+          status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, to_address: NULLABLE_STRING, transaction_hash: NULLABLE_STRING,
+          currency: { type: 'string' }, phone_number: NULLABLE_STRING, provider_reference: NULLABLE_STRING,
+          failure: { type: ['object', 'null'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+        },
       },
       refund_address: { type: ['string', 'null'], description: 'External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`).' },
       settlement: ref('Settlement'),
@@ -172,8 +177,13 @@ export const routes: RouteDef[] = [
     tag: TAG,
     scope: 'transactions:read',
     pathParams: { id: uuidParam },
+    description: 'An off-ramp embeds its `settlement`, as its creation answer does (the object `GET /transactions/{id}/settlement` returns).',
     responses: { '200': { description: 'The transaction.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: transactionView(await findTransaction(deps.ds, auth, byId(params))) }),
+    handler: async ({ deps, auth, params }) => {
+      const tx = await findTransaction(deps.ds, auth, byId(params));
+      const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
+      return { status: 200, body: transactionView(tx, settlement ? { settlement: settlementView(settlement) } : {}) };
+    },
   },
   {
     method: 'get',

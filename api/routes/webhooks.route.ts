@@ -6,7 +6,7 @@ import {
   createEndpoint, deleteEndpoint, ENDPOINT_COLUMNS, ENDPOINT_STATUSES, endpointView, EVENT_FILTERS, findEndpoint, MAX_ENDPOINTS, rotateSecret,
   type CreateEndpointInput, type EndpointRow,
 } from '../../shared/webhooks/endpoints.js';
-import { eventView, redeliverEvent, type EventRow } from '../../shared/webhooks/delivery.js';
+import { EVENT_COLUMNS, eventView, redeliverEvent, type EventRow } from '../../shared/webhooks/delivery.js';
 import { checkEndpointUrl } from '../../shared/webhooks/http-delivery.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -17,11 +17,15 @@ const TIME = { type: 'string', format: 'date-time' };
 export const schemas: Record<string, JsonSchema> = {
   Event: {
     type: 'object',
-    required: ['id', 'type', 'created_at', 'data'],
+    required: ['id', 'type', 'sequence', 'created_at', 'data'],
     properties: {
       id: { ...ref('Uuid'), description: 'Also the `webhook-id` of every delivery of this event.' },
       type: { type: 'string', enum: [...EVENT_TYPES] },
-      created_at: ref('Timestamp'),
+      sequence: {
+        type: 'integer', minimum: 1,
+        description: 'Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.',
+      },
+      created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 UTC with microseconds (6 fractional digits).' },
       data: { type: 'object', description: 'The resource as it stood after the change, as its own GET shows it.' },
     },
   },
@@ -95,7 +99,6 @@ interface EventQuery extends PageQuery {
   created_lte?: string;
 }
 
-const EVENT_COLUMNS = 'e.id, e.type, e.created_at, e.data';
 
 export const routes: RouteDef[] = [
   {

@@ -53,8 +53,9 @@ async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<{
   const messages: { id: string; business_id: string; environment: string }[] = await em.query(
     `WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
-       -- A microsecond apart, so lists ordered by created_at show a unit's events in the order they happened.
-       SELECT b, e, t, d, now() + (o - 1) * interval '1 microsecond'
+       -- When they were written (clock_timestamp, not the transaction's start: a unit that waited for another's lock on
+       -- the same resource writes later), a microsecond apart, so a unit's events keep the order they happened in.
+       SELECT b, e, t, d, clock_timestamp() + (o - 1) * interval '1 microsecond'
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o
        RETURNING id, business_id, environment, type)
      INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment)

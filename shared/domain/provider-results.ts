@@ -11,6 +11,7 @@ import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
+import { fiatRefundResult } from './onramp-refunds.js';
 import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import { NOW } from './transition.js';
 
@@ -112,7 +113,8 @@ type PayoutFacts = Pick<ProviderCallback, 'absent' | 'ended' | 'queryId' | 'time
  */
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, facts: PayoutFacts = {}): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
-  if (tx.direction !== 'offramp') return `unchanged (${tx.status})`;
+  // An on-ramp's only payout is the fiat it pays back to its payer after a failed delivery.
+  if (tx.direction !== 'offramp') return fiatRefundResult(unit, tx, outcome, facts);
   if (facts.queryId && !(await latestQuery(unit, tx.id, facts.queryId))) return 'stale status result';
   if (facts.timedOut) return askStatusNow(unit, tx, 't');
   const reference = outcome.provider_reference ?? tx.provider_reference;

@@ -121,7 +121,7 @@ export function refundEntry(req: { reference: string; settlementId: string; amou
 }
 
 /** The refund changed on a transaction whose status did not: stored, and the status announced again with it. */
-async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: null } = {}): Promise<TransactionRow> {
+export async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: null } = {}): Promise<TransactionRow> {
   await unit.em.query(`UPDATE transactions SET refund = $2, refund_due_at = CASE WHEN $3::boolean THEN NULL ELSE refund_due_at END, updated_at = now() WHERE id = $1`, [
     tx.id, JSON.stringify(refund), 'refund_due_at' in set,
   ]);

@@ -114,6 +114,11 @@ export const STUCK_RULES: StuckRule[] = [
   outboxRule('refunds still pending or failed', STEP,
     `o.job_name = 'chain.send' AND o.payload->>'purpose' = 'refund' AND EXISTS (
        SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.refund->>'status' IN ('pending', 'failed') AND t.updated_at < ${STALE})`),
+  // An on-ramp's fiat refund to its payer still pending (its job gave up, or its result never came): the same payout
+  // job again; the provider adapter asks what became of the earlier request before it sends anything.
+  outboxRule('on-ramp fiat refunds still pending', PROVIDER,
+    `o.job_name = 'onramp.refund' AND EXISTS (
+       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund->>'status' = 'pending' AND t.updated_at < ${STALE})`),
   outboxRule('sweeps sent and not yet mined', STEP,
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),

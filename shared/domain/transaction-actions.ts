@@ -6,6 +6,7 @@ import type { EventScope } from './events.js';
 import type { TransactionStatus } from './machines.js';
 import { jobForStep, stepDelay } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
+import { deliveryPending, failDelivery } from './onramp-refunds.js';
 import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
@@ -17,13 +18,14 @@ import type { JobRequest } from '../queues/producer.js';
  * Whether the step a transaction stalled in can run again (CONTRACT §14). Managed-wallet and treasury-funded: every
  * step (the platform holds the funds). External wallets: the confirmation count (the USDC is with us) and the payout
  * (the provider adapter asks whether the earlier request paid before it sends again). On-ramps: the USDC delivery
- * (the hot wallet's send is once-only by its reference) and the wait for the prompt's answer (the provider is asked),
- * never the collection request (a second prompt could charge twice).
+ * (the hot wallet's send is once-only by its reference), the wait for the prompt's answer (the provider is asked) and
+ * the collection request itself: the adapter claims the request by our reference first and prompts again only when no
+ * earlier prompt left (one that left unanswered is waited for and asked about), so the payer is never charged twice.
  */
 export function canRunAgain(tx: Pick<TransactionRow, 'direction' | 'funding_type' | 'stalled_at'>): boolean {
   if (!tx.stalled_at) return false;
   // awaiting_funds: the provider is asked what became of the prompt (STK Query); nothing is sent to the payer again.
-  if (tx.direction === 'onramp') return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded' || tx.stalled_at === 'processing';
+  if (tx.direction === 'onramp') return ['created', 'awaiting_funds', 'funded', 'processing'].includes(tx.stalled_at);
   if (tx.funding_type === 'managed_wallet' || tx.funding_type === 'treasury') return true;
   return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded';
 }
@@ -71,6 +73,9 @@ export async function simulateOutcome(unit: Unit, chain: ChainAdapter, scope: Ev
   const failure = { code, message: 'Forced by the sandbox simulate control.' };
   if (input.outcome === 'completed') {
     await unit.em.query(`UPDATE transactions SET forced_outcome = $2, updated_at = now() WHERE id = $1`, [tx.id, JSON.stringify({ outcome: 'completed' })]);
+  } else if (input.outcome === 'failed' && deliveryPending(tx)) {
+    // The payer paid and no USDC left: the delivery fails for good and the fiat goes back to the payer.
+    await failDelivery(unit, tx, { code: input.failure_code ?? 'delivery_failed', message: 'Forced by the sandbox simulate control: the USDC delivery failed for good; the payment is returned to the payer.' });
   } else if (input.outcome === 'failed') {
     const refund = tx.direction === 'offramp' ? await refundOfframp(unit, chain, tx) : null;
     await moveTransaction(unit, tx, 'failed', { set: { failure, ...(refund ? { refund } : {}) }, reason: code });

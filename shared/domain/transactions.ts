@@ -65,9 +65,15 @@ export interface TransactionRow {
 
 export interface RefundState {
   status: 'pending' | 'completed' | 'failed';
+  /** USDC for an off-ramp; an on-ramp's fiat (`currency`) paid back to its payer. */
   amount: string;
   to_address?: string | null;
   transaction_hash: string | null;
+  /** On-ramps: the fiat's currency, the payer's phone (redacted), the provider's receipt of the payout, why it failed. */
+  currency?: string;
+  phone_number?: string;
+  provider_reference?: string | null;
+  failure?: { code: string; message: string };
 }
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
@@ -80,6 +86,12 @@ export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'li
 const amount = renderAmount;
 const side = unitOf;
 const rate = (value: string) => formatRate(new Decimal(value));
+
+function refundView(refund: RefundState): Record<string, unknown> {
+  const usdcBack = { status: refund.status, amount: refund.amount, to_address: refund.to_address ?? null, transaction_hash: refund.transaction_hash };
+  if (!refund.currency) return usdcBack;
+  return { ...usdcBack, currency: refund.currency, phone_number: refund.phone_number ?? null, provider_reference: refund.provider_reference ?? null, failure: refund.failure ?? null };
+}
 
 /** The transaction as the API, events and webhooks show it. */
 export function transactionView(row: TransactionRow, extra: { settlement?: Record<string, unknown> } = {}): Record<string, unknown> {
@@ -111,7 +123,7 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
-    refund: row.refund ? { status: row.refund.status, amount: row.refund.amount, to_address: row.refund.to_address ?? null, transaction_hash: row.refund.transaction_hash } : null,
+    refund: row.refund ? refundView(row.refund) : null,
     refund_address: row.refund_address,
     ...(extra.settlement ? { settlement: extra.settlement } : {}),
     completed_at: row.completed_at ? row.completed_at.toISOString() : null,

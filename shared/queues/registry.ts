@@ -64,6 +64,8 @@ export interface JobPayloads {
   'chain.reconcile': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
   /** USDC an off-ramp holds and no longer needs goes back: the excess of a completed one, or an underpaid or late deposit past AUTO_REFUND_AFTER_SECONDS. */
   'offramp.refund': { transactionId: string };
+  /** An on-ramp whose delivery failed for good pays the collected fiat back to its payer (our transaction id is the payout's reference). */
+  'onramp.refund': { transactionId: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
 }
@@ -104,6 +106,8 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'provider.callback': { queue: 'providers', attempts: 6, backoffMs: 250 },
   'provider.check': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'payout.resend': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
+  // Temporary refusals: retried with backoff; past them the refund stays pending and the sweeper stages it again.
+  'onramp.refund': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   // Not mined yet: asked again (2 s, 4 s, ... about 2 minutes in all); the scan finds it anyway.
   'chain.receipt': { queue: 'settlement', attempts: 7, backoffMs: 2000 },
   // Not mined within a wait, or the RPC down: asked again (1 s, 2 s, ... about 9 hours in all); the send is never repeated.

@@ -28,13 +28,26 @@ export const webhookJobs = {
 export interface EventRow {
   id: string;
   type: string;
-  created_at: Date;
+  /** The events table's identity, as text: it follows the order changes to one resource happened in. */
+  sequence: string;
+  /** ISO 8601 UTC with microseconds, as PostgreSQL keeps it (EVENT_CREATED_AT). */
+  created_at: string;
   data: Record<string, unknown>;
 }
 
-/** The event as GET /events/{id} shows it, and as every delivery's body carries it. */
+/** An events row's created_at with its microseconds (a JavaScript Date would drop three digits). */
+export const eventCreatedAt = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The columns eventView reads, from `events e`. */
+export const EVENT_COLUMNS = `e.id, e.type, e.seq::text AS sequence, ${eventCreatedAt('e.created_at')} AS created_at, e.data`;
+
+/**
+ * The event as GET /events/{id} shows it, and as every delivery's body carries it. `sequence` strictly increases
+ * across the events of one resource in the order its changes happened (each change's event is written after the
+ * conditional update that locked the resource's row, so a later change always gets a larger one).
+ */
 export function eventView(row: EventRow): Record<string, unknown> {
-  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), data: row.data };
+  return { id: row.id, type: row.type, sequence: Number(row.sequence), created_at: row.created_at, data: row.data };
 }
 
 interface MessageRow {
@@ -48,14 +61,15 @@ interface MessageRow {
   endpoint_status: EndpointStatus;
   event_id: string;
   event_type: string;
-  event_created_at: Date;
+  event_sequence: string;
+  event_created_at: string;
   event_data: Record<string, unknown>;
 }
 
 async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
   const rows: MessageRow[] = await q.query(
     `SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status,
-            e.id AS event_id, e.type AS event_type, e.created_at AS event_created_at, e.data AS event_data
+            e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data
        FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`,
     [id],
   );
@@ -110,7 +124,7 @@ export async function deliverMessage(deps: DeliveryDeps, data: { messageId: stri
   if (!slot) throw new EndpointBusy(`endpoint ${message.endpoint_id} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
   let result: DeliveryResult;
   try {
-    const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, created_at: message.event_created_at, data: message.event_data }));
+    const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, sequence: message.event_sequence, created_at: message.event_created_at, data: message.event_data }));
     const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
     const policy = { environment: message.environment, allowLoopback: message.environment === 'sandbox' && deps.config.webhooks.allowLoopback };
     result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy });

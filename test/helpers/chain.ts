@@ -120,7 +120,13 @@ contract TestUSDC {
         _move(from, to, value);
         return true;
     }
+    // As Circle's FiatToken: a blacklisted account can neither send nor receive (transfers to it revert).
+    mapping(address => bool) public isBlacklisted;
+    function blacklist(address account) external {
+        isBlacklisted[account] = true;
+    }
     function _move(address from, address to, uint256 value) internal {
+        require(!isBlacklisted[from] && !isBlacklisted[to], "Blacklistable: account is blacklisted");
         require(balanceOf[from] >= value, "balance");
         balanceOf[from] -= value;
         balanceOf[to] += value;

@@ -68,6 +68,10 @@ export interface FakeDaraja {
   callbackOrigin: string;
   callbackDelayMs: number;
   holdMs: number;
+  /** While set, the token endpoint answers 503 (Daraja's gateway down): nothing else can be called. */
+  oauthDown: boolean;
+  /** The CheckoutRequestIDs of the prompts sent to an MSISDN (digits, as Daraja takes it), oldest first. */
+  checkoutsFor(msisdn: string): string[];
   /** Runs before a Transaction Status query is answered (a test makes something happen meanwhile); cleared after. */
   beforeStatusAnswer: (() => Promise<void>) | null;
   /** Payouts M-Pesa executed (money moved), per our reference: more than 1 is a double payment. */
@@ -120,7 +124,8 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
   const failedOnce = new Set<string>();
   const ended = new Set<string>();
   const fake: FakeDaraja = {
-    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null,
+    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null, oauthDown: false,
+    checkoutsFor: (msisdn) => [...payments.values()].filter((p) => p.kind === 'collection' && p.phone === msisdn).map((p) => p.key),
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
     resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
     stkCallbackFor: (checkout) => (payments.has(checkout) ? (stkCallback(payments.get(checkout)!) as Record<string, any>) : null),
@@ -222,6 +227,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
     const send = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
     if (req.method === 'GET' && url.pathname === '/oauth/v1/generate') {
       fake.tokenRequests++;
+      if (fake.oauthDown) return send(503, { message: 'Service Unavailable' });
       const basic = Buffer.from(`${credentials.key}:${credentials.secret}`).toString('base64');
       if (req.headers.authorization !== `Basic ${basic}` || url.searchParams.get('grant_type') !== 'client_credentials') return send(400, { errorCode: '400.008.01', errorMessage: 'Invalid Authentication passed' });
       const token = `fake-token-${randomUUID()}`;

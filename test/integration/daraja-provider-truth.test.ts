@@ -7,6 +7,7 @@ import { until } from '../helpers/until.js';
 import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
 import { MAX_CHECK_ROUNDS } from '../../shared/domain/provider-results.js';
+import { forgetDarajaTokens } from '../../shared/providers/daraja/daraja-client.js';
 
 // Provider truth (CONTRACT §14) on our Daraja stand-in, which speaks Safaricom's published shapes
 // (test/helpers/fake-daraja.ts): callbacks read as Daraja sends them, "not found" lets a payout be sent again, an
@@ -133,5 +134,91 @@ describe('live M-Pesa: a status check that gives up re-reads the transaction', f
     expect(tx.status).to.equal('failed');
     expect(tx.refund.status).to.equal('completed');
     expect((await history(id)).slice(-2)).to.deep.equal(['processing', 'failed']);
+  });
+});
+
+describe('live M-Pesa: every stalled collection has an exit', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    rail = await startLiveRail({ env: { PROVIDER_RETRY_BASE_MS: '100', PROVIDER_MAX_ATTEMPTS: '2', DARAJA_REQUEST_TIMEOUT_MS: '300' } });
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  it('an on-ramp whose prompt never left (M-Pesa\'s gateway down) stalls at created, and its retry prompts the payer once and completes', async () => {
+    rail.fake.oauthDown = true;
+    forgetDarajaTokens(); // the token the pools already hold would still be good
+    let id: string;
+    try {
+      id = await liveOnramp(rail, '+254712360012');
+      const stalled = await untilStatus(rail.api, rail.key, id, ['action_required', 'awaiting_funds', 'failed', 'completed']);
+      expect(stalled.status).to.equal('action_required');
+      expect(stalled.failure.code).to.equal('provider_unavailable');
+      expect(rail.fake.checkoutsFor('254712360012')).to.deep.equal([]);
+    } finally {
+      rail.fake.oauthDown = false;
+    }
+    const retry = await rail.api.http.post(`${BASE}/transactions/${id}/retry`).set(writeHeaders(rail.key)).send({});
+    expect(retry.status, JSON.stringify(retry.body)).to.equal(202);
+    expect(retry.body.status).to.equal('created');
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(rail.fake.checkoutsFor('254712360012')).to.have.length(1);
+    expect(await history(id)).to.deep.equal(['created', 'action_required', 'created', 'awaiting_funds', 'funded', 'processing', 'completed']);
+  });
+
+  it('a prompt whose answer and callback were both lost times out after the status checks; the payer\'s payment, reported later, still completes it', async () => {
+    // The answer is late (the request times out) and the callback goes nowhere: M-Pesa never names the prompt to us.
+    rail.fake.holdMs = 1500;
+    rail.fake.callbackOrigin = 'http://127.0.0.1:9';
+    let id: string;
+    let failed;
+    try {
+      id = await liveOnramp(rail, '+254712370066');
+      failed = await untilStatus(rail.api, rail.key, id, ['failed', 'completed', 'action_required']);
+    } finally {
+      rail.fake.holdMs = 0;
+      rail.fake.callbackOrigin = rail.apiUrl;
+    }
+    expect(failed.status).to.equal('failed');
+    expect(failed.failure.code).to.equal('collection_timeout');
+    const checkouts = rail.fake.checkoutsFor('254712370066');
+    expect(checkouts).to.have.length(1);
+    // The payer approved after all: the success callback arrives, is matched by payer and amount, and is corroborated.
+    await rail.fake.payLate(checkouts[0]);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed']);
+    expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'failed', 'funded', 'processing', 'completed']);
+    expect(tx.provider_reference).to.match(/^[A-Z0-9]{10}$/);
+    expect(rail.fake.checkoutsFor('254712370066')).to.have.length(1);
+  });
+
+  it('a payment intent\'s prompt whose answer and callback were both lost waits for payment again; the payment, reported later, is a late deposit', async () => {
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(create.status, JSON.stringify(create.body)).to.equal(201);
+    const id = create.body.id;
+    rail.fake.holdMs = 1500;
+    rail.fake.callbackOrigin = 'http://127.0.0.1:9';
+    let given;
+    try {
+      const collect = await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
+        .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390066', mobile_network: 'safaricom' } });
+      expect(collect.status).to.equal(202);
+      given = await until(async () => {
+        const intent = (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
+        return intent.last_payment_error !== null && intent;
+      }, { what: 'the prompt timing out' });
+    } finally {
+      rail.fake.holdMs = 0;
+      rail.fake.callbackOrigin = rail.apiUrl;
+    }
+    expect(given.status).to.equal('awaiting_payment');
+    expect(given.last_payment_error.code).to.equal('collection_timeout');
+    await rail.fake.payLate(rail.fake.checkoutsFor('254712390066')[0]);
+    const deposits = await until(async () => {
+      const rows = await (await getDs()).query(`SELECT status, late_payment FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
+      return rows.length > 0 && rows[0].status === 'confirmed' && rows;
+    }, { what: 'the late deposit' });
+    expect(deposits).to.deep.equal([{ status: 'confirmed', late_payment: true }]);
   });
 });

@@ -6,7 +6,7 @@ import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
 import { expectLedgerSound, history, offramp, quote, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
-import { mintUsdc, type Anvil } from '../helpers/chain.js';
+import { contracts, mintUsdc, type Anvil } from '../helpers/chain.js';
 import { fundedLiveWallet, liveBeneficiary, liveExternalOfframp, liveOnramp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { send, settle } from '../../shared/chain/sender.js';
@@ -257,6 +257,31 @@ describe('live chain rails on Anvil', function () {
     const receipt = await anvil.publicClient.getTransactionReceipt({ hash: done.destination.transaction_hash });
     expect(receipt.from.toLowerCase()).to.equal(hot.toLowerCase());
     expect(await usdcOf(done.destination.wallet_address)).to.equal(minor(done.destination.amount));
+  });
+
+  it('a live on-ramp whose delivery the token reverts (a blacklisted wallet) fails delivery_failed and pays the payer back by B2C, once', async () => {
+    const customer = await createCustomer(api(), key());
+    const blacklisted = await anvil.walletClient.writeContract({
+      address: token, abi: contracts().TestUSDC.abi, functionName: 'blacklist', args: [getAddress(customer.wallet.address)], account: anvil.deployer, chain: anvil.chain,
+    });
+    await anvil.publicClient.waitForTransactionReceipt({ hash: blacklisted });
+    const q = await quote(api(), key(), { direction: 'onramp', source_amount: '1500', wallet_id: customer.wallet.id });
+    const res = await api().http.post(`${BASE}/onramps`).set(writeHeaders(key())).send({ quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: '+254712340211', mobile_network: 'safaricom' } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const failed = await mineUntil(res.body.id, ['failed', 'completed', 'action_required']);
+    expect(failed.status, JSON.stringify(failed.failure)).to.equal('failed');
+    expect(failed.failure.code).to.equal('delivery_failed');
+    const back = await until(async () => {
+      const tx = (await api().http.get(`${BASE}/transactions/${res.body.id}`).set(bearer(key()))).body;
+      return tx.refund?.status === 'completed' && tx;
+    }, { what: 'the fiat paid back' });
+    expect(back.refund).to.deep.include({ amount: res.body.source.total_required, currency: 'KES', phone_number: '*********0211' });
+    expect(back.refund.provider_reference).to.match(/^[A-Z0-9]{10}$/);
+    // One B2C to the payer's number for our transaction id, executed once; no USDC reached the wallet.
+    const b2c = rail.fake.payoutsTo(res.body.id);
+    expect(b2c.map((r) => r.body.PartyB)).to.deep.equal(['254712340211']);
+    expect(rail.fake.executions.get(res.body.id)).to.equal(1);
+    expect(await usdcOf(customer.wallet.address)).to.equal(0n);
   });
 
   it('a dropped transaction is broadcast again with the same nonce; a replaced one is signed again with a new nonce', async () => {

@@ -62,6 +62,8 @@ describe('off-ramps end to end in sandbox', function () {
     expect(settlement).to.deep.include({ status: 'confirmed', received_amount: '101.500000', overpaid_amount: null });
     expect(settlement.confirmations).to.equal(settlement.required_confirmations);
     expect(settlement.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
+    // The off-ramp reads back as it was created: with its settlement embedded, the same object.
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.settlement).to.deep.equal(settlement);
   });
 
   it('a managed wallet short of USDC is action_required insufficient_funds; funded and retried, it completes', async () => {

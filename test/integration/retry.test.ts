@@ -8,6 +8,7 @@ import { BASE, createCustomer } from '../helpers/wallets.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { expectLedgerSound, fund, history, kesBeneficiary, quote, untilStatus, verifiedWallet } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
+import { getDs } from '../helpers/shared.js';
 import { canRunAgain } from '../../shared/domain/transaction-actions.js';
 import { confirmSettlementJob } from '../../workers/settlement/confirm-settlement.job.js';
 import { deliverOnrampJob } from '../../workers/settlement/deliver-onramp.job.js';
@@ -92,6 +93,30 @@ describe('retry: every stalled step that can run again', function () {
       expect(done.destination.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
       expect(await history(res.body.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'action_required', 'funded', 'processing', 'completed']);
     });
+
+    it('an on-ramp whose delivery failed for good pays the collected fiat back to the payer, once, and says so in its refund', async () => {
+      const customer = await createCustomer(api, key);
+      const q = await quote(api, key, { direction: 'onramp', destination_amount: '25', wallet_id: customer.wallet.id });
+      const res = await api.http.post(`${BASE}/onramps`).set(writeHeaders(key)).send({ quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: '+254722480177', mobile_network: 'safaricom' } });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      await untilStatus(api, key, res.body.id, ['funded']);
+      const forced = await api.http.post(`${BASE}/sandbox/transactions/${res.body.id}/simulate`).set(writeHeaders(key)).send({ outcome: 'failed' });
+      expect(forced.status, JSON.stringify(forced.body)).to.equal(200);
+      expect(forced.body.status).to.equal('failed');
+      expect(forced.body.failure.code).to.equal('delivery_failed');
+      expect(forced.body.refund).to.deep.include({ status: 'pending', amount: res.body.source.total_required, currency: 'KES', phone_number: '*********0177', provider_reference: null });
+      const back = await until(async () => {
+        const tx = (await api.http.get(`${BASE}/transactions/${res.body.id}`).set(writeHeaders(key))).body;
+        return tx.refund.status !== 'pending' && tx;
+      }, { what: 'the fiat refund' });
+      expect(back.refund.status).to.equal('completed');
+      expect(back.refund.provider_reference).to.match(/^S[A-Z0-9]{9}$/);
+      const payouts = await (await getDs()).query(`SELECT evaluations FROM provider_requests WHERE kind = 'payout' AND reference = $1`, [res.body.id]);
+      expect(payouts).to.deep.equal([{ evaluations: 1 }]);
+      // Nothing was delivered, and the refund cannot be repeated by the delivery's own job.
+      expect(await deliverOnrampJob.process({ data: { transactionId: res.body.id } } as never, pools.deps)).to.equal('not funded (failed)');
+      expect(await history(res.body.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'failed']);
+    });
   });
 
   it('which stalled steps can run again', () => {
@@ -99,7 +124,7 @@ describe('retry: every stalled step that can run again', function () {
     expect(canRunAgain({ direction: 'offramp', funding_type: 'external_wallet', stalled_at: 'awaiting_funds' })).to.equal(true);
     expect(canRunAgain({ direction: 'offramp', funding_type: 'external_wallet', stalled_at: 'created' })).to.equal(false);
     expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'funded' })).to.equal(true);
-    expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'created' })).to.equal(false);
+    expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'created' })).to.equal(true);
     expect(canRunAgain({ direction: 'onramp', funding_type: null, stalled_at: 'awaiting_funds' })).to.equal(true);
     expect(canRunAgain({ direction: 'offramp', funding_type: 'treasury', stalled_at: 'funded' })).to.equal(true);
   });

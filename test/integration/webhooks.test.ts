@@ -132,6 +132,36 @@ describe('events and signed webhooks', function () {
     expect((await endpoint(ep.id)).secret).to.equal(undefined);
   });
 
+  it('one resource\'s events carry a sequence and a microsecond created_at in the order its changes happened, even when the unit that began first waited', async () => {
+    const id = randomUUID();
+    const scope = { businessId, environment: 'sandbox' as const };
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    let release!: () => void;
+    const firstHasLock = new Promise<void>((resolve) => (release = resolve));
+    // B begins first, then waits for the lock A holds on the resource's row: B's change happens after A's.
+    const b = inUnit(api.deps, async (unit) => {
+      await unit.em.query('SELECT now()');
+      await firstHasLock;
+      await unit.em.query('SELECT id FROM businesses WHERE id = $1 FOR UPDATE', [businessId]);
+      unit.event(scope, 'transaction.completed', { id });
+    });
+    await pause(50);
+    await inUnit(api.deps, async (unit) => {
+      await unit.em.query('SELECT id FROM businesses WHERE id = $1 FOR UPDATE', [businessId]);
+      release();
+      await pause(200);
+      unit.event(scope, 'transaction.processing', { id });
+    });
+    await b;
+    const listed = (await api.http.get(`${BASE}/events?type=transaction.*&limit=100`).set(bearer(key))).body.data as Record<string, any>[];
+    const mine = listed.filter((e) => e.data.id === id);
+    expect(mine.map((e) => e.type)).to.deep.equal(['transaction.completed', 'transaction.processing']);
+    expect(mine[0].sequence).to.be.a('number').greaterThan(mine[1].sequence);
+    expect(mine[0].created_at > mine[1].created_at).to.equal(true);
+    for (const e of mine) expect(e.created_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect((await api.http.get(`${BASE}/events/${mine[1].id}`).set(bearer(key))).body).to.deep.equal(mine[1]);
+  });
+
   it('sends only the types an endpoint asked for; every type when it named none', async () => {
     const [picky, all] = [await receiver(), await receiver()];
     await register(picky.url, { events: ['payment_intent.completed', 'transaction.*'] });

@@ -1,9 +1,14 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { loadPaymentIntent } from '../../shared/domain/payment-intents.js';
+import { collectionCameToNothing, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { applyProviderResult, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
 import { loadTransaction, lockTransaction, moveTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
 import { providerFor, type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
+
+const PROMPT_TIMED_OUT = {
+  code: 'collection_timeout',
+  message: `M-Pesa never answered the payment prompt (no reply, no callback, nothing to ask STK Query about after ${MAX_CHECK_ROUNDS} checks). A payment that still arrives is credited.`,
+};
 
 interface Asked {
   kind: ProviderKind;
@@ -52,11 +57,24 @@ export const checkProviderJob = defineJob({
         await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, deps.config.daraja.statusQueryAfterMs), asked.scope);
         return 'still pending';
       }
-      if (!('transactionId' in subject)) return 'no answer';
+      // A prompt M-Pesa never named (its answer lost, no callback) cannot be asked about, and its lifetime on the payer's
+      // phone is long over: it timed out. A success that still arrives is matched by payer and amount and credited
+      // (an on-ramp failed on collection_timeout moves on to funded; an intent records a late payment).
+      const unnamed = asked.kind === 'collection' && outcome === null;
+      if (!('transactionId' in subject)) {
+        if (!unnamed) return 'no answer';
+        const intent = await loadPaymentIntent(unit.em, subject.intentId);
+        if (!intent || intent.status !== 'processing' || intent.collection_attempts !== subject.attempt) return 'moved on';
+        return collectionCameToNothing(unit, intent, PROMPT_TIMED_OUT, null);
+      }
       // Read again under the lock: a result may have moved it meanwhile (completed, or failed and refunded), and only a
       // request still waiting is handed to the business.
       const tx = await lockTransaction(unit, subject.transactionId);
       if (!tx || !stillWaiting(tx)) return `moved on (${tx?.status ?? 'gone'})`;
+      if (unnamed) {
+        await moveTransaction(unit, tx, 'failed', { set: { failure: PROMPT_TIMED_OUT }, reason: PROMPT_TIMED_OUT.code });
+        return 'failed (prompt timed out)';
+      }
       await moveTransaction(unit, tx, 'action_required', {
         set: { stalled_at: tx.direction === 'onramp' ? 'awaiting_funds' : 'funded', failure: { code: 'provider_unavailable', message: `M-Pesa gave no result after ${MAX_CHECK_ROUNDS} status checks.` } },
         reason: 'provider_unavailable',

@@ -2,7 +2,8 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { findSend, sendAndSettle } from '../../shared/chain/sender.js';
 import { completeDelivery } from '../../shared/domain/fiat-steps.js';
 import { completeRefund } from '../../shared/domain/offramps.js';
-import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { loadTransaction, lockTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { failDelivery } from '../../shared/domain/onramp-refunds.js';
 import { withdrawalReverted, withdrawalSent } from '../../shared/domain/treasury-withdrawals.js';
 import { defineJob } from '../job-definition.js';
 
@@ -22,8 +23,16 @@ export const chainSendJob = defineJob({
       });
     } catch (err) {
       // A reverted withdrawal moved nothing (the chain says so): it fails and its amount returns to the treasury.
-      if (d.purpose === 'withdrawal' && (await findSend(deps.ds, d.environment, d.chain, d.reference))?.status === 'reverted') {
-        return inUnit(deps, (unit) => withdrawalReverted(unit, d.withdrawalId, (err as Error).message));
+      const reverted = (await findSend(deps.ds, d.environment, d.chain, d.reference))?.status === 'reverted';
+      if (reverted && d.purpose === 'withdrawal') return inUnit(deps, (unit) => withdrawalReverted(unit, d.withdrawalId, (err as Error).message));
+      // A delivery the chain refused (the token contract reverted it: a frozen address, say) will never arrive: the
+      // on-ramp fails and the payer's fiat goes back to them.
+      if (reverted && d.purpose === 'onramp_delivery') {
+        return inUnit(deps, async (unit) => {
+          const tx = await lockTransaction(unit, d.transactionId);
+          const failed = tx && (await failDelivery(unit, tx, { code: 'delivery_failed', message: `The USDC delivery was reverted on chain: ${(err as Error).message}` }));
+          return failed ? 'delivery failed; fiat refund pending' : `unchanged (${tx?.status ?? 'gone'})`;
+        });
       }
       throw err;
     }

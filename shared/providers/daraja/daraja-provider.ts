@@ -87,6 +87,8 @@ export class DarajaProvider implements PaymentProvider {
       if (known) return this.store('collection', req.reference, known);
     }
     if (previous?.status === 'sending' && previous.sends > 0) return this.mayBeLive(req.reference);
+    // A token first: without one nothing can leave, and a prompt marked sending is never sent again.
+    await this.client.token();
     const timestamp = darajaTimestamp();
     await this.sending('collection', req.reference);
     const answer = await this.client.stkPush({

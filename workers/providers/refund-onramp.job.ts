@@ -1,0 +1,24 @@
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { applyFiatRefund } from '../../shared/domain/onramp-refunds.js';
+import { loadTransaction, lockTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { ProviderError, providerFor } from '../../shared/providers/provider.js';
+import { defineJob } from '../job-definition.js';
+
+/**
+ * An on-ramp whose delivery failed for good: the fiat it collected goes back to the payer's phone as a payout whose
+ * reference is our transaction id. The provider adapter claims that reference first, so a repeat of this job asks
+ * what became of the earlier request (Transaction Status) before anything is sent again.
+ */
+export const refundOnrampJob = defineJob({
+  name: 'onramp.refund',
+  async process(job, deps) {
+    const tx = await loadTransaction(deps.ds, job.data.transactionId);
+    if (!tx || tx.direction !== 'onramp' || tx.refund?.status !== 'pending') return `nothing to pay back (${tx?.refund?.status ?? 'no refund'})`;
+    const outcome = await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }).payout({
+      reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, payment_method: 'mobile_money',
+      account_holder_name: 'Payer', details: { phone_number: tx.payer_phone!, mobile_network: tx.payer_network ?? 'safaricom' },
+    });
+    if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
+    return inUnit(deps, async (unit) => applyFiatRefund(unit, (await lockTransaction(unit, tx.id))!, outcome));
+  },
+});
