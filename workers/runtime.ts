@@ -32,23 +32,39 @@ export interface StartOptions {
   schedules?: boolean;
 }
 
-const RESCHEDULE_MS = 3_600_000;
+const SCHEDULE_CHECK_MS = 5_000;
 
 /**
- * Declares the repeatable jobs of the started pools now and every hour (Redis may lose its data; an upsert is
- * idempotent). Not awaited: with Redis down the workers still start and the declaration waits for it.
+ * Declares the repeatable jobs of the started pools now, and again whenever Redis has lost them: a sentinel key set
+ * after each declaration is looked at every SCHEDULE_CHECK_MS (one EXISTS), so a flushed or replaced Redis gets the
+ * chain scans and the sweeper back within seconds, not at the next deploy. An upsert is idempotent, so several
+ * workers declaring at once is harmless. Not awaited: with Redis down the workers still start and this waits for it.
  */
-function keepScheduled(deps: WorkerDeps, pools: Pool[], schedules: ScheduleDefinition[]): () => void {
+function keepScheduled(deps: WorkerDeps, client: Redis, pools: Pool[], schedules: ScheduleDefinition[]): () => void {
   const mine = schedules.filter((s) => pools.includes(JOBS[s.name].queue));
-  const declare = () => {
-    for (const s of mine) {
-      deps.queues[JOBS[s.name].queue]
-        .upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: 1 } })
-        .catch((err: unknown) => deps.log.warn({ err: (err as Error).message, schedule: s.id }, 'could not declare a schedule; will retry'));
+  if (!mine.length) return () => undefined;
+  const sentinel = `${deps.config.redisPrefix}:schedules-declared:${[...new Set(mine.map((s) => JOBS[s.name].queue))].sort().join(',')}`;
+  let declaring = false;
+  const declare = async () => {
+    await Promise.all(mine.map((s) => deps.queues[JOBS[s.name].queue].upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: 1 } })));
+    await client.set(sentinel, new Date().toISOString());
+  };
+  const check = async () => {
+    if (declaring) return;
+    declaring = true;
+    try {
+      if (!(await client.exists(sentinel))) {
+        await declare();
+        deps.log.info({ schedules: mine.map((s) => s.id) }, 'repeatable jobs declared');
+      }
+    } catch (err) {
+      deps.log.warn({ err: (err as Error).message }, 'could not declare the repeatable jobs; will retry');
+    } finally {
+      declaring = false;
     }
   };
-  declare();
-  const timer = setInterval(declare, RESCHEDULE_MS);
+  void declare().catch(() => undefined).then(check);
+  const timer = setInterval(() => void check(), SCHEDULE_CHECK_MS);
   return () => clearInterval(timer);
 }
 
@@ -100,7 +116,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
-  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.pools, SCHEDULES);
+  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, SCHEDULES);
   const stopRelay = options.relay === false
     ? async () => undefined
     : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });

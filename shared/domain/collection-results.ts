@@ -36,12 +36,17 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
   const payer = result.phone ? payerKey(result.phone) : null;
   if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
-  const waiting: (CollectionRequest & { id: string })[] = await q.query(
-    `SELECT id, ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' = 'sending'
+  const candidates: (CollectionRequest & { id: string; recent: boolean })[] = await q.query(
+    `SELECT id, ${COLUMNS}, updated_at > now() - interval '${PROMPT_WINDOW_MINUTES} minutes' AS recent FROM provider_requests
+      WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' = 'sending'
         AND outcome->>'provider_reference' IS NULL AND request->>'payer' = $1 AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
     [payer, result.amount],
   );
-  // Two prompts of the same amount to the same phone, both unanswered: which one this pays cannot be told.
+  // A payer pays a prompt within its minute or two on the phone, and its callback follows: among several unnamed prompts
+  // of that amount to that phone, the one sent in the last minutes is the one paid. Two of those, both unanswered:
+  // which one this pays cannot be told, and the callback is kept for an operator.
+  const recent = candidates.filter((c) => c.recent);
+  const waiting = candidates.length === 1 ? candidates : recent;
   if (waiting.length !== 1) return undefined;
   const learned = await updateReturning<CollectionRequest>(q,
     `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('provider_reference', $2::text), updated_at = now()
@@ -58,6 +63,9 @@ export function requestMismatch(request: CollectionRequest, result: ProviderCall
   if (request.payer && (!result.phone || payerKey(result.phone) !== request.payer)) return 'phone';
   return null;
 }
+
+/** How long before its success callback an unnamed prompt counts as the one it answers (an STK prompt lives about a minute). */
+const PROMPT_WINDOW_MINUTES = 10;
 
 const INTENT_REFERENCE = /^([0-9a-f-]{36})-(\d+)$/;
 

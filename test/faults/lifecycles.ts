@@ -32,7 +32,13 @@ function ok(answer: { status: number; body: Record<string, any> }, what: string)
 }
 
 /** A Kenyan number unique to the lifecycle whose last four digits are the scenario. */
-const phoneOf = (n: number, scenario: string) => `+2547${String(n % 10_000).padStart(4, '0')}${scenario}`;
+// Each run's payers are new people: a database that earlier runs left prompts in (unanswered, for the same phones
+// and amounts) would otherwise make their success callbacks ambiguous, which no single run can cause.
+let runPayers = 0;
+export function newPayers(): void {
+  runPayers = Math.floor(Math.random() * 10_000);
+}
+const phoneOf = (n: number, scenario: string) => `+2547${String((n + runPayers) % 10_000).padStart(4, '0')}${scenario}`;
 
 async function priced(world: World, key: string, body: Record<string, unknown>): Promise<Record<string, any>> {
   let q = ok(await world.call(key, 'POST', '/quotes', { chain: 'base', currency: 'KES', payment_method: 'mobile_money', ...body }), 'quote');
@@ -181,7 +187,9 @@ export async function drive(world: World, kind: LifecycleKind, n: number): Promi
       case 'intent_mpesa_declined_then_paid': {
         const created = await intent(world, life, ['mobile_money']);
         await collect(world, life, created.id, '0001');
-        await sleep(3000);
+        // The payer tries again once the decline is known (corroborated by STK Query, later under faults).
+        await until(async () => (await world.call(world.liveKey, 'GET', `/payment-intents/${created.id}`)).body.status === 'awaiting_payment',
+          { what: `intent ${created.id} waiting for payment again after the decline`, timeoutMs: 90_000, everyMs: 500 });
         await collect(world, life, created.id, '4323');
         break;
       }

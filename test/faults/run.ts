@@ -2,7 +2,7 @@
 // service driven to quiescence (workers restarted as after any outage, retries and sweeper given time, the exits
 // an operator would take on action_required), then every invariant read.
 import { getDs } from '../helpers/shared.js';
-import { drive, type Lifecycle } from './lifecycles.js';
+import { drive, newPayers, type Lifecycle } from './lifecycles.js';
 import { INVARIANTS, chainDrifts, gatherTransfers, type Facts, type Verdict } from './invariants.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { describePlan, makePlan, type FaultEvent, type Plan } from './schedule.js';
@@ -132,6 +132,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
   const plan = makePlan(seed, { lifecycles: options.lifecycles, faultMs: options.faultMs, confirmations: CONFIRMATIONS });
   options.log(describePlan(plan));
   const runStarted = new Date();
+  newPayers();
   const world = await startWorld(plan);
   const notes: string[] = [];
   const injected: Record<string, number> = {};

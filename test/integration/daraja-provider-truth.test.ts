@@ -193,6 +193,30 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     expect(rail.fake.checkoutsFor('254712370066')).to.have.length(1);
   });
 
+  it('of two unnamed prompts of one amount to one phone, a success is matched to the one sent in the last minutes', async () => {
+    const unnamed = async () => {
+      rail.fake.holdMs = 1500;
+      rail.fake.callbackOrigin = 'http://127.0.0.1:9';
+      try {
+        const id = await liveOnramp(rail, '+254712460066');
+        expect((await untilStatus(rail.api, rail.key, id, ['failed', 'completed', 'action_required'])).failure.code).to.equal('collection_timeout');
+        return id;
+      } finally {
+        rail.fake.holdMs = 0;
+        rail.fake.callbackOrigin = rail.apiUrl;
+      }
+    };
+    const earlier = await unnamed();
+    // An hour passes: the earlier prompt is long over on the payer's phone.
+    await (await getDs()).query(`UPDATE provider_requests SET updated_at = now() - interval '1 hour' WHERE kind = 'collection' AND reference = $1`, [earlier]);
+    const later = await unnamed();
+    const checkouts = rail.fake.checkoutsFor('254712460066');
+    expect(checkouts).to.have.length(2);
+    await rail.fake.payLate(checkouts[1]);
+    expect((await untilStatus(rail.api, rail.key, later, ['completed'])).status).to.equal('completed');
+    expect((await rail.api.http.get(`${BASE}/transactions/${earlier}`).set(bearer(rail.key))).body.status).to.equal('failed');
+  });
+
   it('a payment intent\'s prompt whose answer and callback were both lost waits for payment again; the payment, reported later, is a late deposit', async () => {
     const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
     expect(create.status, JSON.stringify(create.body)).to.equal(201);

@@ -10,7 +10,7 @@ import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { POOLS } from '../../shared/queues/registry.js';
 import { poolsFromArgs, startWorkers } from '../../workers/runtime.js';
 import { REGISTRY } from '../../workers/registry.js';
-import { getDs } from '../helpers/shared.js';
+import { deleteKeys, getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
@@ -40,6 +40,21 @@ describe('worker pools', () => {
     expect(poolsFromArgs(['all'])).to.deep.equal([...POOLS]);
     expect(poolsFromArgs(['pricing', 'webhooks', 'pricing'])).to.deep.equal(['pricing', 'webhooks']);
     expect(() => poolsFromArgs(['pricing', 'mining'])).to.throw(/unknown worker pool.*mining/);
+  });
+
+  it('repeatable jobs Redis lost (a flush, a new instance) are declared again within seconds, not at the next deploy', async () => {
+    const connection = createWorkerRedis();
+    const runtime = startWorkers({ pools: ['pricing'], connection, relay: false, deps: { config: getConfig(), ds: await getDs(), queues, log: silent } });
+    const declared = async () => (await queues.pricing.getJobSchedulers()).map((s) => s.key);
+    try {
+      await until(async () => (await declared()).includes('engine-sweep'), { what: 'the sweeper declared' });
+      await deleteKeys(`${getConfig().redisPrefix}*`);
+      expect(await declared()).to.deep.equal([]);
+      await until(async () => (await declared()).includes('engine-sweep'), { what: 'the sweeper declared again', timeoutMs: 8_000 });
+    } finally {
+      await runtime.shutdown();
+      connection.disconnect();
+    }
   });
 
   it('graceful shutdown lets the job in progress finish before it resolves', async () => {
