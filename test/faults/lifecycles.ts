@@ -71,7 +71,7 @@ async function statusOf(world: World, key: string, id: string): Promise<Record<s
   return (await world.call(key, 'GET', `/transactions/${id}`)).body;
 }
 
-async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' | 'partial' | 'underpaid' | 'late' | 'refused' | 'overpaid'): Promise<void> {
+async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' | 'partial' | 'underpaid' | 'late' | 'refused' | 'overpaid' | 'refund_requested'): Promise<void> {
   const key = world.liveKey;
   const payer = await verifiedPayer(world);
   life.payers.push(payer.address);
@@ -91,6 +91,13 @@ async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' |
     await world.transfer(payer.key, to, total - minor('0.5'));
   } else if (variant === 'underpaid') {
     await world.transfer(payer.key, to, total / 2n);
+  } else if (variant === 'refund_requested') {
+    // Underpaid at expiry: the business asks for its USDC back, to another address of its own, while faults go on
+    // (the automatic return may come first: then the request is refused as having nothing left to return).
+    await world.transfer(payer.key, to, total / 2n);
+    await until(async () => (await statusOf(world, key, tx.id)).status === 'action_required', { timeoutMs: (SETTLEMENT_TTL_SECONDS + 60) * 1000, everyMs: 1000, what: `off-ramp ${tx.id} underpaid` });
+    const asked = await world.call(key, 'POST', `/transactions/${tx.id}/refund`, { refund_address: privateKeyToAccount(generatePrivateKey()).address });
+    if (asked.status !== 202 && !(asked.status === 409 && asked.body.error?.details?.reason === 'nothing_to_refund')) throw new Error(`refund request: ${asked.status} ${JSON.stringify(asked.body)}`);
   } else if (variant === 'late') {
     await until(async () => (await statusOf(world, key, tx.id)).status === 'failed', { timeoutMs: (SETTLEMENT_TTL_SECONDS + 60) * 1000, everyMs: 1000, what: `settlement of ${tx.id} expiring` });
     await world.transfer(payer.key, to, total);
@@ -179,6 +186,7 @@ export async function drive(world: World, kind: LifecycleKind, n: number): Promi
       case 'offramp_external_late': await externalOfframp(world, life, 'late'); break;
       case 'offramp_external_refused': await externalOfframp(world, life, 'refused'); break;
       case 'offramp_external_overpaid': await externalOfframp(world, life, 'overpaid'); break;
+      case 'offramp_external_refund_requested': await externalOfframp(world, life, 'refund_requested'); break;
       case 'offramp_managed': await managedOfframp(world, life, false); break;
       case 'offramp_managed_refused': await managedOfframp(world, life, true); break;
       case 'onramp': await onramp(world, life, false); break;

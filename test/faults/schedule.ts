@@ -22,7 +22,7 @@ export function draw(seed: number, name: string): number {
 }
 
 export const LIFECYCLE_KINDS = [
-  'offramp_external', 'offramp_external_partial', 'offramp_external_underpaid', 'offramp_external_late', 'offramp_external_refused', 'offramp_external_overpaid',
+  'offramp_external', 'offramp_external_partial', 'offramp_external_underpaid', 'offramp_external_late', 'offramp_external_refused', 'offramp_external_overpaid', 'offramp_external_refund_requested',
   'offramp_managed', 'offramp_managed_refused', 'onramp', 'onramp_declined',
   'intent_mpesa', 'intent_mpesa_declined_then_paid', 'intent_mpesa_and_usdc', 'intent_usdc', 'intent_usdc_partial', 'intent_payout',
   'sandbox_offramp', 'treasury_withdrawal',
