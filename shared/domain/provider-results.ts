@@ -96,7 +96,7 @@ export async function applyProviderResult(unit: Unit, config: Config, result: Pr
 /** The payout whose latest Transaction Status query has this id (a status result may not echo our Occasion). */
 async function payoutQueriedBy(unit: Unit, queryId: string): Promise<string | undefined> {
   const rows: { reference: string }[] = await unit.em.query(
-    `SELECT reference FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND outcome->>'queried' = $1`, [queryId],
+    `SELECT reference FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND (outcome->>'queried' = $1 OR outcome->'queries' @> to_jsonb($1::text))`, [queryId],
   );
   return rows[0]?.reference;
 }
@@ -115,7 +115,7 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
   if (tx.status === 'funded') throw new ResultTooEarlyError();
   // An on-ramp's only payout is the fiat it pays back to its payer after a failed delivery.
   if (tx.direction !== 'offramp') return fiatRefundResult(unit, tx, outcome, facts);
-  if (facts.queryId && !(await latestQuery(unit, tx.id, facts.queryId))) return 'stale status result';
+  if (facts.queryId && !(await queriedSinceSend(unit, tx.id, facts.queryId))) return 'stale status result';
   if (facts.timedOut) return askStatusNow(unit, tx, 't');
   const reference = outcome.provider_reference ?? tx.provider_reference;
   const claimed = facts.queryId ? await claimedFailure(unit, tx.id) : null;
@@ -170,10 +170,10 @@ async function requestRow(unit: Unit, reference: string): Promise<{ sends: numbe
   return unit.em.query(`SELECT sends, outcome FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference]);
 }
 
-/** Whether a status result answers the latest status query about the payout (an older one may predate a send). */
-async function latestQuery(unit: Unit, reference: string, queryId: string): Promise<boolean> {
+/** Whether a status result answers a status query made since the payout last left (an older one may predate a send). */
+async function queriedSinceSend(unit: Unit, reference: string, queryId: string): Promise<boolean> {
   const [row] = await requestRow(unit, reference);
-  return row?.outcome.queried === queryId;
+  return row?.outcome.queried === queryId || ((row?.outcome.queries as string[] | undefined) ?? []).includes(queryId);
 }
 
 /** M-Pesa's final answer is kept, so a later request for the same reference answers it without asking again. */
@@ -192,7 +192,7 @@ async function keepFinal(unit: Unit, reference: string, outcome: ProviderOutcome
 async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, queryId?: string): Promise<string> {
   const marked = await updateReturning<{ sends: number }>(unit.em,
     `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
-        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') AND ($3::text IS NULL OR outcome->>'queried' = $3) RETURNING sends`,
+        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') AND ($3::text IS NULL OR outcome->>'queried' = $3 OR outcome->'queries' @> to_jsonb($3::text)) RETURNING sends`,
     [tx.id, JSON.stringify({ ...outcome, absent: true }), queryId ?? null],
   );
   if (!marked[0]) return 'unchanged (final)';

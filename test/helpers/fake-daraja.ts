@@ -68,6 +68,8 @@ export interface FakeDaraja {
   callbackOrigin: string;
   callbackDelayMs: number;
   holdMs: number;
+  /** Callbacks whose URL this answers true for are never delivered (lost on the way), e.g. only B2C results. */
+  loses: ((url: string) => boolean) | null;
   /** While set, the token endpoint answers 503 (Daraja's gateway down): nothing else can be called. */
   oauthDown: boolean;
   /** The CheckoutRequestIDs of the prompts sent to an MSISDN (digits, as Daraja takes it), oldest first. */
@@ -124,7 +126,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
   const failedOnce = new Set<string>();
   const ended = new Set<string>();
   const fake: FakeDaraja = {
-    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null, oauthDown: false,
+    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null, oauthDown: false, loses: null,
     checkoutsFor: (msisdn) => [...payments.values()].filter((p) => p.kind === 'collection' && p.phone === msisdn).map((p) => p.key),
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
     resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
@@ -151,6 +153,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
     await delay(fake.callbackDelayMs);
     const target = new URL(url);
     const to = `${fake.callbackOrigin || target.origin}${target.pathname}`;
+    if (fake.loses?.(to)) return;
     for (let i = 0; i < times; i++) {
       const res = await fetch(to, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }).catch(() => null);
       fake.callbacks.push({ url: to, status: res?.status ?? 0, body: res ? await res.json().catch(() => null) : null });

@@ -246,3 +246,29 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     expect(deposits).to.deep.equal([{ status: 'confirmed', late_payment: true }]);
   });
 });
+
+describe('live M-Pesa: status results slower than the checks', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '1000' } });
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  it('a payout whose result is lost completes on the answer to an earlier Transaction Status query, though newer queries were sent meanwhile', async () => {
+    // The B2C result never arrives; each Transaction Status result takes 2.5 s, while a check asks again every second.
+    rail.fake.loses = (url) => url.endsWith('/result');
+    rail.fake.callbackDelayMs = 2500;
+    try {
+      const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350051', mobile_network: 'safaricom' });
+      const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+      expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+      expect(rail.fake.executions.get(id)).to.equal(1);
+      expect(rail.fake.payoutsTo(id)).to.have.length(1);
+    } finally {
+      rail.fake.loses = null;
+      rail.fake.callbackDelayMs = 30;
+    }
+  });
+});

@@ -14,10 +14,11 @@ import { parseDarajaCallback } from './callbacks.js';
 
 /**
  * `absent`: M-Pesa itself said the request did not pay and never will (its own temporary result, a status "not found"),
- * so it may be sent again without asking. `queried`: the id of the latest Transaction Status query about it; only
- * that query's answer may say "not found" (an older one may predate a send).
+ * so it may be sent again without asking. `queried`: the id of the latest Transaction Status query about it;
+ * `queries`: every query since the request last left. Only their answers may say "not found" (one from before a send
+ * may predate it); any of them counts, so results slower than the checks' interval are not all thrown away.
  */
-type Marks = { absent?: boolean; queried?: string };
+type Marks = { absent?: boolean; queried?: string; queries?: string[] };
 type Stored = (ProviderOutcome & Marks) | ({ status: 'sending'; provider_reference: string | null } & Marks);
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
@@ -160,7 +161,7 @@ export class DarajaProvider implements PaymentProvider {
       throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
     }
     await this.db.query(
-      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('queried', $3::text), updated_at = now()
+      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('queried', $3::text, 'queries', COALESCE(outcome->'queries', '[]'::jsonb) || to_jsonb($3::text)), updated_at = now()
         WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
       [kind, reference, queried],
     );
