@@ -171,6 +171,15 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
       stuck = await quiesce(world, lives, options.exitMs);
     }
     if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
+    // Sends left unmined, beside what the chain says of their senders' nonces: what a person needs to see why.
+    const unmined: Record<string, any>[] = await (await getDs()).query(
+      `SELECT purpose, from_address, nonce, status, broadcasts, cardinality(replaced_hashes) AS resigned, updated_at FROM chain_sends
+        WHERE environment = 'live' AND status = 'sent' ORDER BY from_address, nonce LIMIT 12`);
+    for (const u of unmined) {
+      const latest = await world.anvil.publicClient.getTransactionCount({ address: u.from_address, blockTag: 'latest' }).catch(() => -1);
+      const pending = await world.anvil.publicClient.getTransactionCount({ address: u.from_address, blockTag: 'pending' }).catch(() => -1);
+      notes.push(`unmined send: ${u.purpose} from ${u.from_address} nonce ${u.nonce} (chain nonce latest ${latest}, pending ${pending}), broadcast ${u.broadcasts}x, re-signed ${u.resigned}x, last touched ${u.updated_at.toISOString()}`);
+    }
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
     for (const [k, v] of Object.entries(world.rpc.injected)) if (v) injected[`rpc ${k}`] = v;
     for (const [k, v] of Object.entries(world.daraja.injected)) if (v) injected[`daraja ${k}`] = v;
