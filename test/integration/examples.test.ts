@@ -1,6 +1,9 @@
 // The examples/ scripts, run as an integrator would run them: through the typed client (clients/typescript), over
 // HTTP, against the web process and every worker pool on the sandbox.
 import type { AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { expect } from 'chai';
 import { makeBusiness, makeKey } from '../helpers/factories.js';
@@ -37,6 +40,20 @@ describe('examples/ through the typed client, against the running sandbox', func
     const second = await quickstart({ baseUrl, apiKey, log: quiet });
     expect(second.status).to.equal('completed');
     expect(second.id).to.not.equal(first.id);
+  });
+
+  it('the README\'s curl walkthrough runs as written, twice in a row, each run a new off-ramp that completes', async () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const block = /## Try it with curl[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1];
+    // The key comes from the test's business (create-business prints one the same way), and the service listens here.
+    const script = block.split('\n').filter((line) => !/^(npm run -s admin|export KEY=)/.test(line)).join('\n').replaceAll('localhost:3000', baseUrl);
+    // Asynchronously: the service answering it runs in this process.
+    const run = async () => (await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, KEY: apiKey }, encoding: 'utf8', timeout: 60_000 })).stdout;
+    const first = (await run()).trim().split('\n');
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // RUN is in seconds
+    const second = (await run()).trim().split('\n');
+    expect(first.at(-1)).to.equal('completed');
+    expect(second.at(-1)).to.equal('completed');
   });
 
   it('wallet ownership: a viem key signs the challenge and the wallet reads verified', async () => {
