@@ -6,7 +6,7 @@ import {
   createEndpoint, deleteEndpoint, ENDPOINT_COLUMNS, ENDPOINT_STATUSES, endpointView, EVENT_FILTERS, findEndpoint, MAX_ENDPOINTS, rotateSecret,
   type CreateEndpointInput, type EndpointRow,
 } from '../../shared/webhooks/endpoints.js';
-import { EVENT_COLUMNS, eventView, redeliverEvent, type EventRow } from '../../shared/webhooks/delivery.js';
+import { EVENT_COLUMNS, eventView, redeliverEvent, sendTestEvent, TEST_EVENT_TYPE, type EventRow } from '../../shared/webhooks/delivery.js';
 import { checkEndpointUrl } from '../../shared/webhooks/http-delivery.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -20,7 +20,7 @@ export const schemas: Record<string, JsonSchema> = {
     required: ['id', 'type', 'sequence', 'created_at', 'data'],
     properties: {
       id: { ...ref('Uuid'), description: 'Also the `webhook-id` of every delivery of this event.' },
-      type: { type: 'string', enum: [...EVENT_TYPES] },
+      type: { type: 'string', enum: [...EVENT_TYPES, TEST_EVENT_TYPE], description: '`webhook.test`: an endpoint\'s test event (POST /webhook-endpoints/{id}/test), never listed.' },
       sequence: {
         type: 'integer', minimum: 1,
         description: 'Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.',
@@ -30,6 +30,11 @@ export const schemas: Record<string, JsonSchema> = {
     },
   },
   EventList: listOf('Event'),
+  WebhookTest: {
+    type: 'object',
+    required: ['event_id', 'webhook_endpoint_id'],
+    properties: { event_id: { ...ref('Uuid'), description: 'The test event\'s id: the `webhook-id` of its delivery.' }, webhook_endpoint_id: ref('Uuid') },
+  },
   CreateWebhookEndpointRequest: {
     type: 'object',
     additionalProperties: false,
@@ -124,6 +129,8 @@ export const routes: RouteDef[] = [
       const { where, params } = scopedWhere('e', auth, filters, [
         ['type', 'e.type = $'], ['resource', `split_part(e.type, '.', 1) = $`], ['created_gte', 'e.created_at >= $'], ['created_lte', 'e.created_at <= $'],
       ]);
+      // An endpoint's test event is that endpoint's alone: never listed.
+      where.push(`e.type <> '${TEST_EVENT_TYPE}'`);
       const page = await listPage<EventRow & { cursor_ts: string }, unknown>(deps.ds, { columns: EVENT_COLUMNS, from: 'events e', alias: 'e', where, params }, q, eventView);
       return { status: 200, body: page };
     },
@@ -246,6 +253,29 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, params }) => {
       const { row, secret } = await inUnit(deps, (unit) => rotateSecret(unit, deps.config.encryptionKeys, auth, byId(params)));
       return { status: 200, body: endpointView(row, secret), replayBody: endpointView(row) };
+    },
+  },
+  {
+    method: 'post',
+    path: '/webhook-endpoints/{id}/test',
+    operationId: 'sendWebhookTestEvent',
+    errors: ['invalid_state'],
+    summary: 'Send this endpoint a signed test event.',
+    description:
+      'Answers 202 and delivers `{ id, type: "webhook.test", sequence, created_at, data: { webhook_endpoint_id } }` to this endpoint alone, signed and retried like any event; ' +
+      'the attempt shows in its deliveries. Check an endpoint and its signature verification before real money moves. A disabled endpoint: 409 `invalid_state`.',
+    tag: 'Webhooks',
+    scope: 'webhooks:write',
+    pathParams: { id: uuidParam },
+    responses: { '202': { description: 'Queued.', schema: ref('WebhookTest') } },
+    handler: async ({ deps, auth, params }) => {
+      const endpointId = byId(params);
+      const eventId = await inUnit(deps, async (unit) => {
+        const endpoint = await findEndpoint(unit.em, auth, endpointId);
+        if (endpoint.status === 'disabled') throw AppError.invalidState('This webhook endpoint is disabled: register it again to send it events.', { status: endpoint.status });
+        return sendTestEvent(unit, auth, endpoint.id);
+      });
+      return { status: 202, body: { event_id: eventId, webhook_endpoint_id: endpointId } };
     },
   },
   {

@@ -237,3 +237,22 @@ export async function redeliverEvent(unit: Unit, scope: { businessId: string; en
   }
   return queued;
 }
+
+/** The type of an endpoint's test event: sent to that endpoint alone, never listed by GET /events. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/**
+ * POST /webhook-endpoints/{id}/test: a signed `webhook.test` event for that endpoint alone (its own message, its
+ * delivery job staged with the caller's unit), delivered and recorded like any other. Answers the event's id.
+ */
+export async function sendTestEvent(unit: Unit, scope: { businessId: string; environment: 'sandbox' | 'live' }, endpointId: string): Promise<string> {
+  const [message]: { id: string; event_id: string }[] = await unit.em.query(
+    `WITH ev AS (
+       INSERT INTO events (business_id, environment, type, data, created_at)
+       VALUES ($1, $2, '${TEST_EVENT_TYPE}', jsonb_build_object('webhook_endpoint_id', $3::text), clock_timestamp()) RETURNING id)
+     INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment) SELECT ev.id, $4::uuid, $1, $2 FROM ev RETURNING id, event_id`,
+    [scope.businessId, scope.environment, endpointId, endpointId],
+  );
+  await unit.stage(webhookJobs.deliver(message.id, 0, 1), scope);
+  return message.event_id;
+}

@@ -162,6 +162,28 @@ describe('events and signed webhooks', function () {
     expect((await api.http.get(`${BASE}/events/${mine[1].id}`).set(bearer(key))).body).to.deep.equal(mine[1]);
   });
 
+  it('a test event goes to that endpoint alone, signed, recorded in its deliveries, and never listed by GET /events', async () => {
+    const target = await receiver();
+    const other = await receiver();
+    const ep = await register(target.url, { events: ['transaction.*'] });
+    await register(other.url); // every type
+    const sent = await api.http.post(`${BASE}/webhook-endpoints/${ep.id}/test`).set(writeHeaders(key)).send();
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(202);
+    const [got] = await target.until(1);
+    const verified = new Webhook(ep.secret).verify(got.body, got.headers as Record<string, string>) as Record<string, any>;
+    expect(verified).to.deep.include({ id: sent.body.event_id, type: 'webhook.test', data: { webhook_endpoint_id: ep.id } });
+    expect(got.headers['webhook-id']).to.equal(sent.body.event_id);
+    const [attempt] = await eventually(() => deliveries(ep.id), (d) => d.length === 1);
+    expect(attempt).to.deep.include({ event_id: sent.body.event_id, event_type: 'webhook.test', status_code: 204 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(other.received.filter((r) => JSON.parse(r.body).type === 'webhook.test')).to.deep.equal([]);
+    const listed = (await api.http.get(`${BASE}/events?limit=100`).set(bearer(key))).body.data as Record<string, any>[];
+    expect(listed.map((e) => e.id)).to.not.include(sent.body.event_id);
+    // Another business's endpoint is not found.
+    const stranger = (await makeBusiness()).sandboxKey;
+    expect((await api.http.post(`${BASE}/webhook-endpoints/${ep.id}/test`).set(writeHeaders(stranger)).send()).status).to.equal(404);
+  });
+
   it('sends only the types an endpoint asked for; every type when it named none', async () => {
     const [picky, all] = [await receiver(), await receiver()];
     await register(picky.url, { events: ['payment_intent.completed', 'transaction.*'] });

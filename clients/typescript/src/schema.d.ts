@@ -966,6 +966,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/business/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send this endpoint a signed test event.
+         * @description Answers 202 and delivers `{ id, type: "webhook.test", sequence, created_at, data: { webhook_endpoint_id } }` to this endpoint alone, signed and retried like any event; the attempt shows in its deliveries. Check an endpoint and its signature verification before real money moves. A disabled endpoint: 409 `invalid_state`.
+         *
+         *     Scope: `webhooks:write`. Needs an `Idempotency-Key`.
+         */
+        post: operations["sendWebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/business/webhook-endpoints/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -2239,8 +2261,11 @@ export interface components {
         Event: {
             /** @description Also the `webhook-id` of every delivery of this event. */
             id: components["schemas"]["Uuid"];
-            /** @enum {string} */
-            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
+            /**
+             * @description `webhook.test`: an endpoint's test event (POST /webhook-endpoints/{id}/test), never listed.
+             * @enum {string}
+             */
+            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed" | "webhook.test";
             /**
              * Format: int32
              * @description Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.
@@ -2258,6 +2283,11 @@ export interface components {
             data: components["schemas"]["Event"][];
             has_more: boolean;
             next_cursor: string | null;
+        };
+        WebhookTest: {
+            /** @description The test event's id: the `webhook-id` of its delivery. */
+            event_id: components["schemas"]["Uuid"];
+            webhook_endpoint_id: components["schemas"]["Uuid"];
         };
         CreateWebhookEndpointRequest: {
             /** @description https, on a public address (sandbox with WEBHOOKS_ALLOW_LOOPBACK=true: http and loopback too). */
@@ -4906,6 +4936,47 @@ export interface operations {
             403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTest"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
