@@ -70,7 +70,7 @@ function operation(route: RouteDef, registry: ResponseRegistry): object {
     responses[status] = {
       description: spec.description,
       headers: successHeaders(mutating),
-      ...(spec.schema ? { content: { 'application/json': { schema: spec.schema } } } : {}),
+      ...(spec.schema ? { content: { 'application/json': { schema: spec.schema }, ...(spec.csv ? { 'text/csv': { schema: { type: 'string', description: spec.csv } } } : {}) } } : {}),
     };
   }
   return {

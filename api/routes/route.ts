@@ -15,6 +15,8 @@ export interface ParamSpec {
 export interface ResponseSpec {
   description: string;
   schema?: JsonSchema;
+  /** Also answered as `text/csv` (Accept: text/csv): what the CSV holds. */
+  csv?: string;
 }
 
 export interface HandlerContext<B = any, Q = any, P = any> {
@@ -63,6 +65,11 @@ export interface RouteDef {
    */
   errors?: ErrorCode[];
   handler: (ctx: HandlerContext) => Promise<Reply>;
+  /**
+   * `Accept: text/csv`: every row the filters match (CONTRACT 16), as RFC 4180 CSV with a header of `columns`,
+   * streamed from `rows` (null and undefined are empty fields).
+   */
+  csv?: { columns: readonly string[]; rows: (ctx: HandlerContext) => AsyncIterable<Record<string, unknown>> };
 }
 
 export const BUSINESS_BASE = '/api/v1/business';

@@ -8,7 +8,7 @@ import { requestRefund, type RefundRequest } from '../../shared/domain/refunds.j
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
+import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 const NULLABLE_STRING = { type: ['string', 'null'] };
@@ -142,6 +142,25 @@ const FILTERS: [keyof ListQuery, string][] = [
   ['customer_id', 't.customer_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
 ];
 
+/** The columns of a transactions export (CONTRACT 16). */
+const CSV_COLUMNS = [
+  'id', 'direction', 'status', 'created_at', 'completed_at', 'source_amount', 'source_currency_or_asset', 'destination_amount', 'destination_currency_or_asset',
+  'fee_provider', 'fee_platform', 'exchange_rate', 'beneficiary_id', 'wallet_id', 'external_reference', 'provider_reference', 'settlement_transaction_hash',
+  'destination_transaction_hash',
+] as const;
+
+function csvRow(row: TransactionRow & { settlement_transaction_hash: string | null }): Record<string, unknown> {
+  const view = transactionView(row) as Record<string, any>;
+  return {
+    id: row.id, direction: row.direction, status: row.status, created_at: view.created_at, completed_at: view.completed_at,
+    source_amount: view.source.amount, source_currency_or_asset: view.source.currency ?? view.source.asset,
+    destination_amount: view.destination.amount, destination_currency_or_asset: view.destination.currency ?? view.destination.asset,
+    fee_provider: view.fees?.provider, fee_platform: view.fees?.platform, exchange_rate: view.exchange_rate, beneficiary_id: row.beneficiary_id, wallet_id: row.wallet_id,
+    external_reference: row.external_reference, provider_reference: view.provider_reference, settlement_transaction_hash: row.settlement_transaction_hash,
+    destination_transaction_hash: row.destination_transaction_hash,
+  };
+}
+
 export const routes: RouteDef[] = [
   {
     method: 'get',
@@ -161,12 +180,27 @@ export const routes: RouteDef[] = [
       created_gte: { schema: TIME, description: 'Created at or after this instant.' },
       created_lte: { schema: TIME, description: 'Created at or before this instant.' },
     },
-    responses: { '200': { description: 'A page of transactions.', schema: ref('TransactionList') } },
+    responses: {
+      '200': {
+        description: 'A page of transactions; with `Accept: text/csv`, every transaction the filters match (at most 100,000, newest first), streamed as CSV.',
+        schema: ref('TransactionList'),
+        csv: `RFC 4180, a header row, one transaction per row: ${CSV_COLUMNS.join(', ')}. A null value is an empty field.`,
+      },
+    },
     handler: async ({ deps, auth, query }) => {
       const q = query as ListQuery;
       const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
       const page = await listPage<TransactionRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
       return { status: 200, body: page };
+    },
+    csv: {
+      columns: CSV_COLUMNS,
+      rows: ({ deps, auth, query }) => {
+        const { where, params } = scopedWhere('t', auth, query as Record<string, unknown>, FILTERS);
+        const columns = `${TRANSACTION_COLUMNS}, (SELECT s.transaction_hash FROM settlements s WHERE s.transaction_id = t.id) AS settlement_transaction_hash`;
+        return allRows<TransactionRow & { cursor_ts: string; settlement_transaction_hash: string | null }, Record<string, unknown>>(
+          deps.ds, { columns, from: 'transactions t', alias: 't', where, params }, (rows) => rows.map(csvRow));
+      },
     },
   },
   {

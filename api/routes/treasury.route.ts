@@ -3,7 +3,7 @@ import { CHAINS } from '../../shared/domain/chains.js';
 import type { EventScope } from '../../shared/domain/events.js';
 import { accountKey, type LedgerAccount, type LedgerAccountKind } from '../../shared/domain/ledger.js';
 import { fromMinor, scaleOf, USDC_SCALE } from '../../shared/domain/money.js';
-import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
+import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { ref, type JsonSchema, type RouteDef } from './route.js';
 
@@ -155,6 +155,9 @@ async function postingsOf(db: DataSource, scope: EventScope, entryIds: string[])
   return byEntry;
 }
 
+/** The columns of a ledger export (CONTRACT 16): one row per posting. */
+const LEDGER_CSV_COLUMNS = ['entry_id', 'created_at', 'kind', 'reference', 'account', 'asset', 'amount'] as const;
+
 async function listLedger(db: DataSource, scope: EventScope, q: LedgerQuery) {
   const { where, params } = scopedWhere('e', scope, q as Record<string, unknown>, FILTERS);
   const columns = 'e.id, e.kind, e.reference, e.description, e.metadata, e.created_at';
@@ -205,7 +208,26 @@ export const routes: RouteDef[] = [
       created_gte: { schema: TIME, description: 'Created at or after this instant.' },
       created_lte: { schema: TIME, description: 'Created at or before this instant.' },
     },
-    responses: { '200': { description: 'A page of journal entries, each with its postings.', schema: ref('LedgerEntryList') } },
+    responses: {
+      '200': {
+        description: 'A page of journal entries, each with its postings; with `Accept: text/csv`, every posting of every entry the filters match (at most 100,000 entries, newest first), streamed as CSV.',
+        schema: ref('LedgerEntryList'),
+        csv: `RFC 4180, a header row, one posting per row: ${LEDGER_CSV_COLUMNS.join(', ')}. \`amount\` is signed, so an entry's rows sum to zero per asset; \`account\` is the account's kind, then its wallet id and chain when it has them (\`wallet_usdc:<wallet id>:base\`).`,
+      },
+    },
     handler: async ({ deps, auth, query }) => ({ status: 200, body: await listLedger(deps.ds, auth, query as LedgerQuery) }),
+    csv: {
+      columns: LEDGER_CSV_COLUMNS,
+      rows: ({ deps, auth, query }) => {
+        const { where, params } = scopedWhere('e', auth, query as Record<string, unknown>, FILTERS);
+        return allRows<EntryRow, Record<string, unknown>>(deps.ds, { columns: 'e.id, e.kind, e.reference, e.created_at', from: 'journal_entries e', alias: 'e', where, params }, async (entries) => {
+          const postings = await postingsOf(deps.ds, auth, entries.map((e) => e.id));
+          return entries.flatMap((e) => postings.get(e.id)!.map((p) => ({
+            entry_id: e.id, created_at: e.created_at, kind: e.kind, reference: e.reference,
+            account: [p.account.kind, p.account.wallet_id, p.account.chain].filter(Boolean).join(':'), asset: p.account.asset, amount: p.amount,
+          })));
+        });
+      },
+    },
   },
 ];

@@ -134,3 +134,32 @@ export async function findScoped<R>(
   if (!rows[0]) throw AppError.notFound(spec.resource);
   return rows[0];
 }
+
+/** The most rows one export answers (CONTRACT 16): CSV rows, so a journal entry's postings count one each. */
+export const EXPORT_MAX_ROWS = 100_000;
+
+/**
+ * Every row of a list, newest first, for an export: keyset pages of `batch` rows one after another (never all of them
+ * in memory), each row mapped to the rows it exports as (a journal entry: one per posting), at most EXPORT_MAX_ROWS of those.
+ */
+export async function* allRows<R extends { id: string; cursor_ts: string }, T>(
+  db: DataSource | EntityManager,
+  spec: ListSpec,
+  expand: (rows: R[]) => Promise<T[]> | T[],
+  batch = 1000,
+): AsyncGenerator<T> {
+  let after: string | undefined;
+  let left = EXPORT_MAX_ROWS;
+  while (left > 0) {
+    const built = pageSql(spec, { limit: Math.min(batch, left), starting_after: after });
+    const rows: R[] = await db.query(built.sql, built.params);
+    const kept = rows.slice(0, built.limit);
+    for (const row of await expand(kept)) {
+      if (left-- <= 0) return;
+      yield row;
+    }
+    if (rows.length <= built.limit) return;
+    const last = kept[kept.length - 1];
+    after = encodeCursor(last.cursor_ts, last.id);
+  }
+}

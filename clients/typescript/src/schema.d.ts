@@ -3952,7 +3952,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of transactions. */
+            /** @description A page of transactions; with `Accept: text/csv`, every transaction the filters match (at most 100,000, newest first), streamed as CSV. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3963,6 +3963,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TransactionList"];
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest_InvalidRequest"];
@@ -4497,7 +4498,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of journal entries, each with its postings. */
+            /** @description A page of journal entries, each with its postings; with `Accept: text/csv`, every posting of every entry the filters match (at most 100,000 entries, newest first), streamed as CSV. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4508,6 +4509,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LedgerEntryList"];
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest_InvalidRequest"];
