@@ -142,7 +142,11 @@ export async function noPayoutBeforeDepth(facts: Facts): Promise<Verdict> {
     if (depth < BigInt(CONFIRMATIONS)) examples.push(`${t.id}: funded with its last transfer (block ${last}) at most ${depth} deep of ${CONFIRMATIONS}`);
   }
   const deposits: { id: string; transaction_hash: string; block_number: string; confirmed_at: Date }[] = await (await getDs()).query(
-    `SELECT id::text, transaction_hash, block_number::text, confirmed_at FROM treasury_deposits WHERE payment_intent_id = ANY($1) AND status = 'confirmed' AND transaction_hash IS NOT NULL`,
+    // When the move was written (status history's clock), not confirmed_at: that is its unit's start, before the chain
+    // reads the decision rests on, so the head then could be lower than the one the decision saw.
+    `SELECT d.id::text, d.transaction_hash, d.block_number::text, h.created_at AS confirmed_at FROM treasury_deposits d
+       JOIN status_history h ON h.resource_id = d.id AND h.to_status = 'confirmed'
+      WHERE d.payment_intent_id = ANY($1) AND d.status = 'confirmed' AND d.transaction_hash IS NOT NULL`,
     [facts.lives.flatMap((l) => l.intents)]);
   for (const d of deposits) {
     checked++;
