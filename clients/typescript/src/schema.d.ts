@@ -511,7 +511,9 @@ export interface paths {
         };
         /**
          * Retrieve a transaction.
-         * @description Scope: `transactions:read`.
+         * @description An off-ramp embeds its `settlement`, as its creation answer does (the object `GET /transactions/{id}/settlement` returns).
+         *
+         *     Scope: `transactions:read`.
          */
         get: operations["getTransaction"];
         put?: never;
@@ -1013,7 +1015,7 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }`; for `insufficient_scope`: `{ required_scope }`. */
+            /** @description Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }` (at most 20 issues, each string at most 300 characters); for `insufficient_scope`: `{ required_scope }`. No error answer is larger than 16 KB. */
             details: unknown[] | Record<string, unknown> | null;
         };
         ErrorResponse: {
@@ -1034,12 +1036,13 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description The fields that failed, when the request parsed; else `null`. */
+            /** @description The fields that failed (the first 20), when the request parsed; else `null`. */
             details: {
-                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`. */
+                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`; a longer one is cut, ending in `…`. */
                 path: string;
                 /** @enum {string} */
                 in?: "body" | "query" | "path" | "header";
+                /** @description A longer one (a list of allowed values) is cut, ending in `…`. */
                 message: string;
             }[] | null;
         };
@@ -1373,12 +1376,13 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description The beneficiary or payer fields that fail the corridor's requirements. */
+            /** @description The beneficiary or payer fields that fail the corridor's requirements (the first 20). */
             details: {
-                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`. */
+                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`; a longer one is cut, ending in `…`. */
                 path: string;
                 /** @enum {string} */
                 in?: "body" | "query" | "path" | "header";
+                /** @description A longer one (a list of allowed values) is cut, ending in `…`. */
                 message: string;
             }[];
         };
@@ -1958,13 +1962,20 @@ export interface components {
                 message: string;
                 details?: unknown;
             } | null;
-            /** @description USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. */
+            /** @description Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`currency`, `phone_number` redacted, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
             refund: {
                 /** @enum {string} */
                 status: "pending" | "completed" | "failed";
                 amount: string;
                 to_address: string | null;
                 transaction_hash: string | null;
+                currency?: string;
+                phone_number?: string | null;
+                provider_reference?: string | null;
+                failure?: {
+                    code?: string;
+                    message?: string;
+                } | null;
             } | null;
             /** @description External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`). */
             refund_address: string | null;
@@ -2232,7 +2243,16 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @enum {string} */
             type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
-            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int32
+             * @description Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.
+             */
+            sequence: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with microseconds (6 fractional digits).
+             */
+            created_at: string;
             /** @description The resource as it stood after the change, as its own GET shows it. */
             data: Record<string, unknown>;
         };
