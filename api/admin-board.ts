@@ -5,7 +5,6 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { Queues } from '../shared/queues/producer.js';
 
 export const BOARD_PATH = '/admin/queues';
-export { basicAuth } from './middleware/basic-auth.js';
 
 /** Bull Board over every queue. */
 export function queueBoard(queues: Queues): Router {

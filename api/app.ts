@@ -12,7 +12,8 @@ import { parseBody } from './middleware/body.js';
 import { gate } from './middleware/gate.js';
 import { errorHandler, notFoundRoute } from './middleware/error-handler.js';
 import { ApiKeyCache } from './middleware/api-key-cache.js';
-import { BOARD_PATH, basicAuth, queueBoard } from './admin-board.js';
+import { BOARD_PATH, queueBoard } from './admin-board.js';
+import { basicAuth, operatorFailures } from './middleware/basic-auth.js';
 import { mountDocsPage } from './docs-page.js';
 import { DARAJA_CALLBACK_BASE, darajaCallbacks } from './provider-callbacks.js';
 import { registry as metrics, reportQueueDepth } from '../shared/metrics.js';
@@ -73,10 +74,11 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   });
   mountDocsPage(app, { title: document.info.title, specUrl: '/openapi.json' });
   if (deps.config.adminUser && deps.config.adminPassword) {
-    app.use(BOARD_PATH, basicAuth(deps.config.adminUser, deps.config.adminPassword), queueBoard(deps.queues));
+    const operators = basicAuth(deps.config.adminUser, deps.config.adminPassword, operatorFailures(deps.scripts, deps.config.redisPrefix));
+    app.use(BOARD_PATH, operators, queueBoard(deps.queues));
     // Prometheus, behind the same operators' credentials (off with the board when they are unset).
     reportQueueDepth(deps.queues);
-    app.get('/metrics', basicAuth(deps.config.adminUser, deps.config.adminPassword), async (_req, res) => {
+    app.get('/metrics', operators, async (_req, res) => {
       res.type(metrics.contentType).send(await metrics.metrics());
     });
   }

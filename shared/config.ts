@@ -260,6 +260,10 @@ function walletSeed(name: string, raw: string | undefined): string | null {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
+  // First of the production checks: whatever else is missing, this switch must never reach a running service.
+  if (nodeEnv === 'production' && env.WEBHOOKS_ALLOW_LOOPBACK === 'true') {
+    throw new ConfigError('WEBHOOKS_ALLOW_LOOPBACK=true is for local development and tests; NODE_ENV=production refuses it (unset it)');
+  }
   const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
   const chains = {} as Config['chains'];
   for (const chain of CHAINS) {

@@ -50,9 +50,43 @@ export class AppError extends Error {
   }
 }
 
-/** The error envelope: all four keys always present, `details: null` when there is nothing more to say. */
+/** At most this many `details` items; the list simply stops there. */
+export const MAX_DETAIL_ITEMS = 20;
+/** At most this many characters in each string of a `details` item (its message, its path). */
+export const MAX_DETAIL_CHARS = 300;
+/** No error answer is larger than this, whatever the request. */
+export const MAX_ERROR_BYTES = 16 * 1024;
+/** The message: ours, but it may quote a field name the request chose. */
+const MAX_MESSAGE_CHARS = 1_000;
+
+/** At most `max` characters, the last one an ellipsis when cut; never half a surrogate pair. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  if (/[\uD800-\uDBFF]/.test(text[end - 1])) end -= 1;
+  return `${text.slice(0, end)}…`;
+}
+
+/** Each string of an item (or of an object's values) clipped; anything else as it is. */
+function clipStrings(value: unknown): unknown {
+  if (typeof value === 'string') return clip(value, MAX_DETAIL_CHARS);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typeof v === 'string' ? clip(v, MAX_DETAIL_CHARS) : v]));
+}
+
+/**
+ * The error envelope: all four keys always present, `details: null` when there is nothing more to say. Bounded
+ * whatever the request: 20 items of 300-character strings, and items dropped from the end (a non-list: dropped) while
+ * the answer is over 16 KB (strings of escaped control characters take six bytes each).
+ */
 export function errorEnvelope(code: ErrorCode, message: string, requestId: string, details?: unknown) {
-  return { error: { code, message, requestId, details: details ?? null } };
+  let bounded: unknown = Array.isArray(details) ? details.slice(0, MAX_DETAIL_ITEMS).map(clipStrings) : clipStrings(details ?? null);
+  const envelope = { error: { code, message: clip(message, MAX_MESSAGE_CHARS), requestId, details: bounded } };
+  while (bounded !== null && Buffer.byteLength(JSON.stringify(envelope)) > MAX_ERROR_BYTES) {
+    bounded = Array.isArray(bounded) && bounded.length > 1 ? bounded.slice(0, -1) : null;
+    envelope.error.details = bounded;
+  }
+  return envelope;
 }
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);

@@ -1,10 +1,12 @@
 import { getConfig } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
-import { createWorkerRedis, whenReady } from '../shared/queues/connections.js';
+import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
 import { poolsFromArgs, startWorkers } from './runtime.js';
 import { serveWorkerMetrics } from './metrics-server.js';
+import { operatorFailures } from '../api/middleware/basic-auth.js';
+import { installScripts } from '../api/middleware/redis-scripts.js';
 
 const config = getConfig();
 const log = logger();
@@ -15,11 +17,15 @@ const connection = createWorkerRedis(config.redisUrl);
 const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPrefix);
 // Said only if Redis has not answered after a moment: right after creation every connection is still connecting.
 void whenReady(connection).then((ready) => ready || log.warn('waiting for Redis; jobs start once it answers'));
+let metricsRedis: ReturnType<typeof createApiRedis> | undefined;
 const runtime = startWorkers({ pools, deps: { config, ds, queues, log }, connection });
 if (config.workerMetricsPort) {
   // Metrics are for operators only: without their credentials the port answers /health alone.
   if (!config.adminUser || !config.adminPassword) log.warn('ADMIN_USER / ADMIN_PASSWORD are unset: the worker port serves /health only, no metrics');
-  await serveWorkerMetrics({ port: config.workerMetricsPort, user: config.adminUser, password: config.adminPassword, queues, log });
+  // The failure count is a request's: fail fast (a scrape is never held waiting for Redis), as in the web process.
+  metricsRedis = createApiRedis(config.redisUrl);
+  const failures = operatorFailures(installScripts(metricsRedis), config.redisPrefix);
+  await serveWorkerMetrics({ port: config.workerMetricsPort, user: config.adminUser, password: config.adminPassword, queues, log, failures });
 }
 
 let stopping = false;
@@ -34,6 +40,7 @@ async function shutdown(signal: string): Promise<void> {
   await runtime.shutdown();
   await closeQueues(queues);
   connection.disconnect();
+  metricsRedis?.disconnect();
   await ds.destroy();
   clearTimeout(timer);
   log.info('workers stopped');

@@ -4,10 +4,15 @@ import type { Server } from 'node:http';
 import express from 'express';
 import type { Logger } from 'pino';
 import { basicAuth } from '../api/middleware/basic-auth.js';
+import type { FailedAuth } from '../api/middleware/failed-auth.js';
 import { registry, reportQueueDepth } from '../shared/metrics.js';
 import type { Queues } from '../shared/queues/producer.js';
 
-export function serveWorkerMetrics(options: { port: number; host?: string; user: string | null; password: string | null; queues: Queues; log: Logger }): Promise<Server> {
+export function serveWorkerMetrics(options: {
+  port: number; host?: string; user: string | null; password: string | null; queues: Queues; log: Logger;
+  /** Wrong credentials counted with the web process's (operatorFailures). */
+  failures: FailedAuth;
+}): Promise<Server> {
   reportQueueDepth(options.queues);
   const app = express();
   app.disable('x-powered-by');
@@ -15,7 +20,7 @@ export function serveWorkerMetrics(options: { port: number; host?: string; user:
     res.json({ status: 'ok' });
   });
   if (options.user && options.password) {
-    app.get('/metrics', basicAuth(options.user, options.password), async (_req, res) => {
+    app.get('/metrics', basicAuth(options.user, options.password, options.failures), async (_req, res) => {
       res.type(registry.contentType).send(await registry.metrics());
     });
   }

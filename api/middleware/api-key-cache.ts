@@ -3,11 +3,7 @@ import type { AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
 import type { Environment } from '../../shared/domain/chains.js';
 import { feeColumns, feeFromRow, type FeeRow } from '../../shared/domain/fees.js';
-
-interface Entry {
-  value: AuthContext | null; // null: no such active key (negative cache, so garbage keys cannot hammer Postgres)
-  expires: number;
-}
+import { Lru } from '../../shared/lru.js';
 
 interface KeyRow extends FeeRow {
   id: string;
@@ -26,20 +22,55 @@ interface KeyRow extends FeeRow {
   b_updated_at: Date;
 }
 
-const MAX_ENTRIES = 10_000;
+/** Entries of each kind a process keeps: about 10 MB of valid keys at most. */
+const CAPACITY = 10_000;
 
-/** Short in-process cache of key hash -> auth context. Revocations also arrive over Redis pub/sub and clear it. */
+/** What this process knows of a key hash without asking PostgreSQL. */
+export interface Seen {
+  /** The key's context, or null: no active key has this hash. */
+  auth: AuthContext | null;
+  /** Within API_KEY_CACHE_TTL_MS of the read; a stale entry is only ever a key that was valid (see peek). */
+  fresh: boolean;
+}
+
+/**
+ * Short in-process cache of key hash -> auth context, evicting the least recently used. Valid keys and hashes that
+ * are no active key (a negative cache, so a repeated bad key does not reach PostgreSQL) are kept apart: a flood of
+ * guesses evicts only guesses. Revocations also arrive over Redis pub/sub and clear it.
+ */
 export class ApiKeyCache {
-  private entries = new Map<string, Entry>();
+  private readonly valid: Lru<string, { auth: AuthContext; expires: number }>;
+  private readonly invalid: Lru<string, number>;
   /** Bumped by clear(): a lookup that started before a revocation must not cache what it read. */
   private generation = 0;
 
-  constructor(private readonly ds: DataSource, private readonly ttlMs: number) {}
+  constructor(private readonly ds: DataSource, private readonly ttlMs: number, capacity = CAPACITY) {
+    this.valid = new Lru(capacity);
+    this.invalid = new Lru(capacity);
+  }
 
-  async lookup(hash: string): Promise<AuthContext | null> {
+  /**
+   * Fresh entries of either kind; a valid key's expired entry too (not fresh), so the caller may read it again where
+   * it would not read an unknown key. Undefined: nothing known, PostgreSQL must say.
+   */
+  peek(hash: string): Seen | undefined {
     const now = Date.now();
-    const hit = this.entries.get(hash);
-    if (hit && hit.expires > now) return hit.value;
+    const known = this.valid.get(hash);
+    if (known) return { auth: known.auth, fresh: known.expires > now };
+    const expires = this.invalid.get(hash);
+    if (expires !== undefined && expires > now) return { auth: null, fresh: true };
+    return undefined;
+  }
+
+  /** The fresh entry, else PostgreSQL's answer (then remembered). */
+  async lookup(hash: string): Promise<AuthContext | null> {
+    const seen = this.peek(hash);
+    return seen?.fresh ? seen.auth : this.load(hash);
+  }
+
+  /** Reads the key from PostgreSQL and remembers the answer. */
+  async load(hash: string): Promise<AuthContext | null> {
+    const now = Date.now();
     const generation = this.generation;
     const rows: KeyRow[] = await this.ds.query(
       `SELECT k.id, k.prefix, k.business_id, k.environment, k.scopes, k.allowed_ips, k.rate_limit, k.rate_window_seconds, k.revoked_at,
@@ -49,16 +80,23 @@ export class ApiKeyCache {
       [hash],
     );
     const row = rows[0];
-    const value = row && !row.revoked_at && row.status === 'active' ? toContext(row) : null;
-    if (generation !== this.generation) return value; // answered once, never remembered
-    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-    if (this.ttlMs > 0) this.entries.set(hash, { value, expires: now + this.ttlMs });
-    return value;
+    const auth = row && !row.revoked_at && row.status === 'active' ? toContext(row) : null;
+    if (generation !== this.generation) return auth; // answered once, never remembered
+    if (auth) {
+      this.invalid.delete(hash);
+      // Kept even with the cache off (TTL 0, always stale): a known valid key is then still read without the failure check.
+      this.valid.set(hash, { auth, expires: now + this.ttlMs });
+    } else {
+      this.valid.delete(hash);
+      if (this.ttlMs > 0) this.invalid.set(hash, now + this.ttlMs);
+    }
+    return auth;
   }
 
   clear(): void {
     this.generation += 1;
-    this.entries.clear();
+    this.valid.clear();
+    this.invalid.clear();
   }
 }
 

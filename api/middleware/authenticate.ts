@@ -1,29 +1,37 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { AppDeps } from '../context.js';
+import type { AppDeps, AuthContext } from '../context.js';
 import { AppError } from '../../shared/errors.js';
 import { hashApiKey, keyEnvironment, normalizeIp } from '../../shared/domain/api-keys.js';
 import type { ApiKeyCache } from './api-key-cache.js';
+import { FailedAuth, clientAddress } from './failed-auth.js';
 
 // RFC 7235: the auth scheme is case-insensitive.
 const BEARER = /^Bearer ([^\s]+)$/i;
 
-/** Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else. */
+/**
+ * Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else.
+ * A key this process holds costs no I/O here; an unknown one is read from PostgreSQL only for an address that has
+ * failed fewer than AUTH_FAIL_LIMIT times in its window (one Redis read first), so guessing stops at Redis.
+ */
 export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
+  const { authFailLimit, authFailWindowSeconds, redisPrefix } = deps.config;
+  const failures = new FailedAuth(deps.scripts, `${redisPrefix}:authfail`, authFailLimit, authFailWindowSeconds);
+  // The failure window is the one a refused client is limited by, so its answers carry it as the rate headers.
+  const window = (req: Request, remaining: number, resetSeconds: number): void => {
+    req.res?.setHeader('X-RateLimit-Limit', String(authFailLimit));
+    req.res?.setHeader('X-RateLimit-Remaining', String(Math.max(0, remaining)));
+    req.res?.setHeader('X-RateLimit-Reset', String(resetSeconds));
+  };
+  const tooMany = (req: Request, resetSeconds: number): AppError => {
+    window(req, 0, resetSeconds);
+    return new AppError('rate_limited', 'Too many failed authentication attempts from this address.', undefined, resetSeconds);
+  };
   // Every refusal counts against the client's address: a guessed key (401) and a leaked key used from elsewhere (403).
-  // Its window is the one a refused client is limited by, so the answer carries it as the rate headers.
   const refused = async (req: Request, error: AppError): Promise<AppError> => {
-    const ip = normalizeIp(req.ip ?? '') ?? 'unknown';
-    try {
-      const [count, ttl] = await deps.scripts.authFail(`${deps.config.redisPrefix}:authfail:${ip}`, deps.config.authFailWindowSeconds);
-      req.res?.setHeader('X-RateLimit-Limit', String(deps.config.authFailLimit));
-      req.res?.setHeader('X-RateLimit-Remaining', String(Math.max(0, deps.config.authFailLimit - count)));
-      req.res?.setHeader('X-RateLimit-Reset', String(Math.max(1, ttl)));
-      if (count > deps.config.authFailLimit) {
-        return new AppError('rate_limited', 'Too many failed authentication attempts from this address.', undefined, Math.max(1, ttl));
-      }
-    } catch {
-      // Redis down: failed-auth limiting is best effort; the refusal stands.
-    }
+    const counted = await failures.fail(clientAddress(req));
+    if (!counted) return error; // Redis down: the refusal stands, uncounted
+    if (counted.count > authFailLimit) return tooMany(req, counted.resetSeconds);
+    window(req, authFailLimit - counted.count, counted.resetSeconds);
     return error;
   };
   const unauthorized = (req: Request, message: string) => refused(req, new AppError('unauthorized', message));
@@ -34,11 +42,23 @@ export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
       if (!header) return next(await unauthorized(req, 'Missing API key: send Authorization: Bearer <key>.'));
       const key = BEARER.exec(header)?.[1];
       if (!key || !keyEnvironment(key)) return next(await unauthorized(req, 'Malformed API key.'));
-      let auth;
-      try {
-        auth = await cache.lookup(hashApiKey(key));
-      } catch {
-        return next(AppError.unavailable('Authentication is temporarily unavailable.'));
+      const hash = hashApiKey(key);
+      const seen = cache.peek(hash);
+      let auth: AuthContext | null;
+      if (seen?.fresh) {
+        auth = seen.auth;
+      } else {
+        // A key this process has seen valid (its entry expired) is read again from anywhere: guesses from a shared
+        // address do not lock out its other clients. Anything else waits until the address has failures left.
+        if (!seen) {
+          const wait = await failures.blockedFor(clientAddress(req));
+          if (wait) return next(tooMany(req, wait));
+        }
+        try {
+          auth = await cache.load(hash);
+        } catch {
+          return next(AppError.unavailable('Authentication is temporarily unavailable.'));
+        }
       }
       if (!auth) return next(await unauthorized(req, 'Invalid or revoked API key.'));
       if (auth.allowedIps.length > 0) {

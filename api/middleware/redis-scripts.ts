@@ -55,12 +55,17 @@ local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('TTL', KEYS[1])}`;
 
+/** The same counter, read without counting. KEYS[1] counter. Returns { count, ttl seconds } (0 and -2 when absent). */
+const AUTH_FAIL_COUNT = `
+return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('TTL', KEYS[1])}`;
+
 export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null];
 
 export interface Scripts {
   gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number): Promise<GateResult>;
   finish(key: string, token: string, mode: 'store' | 'release', record: string, ttlSeconds: number): Promise<number>;
   authFail(key: string, windowSeconds: number): Promise<[number, number]>;
+  authFailCount(key: string): Promise<[number, number]>;
   renew(key: string, token: string, lockMs: number): Promise<number>;
 }
 
@@ -68,12 +73,14 @@ export function installScripts(redis: Redis): Scripts {
   redis.defineCommand('rwGate', { lua: GATE });
   redis.defineCommand('rwFinish', { lua: FINISH, numberOfKeys: 1 });
   redis.defineCommand('rwAuthFail', { lua: AUTH_FAIL, numberOfKeys: 1 });
+  redis.defineCommand('rwAuthFailCount', { lua: AUTH_FAIL_COUNT, numberOfKeys: 1 });
   redis.defineCommand('rwRenew', { lua: RENEW, numberOfKeys: 1 });
   const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
   return {
     gate: (keys, limit, windowMs, record, lockMs) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs),
     finish: (key, token, mode, record, ttl) => r.rwFinish(key, token, mode, record, ttl),
     authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
+    authFailCount: (key) => r.rwAuthFailCount(key),
     renew: (key, token, lockMs) => r.rwRenew(key, token, lockMs),
   };
 }

@@ -24,7 +24,7 @@ export const sharedSchemas: Record<string, JsonSchema> = {
       requestId: { type: 'string', format: 'uuid', maxLength: 36, description: 'Equals the X-Request-Id response header.' },
       details: {
         type: ['array', 'object', 'null'],
-        description: 'Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }`; for `insufficient_scope`: `{ required_scope }`.',
+        description: 'Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }` (at most 20 issues, each string at most 300 characters); for `insufficient_scope`: `{ required_scope }`. No error answer is larger than 16 KB.',
       },
     },
   },

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
+import { ERROR_CODES, MAX_DETAIL_CHARS, MAX_DETAIL_ITEMS, type ErrorCode } from '../../shared/errors.js';
 import { HTTP_STATUS } from '../http-errors.js';
 import type { JsonSchema, RouteDef } from '../routes/route.js';
 
@@ -52,13 +52,14 @@ export function errorSchemaName(code: ErrorCode): string {
 
 const ISSUE_LIST: JsonSchema = {
   type: 'array',
+  maxItems: MAX_DETAIL_ITEMS,
   items: {
     type: 'object',
     required: ['path', 'message'],
     properties: {
-      path: { type: 'string', maxLength: 1000, description: 'The field, dotted (`details.phone_number`), or `(body)` / `(query)`.' },
+      path: { type: 'string', maxLength: MAX_DETAIL_CHARS, description: 'The field, dotted (`details.phone_number`), or `(body)` / `(query)`; a longer one is cut, ending in `…`.' },
       in: { type: 'string', enum: ['body', 'query', 'path', 'header'] },
-      message: { type: 'string', maxLength: 1000 },
+      message: { type: 'string', maxLength: MAX_DETAIL_CHARS, description: 'A longer one (a list of allowed values) is cut, ending in `…`.' },
     },
   },
 };
@@ -68,8 +69,8 @@ const OBJECT_OR_NULL = (description: string, properties: Record<string, JsonSche
 
 /** What `details` holds, per code (the guide's error table says when each code happens). */
 const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
-  invalid_request: { oneOf: [ISSUE_LIST, { type: 'null' }], description: 'The fields that failed, when the request parsed; else `null`.' },
-  requirements_not_met: { ...ISSUE_LIST, description: 'The beneficiary or payer fields that fail the corridor\'s requirements.' },
+  invalid_request: { oneOf: [ISSUE_LIST, { type: 'null' }], description: 'The fields that failed (the first 20), when the request parsed; else `null`.' },
+  requirements_not_met: { ...ISSUE_LIST, description: 'The beneficiary or payer fields that fail the corridor\'s requirements (the first 20).' },
   insufficient_scope: { type: 'object', required: ['required_scope'], properties: { required_scope: TEXT } },
   not_found: OBJECT_OR_NULL('`param` names the request field whose id was not found; `null` for the path\'s own id.', { param: TEXT }),
   wallet_already_registered: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },

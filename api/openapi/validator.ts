@@ -1,7 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import { AppError } from '../../shared/errors.js';
+import { AppError, MAX_DETAIL_ITEMS } from '../../shared/errors.js';
 import type { RouteDef } from '../routes/route.js';
 import { fullPath, type OpenApiDocument } from './document.js';
 
@@ -139,12 +139,16 @@ export function check<T>(fn: ValidateFunction | undefined, value: unknown, where
   if (!fn) return value as T;
   if (fn(value)) return value as T;
   const seen = new Set<string>();
-  const issues = (fn.errors ?? []).map((e) => issue(e, where)).filter((i) => {
+  const issues: ValidationIssue[] = [];
+  // The answer lists no more than MAX_DETAIL_ITEMS: 10,000 bad array elements are not worth describing.
+  for (const err of fn.errors ?? []) {
+    const i = issue(err, where);
     const k = `${i.path}|${i.message}`;
-    if (seen.has(k)) return false;
+    if (seen.has(k)) continue;
     seen.add(k);
-    return true;
-  });
+    issues.push(i);
+    if (issues.length === MAX_DETAIL_ITEMS) break;
+  }
   const first = issues[0];
   throw AppError.invalid(first ? `${first.path} ${first.message}` : `Invalid ${where}.`, issues);
 }

@@ -93,10 +93,11 @@ export const KINDS: Kind[] = [
     name: 'unknown_field',
     applies: hasBody,
     make: (_c, draw, op, d) => {
-      const field = pick(draw, ['__proto__', 'constructor', 'id', 'status', 'business_id', 'environment', 'created_at', 'zz_unknown']);
+      // The long ones are named in the error's details: the answer must stay within its 16 KB anyway.
+      const field = pick(draw, ['__proto__', 'constructor', 'id', 'status', 'business_id', 'environment', 'created_at', 'zz_unknown', 'f'.repeat(5_000), '\u0001'.repeat(3_000)]);
       // Written as text: an object literal's __proto__ key would set the prototype instead of a field.
       const text = JSON.stringify(isObject(d.body) ? d.body : {});
-      const extra = `"${field}":${JSON.stringify(pick(draw, [{ admin: true }, 'archived', 'live', 1]))}`;
+      const extra = `${JSON.stringify(field)}:${JSON.stringify(pick(draw, [{ admin: true }, 'archived', 'live', 1]))}`;
       return render(op, 'unknown_field', d, text === '{}' ? `{${extra}}` : `${text.slice(0, -1)},${extra}}`);
     },
   },

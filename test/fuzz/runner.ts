@@ -5,6 +5,7 @@ import type { ValidateFunction } from 'ajv';
 import { IdPools, type FuzzContext, type FuzzRequest } from './generate.js';
 import { kindsFor, requestsFor } from './kinds.js';
 import { operationsOf, responseAjv, type OpenApi, type Operation } from './operations.js';
+import { MAX_DETAIL_CHARS, MAX_DETAIL_ITEMS, MAX_ERROR_BYTES } from '../../shared/errors.js';
 
 export interface FuzzOptions {
   doc: OpenApi;
@@ -106,6 +107,13 @@ function check(op: Operation, answer: Answer, errorSchema: ValidateFunction): st
     const keys = Object.keys(body?.error ?? {}).sort();
     if (keys.join() !== ENVELOPE_KEYS.join() || Object.keys(body ?? {}).join() !== 'error') problems.push(`envelope keys are ${JSON.stringify(Object.keys(body ?? {}))} / ${JSON.stringify(keys)}`);
     if (body?.error?.requestId !== requestId) problems.push('error.requestId differs from X-Request-Id');
+    if (Buffer.byteLength(answer.body) > MAX_ERROR_BYTES) problems.push(`error answer is ${Buffer.byteLength(answer.body)} bytes (at most ${MAX_ERROR_BYTES})`);
+    const details: unknown = body?.error?.details;
+    if (Array.isArray(details)) {
+      if (details.length > MAX_DETAIL_ITEMS) problems.push(`details lists ${details.length} items (at most ${MAX_DETAIL_ITEMS})`);
+      const long = details.find((d) => typeof d?.message === 'string' && d.message.length > MAX_DETAIL_CHARS);
+      if (long) problems.push(`a details message is ${long.message.length} characters (at most ${MAX_DETAIL_CHARS})`);
+    }
   }
   return problems;
 }

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
@@ -11,6 +13,22 @@ import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { until } from '../helpers/until.js';
 
 const ACCOUNT = '/api/v1/business/account';
+
+/** Counts the API key reads the (real) database answers, until restored. */
+function watchKeyReads(ds: DataSource): { count: number; restore: () => void } {
+  const query = ds.query.bind(ds);
+  const watch = {
+    count: 0,
+    restore: () => {
+      ds.query = query;
+    },
+  };
+  ds.query = ((sql: string, params?: unknown[]) => {
+    if (sql.includes('FROM api_keys k JOIN businesses b')) watch.count += 1;
+    return query(sql, params);
+  }) as typeof ds.query;
+  return watch;
+}
 
 function expectEnvelope(res: { status: number; body: any; headers: Record<string, string> }, status: number, code: string): void {
   expect(res.status, JSON.stringify(res.body)).to.equal(status);
@@ -144,14 +162,16 @@ describe('authentication', () => {
     const limited = await startApi({ env: { AUTH_FAIL_LIMIT: '3', AUTH_FAIL_WINDOW_SECONDS: '30', TRUST_PROXY: '1' } });
     try {
       const from = '192.0.2.55';
+      const biz = await makeBusiness();
+      // Seen valid before the address is blocked: this process holds it.
+      expect((await limited.http.get(ACCOUNT).set(bearer(biz.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
       const bad = () => limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'B'.repeat(43))).set('X-Forwarded-For', from);
       for (let i = 0; i < 3; i++) expectEnvelope(await bad(), 401, 'unauthorized');
       const blocked = await bad();
       expectEnvelope(blocked, 429, 'rate_limited');
       expect(Number(blocked.headers['retry-after'])).to.be.within(1, 30);
-      // Another address is unaffected, and so is a valid key from the same address.
+      // Another address is unaffected, and so is a valid key this process already holds, from the same address.
       expectEnvelope(await limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'B'.repeat(43))).set('X-Forwarded-For', '192.0.2.56'), 401, 'unauthorized');
-      const biz = await makeBusiness();
       expect((await limited.http.get(ACCOUNT).set(bearer(biz.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
       // A leaked key used from outside its allowlist counts the same way: it cannot be hammered either.
       const pinned = await makeKey(biz.businessId, { allowedIps: ['203.0.113.7'] });
@@ -160,6 +180,75 @@ describe('authentication', () => {
       expectEnvelope(await elsewhere(), 429, 'rate_limited');
     } finally {
       await limited.close();
+    }
+  });
+
+  it('an address over AUTH_FAIL_LIMIT is refused before PostgreSQL reads a key this process does not hold', async () => {
+    const limited = await startApi({ env: { AUTH_FAIL_LIMIT: '3', AUTH_FAIL_WINDOW_SECONDS: '30', TRUST_PROXY: '1', API_KEY_CACHE_TTL_MS: '1500' } });
+    const reads = watchKeyReads(limited.deps.ds);
+    const scripts = limited.deps.scripts;
+    const countFailures = scripts.authFailCount;
+    let failureReads = 0;
+    scripts.authFailCount = (key) => ((failureReads += 1), countFailures(key));
+    try {
+      const from = '192.0.2.65';
+      const random = () => limited.http.get(ACCOUNT).set(bearer(`svc_test_${randomBytes(32).toString('base64url')}`)).set('X-Forwarded-For', from);
+      const known = await makeBusiness();
+      const unseen = await makeBusiness();
+      expect((await limited.http.get(ACCOUNT).set(bearer(known.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
+      // A key this process holds costs no Redis round trip before the rate limit.
+      failureReads = 0;
+      expect((await limited.http.get(ACCOUNT).set(bearer(known.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
+      expect(failureReads, 'failure-count reads for a cached valid key').to.equal(0);
+      reads.count = 0;
+
+      for (let i = 0; i < 3; i++) expectEnvelope(await random(), 401, 'unauthorized');
+      expect(reads.count, 'one key read per guess while the address has failures left').to.equal(3);
+      reads.count = 0;
+      for (let i = 0; i < 5; i++) {
+        const res = await random();
+        expectEnvelope(res, 429, 'rate_limited');
+        expect(Number(res.headers['retry-after'])).to.be.within(1, 30);
+        expect(res.headers['x-ratelimit-remaining']).to.equal('0');
+      }
+      // An issued key this process never read cannot be told from a guess without PostgreSQL: refused the same way.
+      expectEnvelope(await limited.http.get(ACCOUNT).set(bearer(unseen.sandboxKey)).set('X-Forwarded-For', from), 429, 'rate_limited');
+      expect(reads.count, 'key reads once the address is over its limit').to.equal(0);
+      // A key seen valid is read again once its entry has expired, so guessing does not lock out a shared address.
+      await new Promise((r) => setTimeout(r, 1_600));
+      expect((await limited.http.get(ACCOUNT).set(bearer(known.sandboxKey)).set('X-Forwarded-For', from)).status).to.equal(200);
+      expect(reads.count).to.equal(1);
+      // Other addresses still reach PostgreSQL.
+      expect((await limited.http.get(ACCOUNT).set(bearer(unseen.sandboxKey)).set('X-Forwarded-For', '192.0.2.66')).status).to.equal(200);
+    } finally {
+      scripts.authFailCount = countFailures;
+      reads.restore();
+      await limited.close();
+    }
+  });
+
+  it('the key cache evicts the least recently used key, and a flood of unknown keys evicts no valid one', async () => {
+    const ds = await getDs();
+    const reads = watchKeyReads(ds);
+    try {
+      const cache = new ApiKeyCache(ds, 60_000, 3);
+      const keys = await Promise.all([1, 2, 3, 4].map(async () => hashApiKey((await makeBusiness()).sandboxKey)));
+      const [a, b, c, d] = keys;
+      for (const hash of [a, b, c]) expect(await cache.lookup(hash)).to.not.equal(null);
+      expect(reads.count).to.equal(3);
+      await cache.lookup(a); // used: b is now the least recently used
+      expect(await cache.lookup(d)).to.not.equal(null);
+      expect(reads.count).to.equal(4);
+      for (const hash of [a, c, d]) await cache.lookup(hash);
+      expect(reads.count, 'a, c and d are still held').to.equal(4);
+      for (let i = 0; i < 50; i++) expect(await cache.lookup(hashApiKey(`svc_test_${randomBytes(32).toString('base64url')}`))).to.equal(null);
+      reads.count = 0;
+      for (const hash of [a, c, d]) expect(await cache.lookup(hash)).to.not.equal(null);
+      expect(reads.count, 'valid keys read again after the flood').to.equal(0);
+      expect(await cache.lookup(b)).to.not.equal(null);
+      expect(reads.count, 'only the evicted key is read again').to.equal(1);
+    } finally {
+      reads.restore();
     }
   });
 });

@@ -45,6 +45,44 @@ describe('error envelope', () => {
     envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json').send(big), 413, 'payload_too_large');
   });
 
+  /** An error answer within the bounds, whatever was asked: 20 items, 300-character strings, 16 KB. */
+  function bounded(res: supertest.Response): void {
+    expect(Buffer.byteLength(res.text), 'answer bytes').to.be.at.most(16 * 1024);
+    const details = res.body.error.details as { path: string; message: string }[];
+    expect(details).to.be.an('array').that.is.not.empty;
+    expect(details.length).to.be.at.most(20);
+    for (const item of details) {
+      expect(item.message.length).to.be.at.most(300);
+      expect(item.path.length).to.be.at.most(300);
+    }
+  }
+
+  it('details list at most 20 issues of at most 300 characters: 10,000 unknown event types are not a 4 MB answer', async () => {
+    const events = Array.from({ length: 10_000 }, (_, i) => `nothing.happened_${i}`);
+    const res = await api.http.post('/api/v1/business/webhook-endpoints').set(writeHeaders(key)).send({ url: 'https://hooks.example.com/x', events });
+    envelope(res, 400, 'invalid_request');
+    bounded(res);
+    expect(res.body.error.details).to.have.length(20);
+    // The first issues, in order; each one's list of allowed types cut short.
+    expect(res.body.error.details[0].path).to.equal('events');
+    expect(res.body.error.details.some((d: { message: string }) => d.message.startsWith('must be one of: ') && d.message.endsWith('…'))).to.equal(true);
+  });
+
+  it('no error answer is over 16 KB, even when the request names fields of escaped control characters', async () => {
+    // Each unknown field name is 1,000 characters that JSON writes as six bytes each: 20 of them would be 120 KB.
+    const body = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`${'\u0001'.repeat(1_000)}${i}`, 1]));
+    const res = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).set('Content-Type', 'application/json').send(JSON.stringify(body));
+    envelope(res, 400, 'invalid_request');
+    bounded(res);
+    expect(res.body.error.message.length).to.be.at.most(1_000);
+    expect(res.body.error.details.length, 'items dropped from the end to fit 16 KB').to.be.below(20);
+    // A field name a megabyte long is named, cut short.
+    const long = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).send({ external_reference: 'x', ['f'.repeat(900_000)]: 1 });
+    envelope(long, 400, 'invalid_request');
+    bounded(long);
+    expect(long.body.error.details[0].path).to.equal(`${'f'.repeat(299)}…`);
+  });
+
   it('400 idempotency_key_required and invalid_idempotency_key on writes', async () => {
     envelope(await api.http.post('/api/v1/business/customers').set(bearer(key)).send({}), 400, 'idempotency_key_required');
     envelope(await api.http.post('/api/v1/business/customers').set(writeHeaders(key, 'short')).send({}), 400, 'invalid_idempotency_key');

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createHash, randomUUID } from 'node:crypto';
 import net from 'node:net';
+import { spawn } from 'node:child_process';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 import { testDatabaseUrl } from '../env.js';
@@ -154,6 +155,26 @@ describe('hardening: hostile and unlucky inputs', () => {
     } finally {
       api.deps.ds = realDs;
       await ds.destroy().catch(() => undefined);
+    }
+  });
+});
+
+describe('hardening: WEBHOOKS_ALLOW_LOOPBACK in production', () => {
+  /** Runs a process as the Procfile does; resolves with its exit code and what it wrote to stderr. */
+  function run(script: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+  }
+
+  it('the web process and the workers refuse to boot, saying why', async function () {
+    this.timeout(60_000);
+    const env = { NODE_ENV: 'production', WEBHOOKS_ALLOW_LOOPBACK: 'true' };
+    const [web, workers] = await Promise.all([run('api/main.ts', [], env), run('workers/main.ts', ['all'], env)]);
+    for (const [name, exit] of [['web', web], ['workers', workers]] as const) {
+      expect(exit.code, `${name}: ${exit.stderr}`).to.equal(1);
+      expect(exit.stderr, name).to.match(/ConfigError: WEBHOOKS_ALLOW_LOOPBACK=true .* NODE_ENV=production refuses it/);
     }
   });
 });

@@ -7,6 +7,7 @@ import { startService, type RunningService } from '../helpers/service.js';
 import { captureLogs } from '../helpers/log-capture.js';
 import { getConfig } from '../../shared/config.js';
 import { serveWorkerMetrics } from '../../workers/metrics-server.js';
+import { operatorFailures } from '../../api/middleware/basic-auth.js';
 import { quickstart } from '../../examples/quickstart.js';
 
 const ADMIN = { ADMIN_USER: 'ops', ADMIN_PASSWORD: 'metrics-test-password' };
@@ -34,7 +35,8 @@ describe('metrics and transaction ids in logs', function () {
     // Jobs read their pool's logger at run time.
     service.pools.deps.log = poolLogs.log;
     baseUrl = service.baseUrl;
-    workerMetrics = await serveWorkerMetrics({ port: 0, host: '127.0.0.1', user: ADMIN.ADMIN_USER, password: ADMIN.ADMIN_PASSWORD, queues: service.pools.deps.queues, log: poolLogs.log });
+    const failures = operatorFailures(service.api.deps.scripts, service.api.deps.config.redisPrefix);
+    workerMetrics = await serveWorkerMetrics({ port: 0, host: '127.0.0.1', user: ADMIN.ADMIN_USER, password: ADMIN.ADMIN_PASSWORD, queues: service.pools.deps.queues, log: poolLogs.log, failures });
     workerUrl = `http://127.0.0.1:${(workerMetrics.address() as AddressInfo).port}`;
   });
 

@@ -86,5 +86,27 @@ describe('platform endpoints', () => {
         await board.close();
       }
     });
+
+    it('allows 10 wrong credentials per address per minute, on the board and /metrics together, then 429 before comparing', async () => {
+      const board = await startApi({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret-pass', TRUST_PROXY: '1' } });
+      try {
+        const from = (ip: string, path = '/admin/queues') => board.http.get(path).set('X-Forwarded-For', ip);
+        // Asking without credentials (a browser before its prompt) is not a failure.
+        for (let i = 0; i < 3; i++) expect((await from('192.0.2.80')).status).to.equal(401);
+        for (let i = 0; i < 10; i++) expect((await from('192.0.2.80', i % 2 ? '/metrics' : '/admin/queues').auth('ops', `guess-${i}`)).status, `guess ${i}`).to.equal(401);
+        for (const path of ['/admin/queues', '/metrics']) {
+          const limited = await from('192.0.2.80', path).auth('ops', 'another-guess');
+          expect(limited.status, path).to.equal(429);
+          expect(Number(limited.headers['retry-after'])).to.be.within(1, 60);
+          // The right password is refused the same way while the address waits: a lucky guess cannot be recognised.
+          expect((await from('192.0.2.80', path).auth('ops', 's3cret-pass')).status, path).to.equal(429);
+        }
+        // Another address is unaffected.
+        expect((await from('192.0.2.81').auth('ops', 's3cret-pass')).status).to.equal(200);
+        expect((await from('192.0.2.81', '/metrics').auth('ops', 's3cret-pass')).status).to.equal(200);
+      } finally {
+        await board.close();
+      }
+    });
   });
 });

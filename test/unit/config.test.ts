@@ -21,6 +21,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', WALLET_SEED_LIVE: LIVE })).to.throw(ConfigError, /IDEMPOTENCY_SECRET/);
   });
 
+  it('refuses WEBHOOKS_ALLOW_LOOPBACK=true in production, before anything else it would also ask for', () => {
+    expect(loadConfig({ WEBHOOKS_ALLOW_LOOPBACK: 'true' }).webhooks.allowLoopback).to.equal(true);
+    expect(() => loadConfig({ NODE_ENV: 'production', WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK=true .* NODE_ENV=production refuses it/);
+    const secrets = { ENCRYPTION_KEYS: `prod:${Buffer.alloc(32, 1).toString('base64')}`, WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
+    expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK/);
+    expect(loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'false' }).webhooks.allowLoopback).to.equal(false);
+  });
+
   it('live secrets default to unset, never to public development values', () => {
     const config = loadConfig({});
     expect(config.walletSeeds.live).to.equal(null);

@@ -1037,7 +1037,7 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }`; for `insufficient_scope`: `{ required_scope }`. */
+            /** @description Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }` (at most 20 issues, each string at most 300 characters); for `insufficient_scope`: `{ required_scope }`. No error answer is larger than 16 KB. */
             details: unknown[] | Record<string, unknown> | null;
         };
         ErrorResponse: {
@@ -1058,12 +1058,13 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description The fields that failed, when the request parsed; else `null`. */
+            /** @description The fields that failed (the first 20), when the request parsed; else `null`. */
             details: {
-                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`. */
+                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`; a longer one is cut, ending in `…`. */
                 path: string;
                 /** @enum {string} */
                 in?: "body" | "query" | "path" | "header";
+                /** @description A longer one (a list of allowed values) is cut, ending in `…`. */
                 message: string;
             }[] | null;
         };
@@ -1397,12 +1398,13 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description The beneficiary or payer fields that fail the corridor's requirements. */
+            /** @description The beneficiary or payer fields that fail the corridor's requirements (the first 20). */
             details: {
-                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`. */
+                /** @description The field, dotted (`details.phone_number`), or `(body)` / `(query)`; a longer one is cut, ending in `…`. */
                 path: string;
                 /** @enum {string} */
                 in?: "body" | "query" | "path" | "header";
+                /** @description A longer one (a list of allowed values) is cut, ending in `…`. */
                 message: string;
             }[];
         };
