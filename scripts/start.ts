@@ -9,7 +9,8 @@ import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
 const say = (line: string) => process.stderr.write(`npm start: ${line}\n`);
 
 /**
- * The processes that launched this one, up to npm: npm -> sh -c -> tsx -> this. sh dies of the SIGTERM npm forwards
+ * The processes that launched this one, up to npm: npm -> tsx -> this (the start script execs tsx, so npm's SIGINT and
+ * SIGTERM reach tsx, which passes them on), or npm -> sh -c -> tsx -> this elsewhere: sh dies of the SIGTERM npm forwards
  * without passing it on, so nothing would ever signal this process: it watches them instead. Not under npm, or
  * without `ps`: the parent only.
  */

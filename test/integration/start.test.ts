@@ -116,6 +116,15 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     expect(started.out.stderr).not.to.match(/npm start: (web|worker) .*(exited with code|was killed)/);
   });
 
+  it('SIGINT to npm start alone (as a process manager sends it) drains web and workers, leaving no process', async () => {
+    const started = await startAll();
+    const since = Date.now();
+    process.kill(started.pid, 'SIGINT');
+    await allGone(started, since);
+    expect(started.out.stdout).to.include('web stopped');
+    expect(started.out.stdout).to.include('workers stopped');
+  });
+
   it('a worker that dies takes the others down, and npm start exits non-zero naming it', async () => {
     const started = await startAll();
     const since = Date.now();
