@@ -1923,20 +1923,50 @@ export interface components {
             /** @enum {string} */
             status: "created" | "awaiting_funds" | "funded" | "signing" | "submitting" | "processing" | "action_required" | "completed" | "failed";
             source: {
-                /** @enum {string} */
+                /**
+                 * @description Present on the USDC side (an off-ramp's source, an on-ramp's destination).
+                 * @enum {string}
+                 */
                 asset?: "USDC";
+                /**
+                 * @description Present on the fiat side (an off-ramp's destination, an on-ramp's source).
+                 * @example KES
+                 */
                 currency?: string;
+                /**
+                 * @description Decimal string at the side's scale (USDC 6 decimals, KES 2).
+                 * @example 50.000000
+                 */
                 amount: string;
+                /**
+                 * @description Source side: the amount plus fees, what must arrive.
+                 * @example 50.750000
+                 */
                 total_required?: string;
                 chain?: components["schemas"]["Chain"];
                 wallet_address?: string;
                 transaction_hash?: string | null;
             };
             destination: {
-                /** @enum {string} */
+                /**
+                 * @description Present on the USDC side (an off-ramp's source, an on-ramp's destination).
+                 * @enum {string}
+                 */
                 asset?: "USDC";
+                /**
+                 * @description Present on the fiat side (an off-ramp's destination, an on-ramp's source).
+                 * @example KES
+                 */
                 currency?: string;
+                /**
+                 * @description Decimal string at the side's scale (USDC 6 decimals, KES 2).
+                 * @example 50.000000
+                 */
                 amount: string;
+                /**
+                 * @description Source side: the amount plus fees, what must arrive.
+                 * @example 50.750000
+                 */
                 total_required?: string;
                 chain?: components["schemas"]["Chain"];
                 wallet_address?: string;
