@@ -11,6 +11,8 @@ import { captureLogs } from '../helpers/log-capture.js';
 import { until } from '../helpers/until.js';
 import { getConfig, loadConfig } from '../../shared/config.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
+import { payerKey } from '../../shared/providers/daraja/msisdn.js';
+import { liveOnramp, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { PayerData1763800032500 } from '../../migrations/1763800032500-payer-data.js';
 
 // CONTRACT §15: a payer's phone and an intent customer's phone and email are sealed at rest and shown only redacted,
@@ -23,6 +25,9 @@ const digits8 = () => String(Math.floor(Math.random() * 1e8)).padStart(8, '0').r
 const newPhone = () => `+2547${digits8()}`;
 const plainForms = (phone: string) => [phone, phone.slice(1), `0${phone.slice(4)}`];
 const shown = (phone: string) => `+254*****${phone.slice(-4)}`;
+const expectNone = (text: string, secrets: string[], where: string) => {
+  for (const s of secrets) expect(text, `${where} shows ${s}`).not.to.contain(s);
+};
 
 describe('payer personal data: sealed at rest, redacted wherever it is shown', function () {
   this.timeout(60_000);
@@ -69,9 +74,6 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
     return api.http.post(`${BASE}/onramps`).set(writeHeaders(key)).send({ quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
   };
   const rowJson = async (table: string, id: string) => ((await (await getDs()).query(`SELECT row_to_json(r)::text AS json FROM ${table} r WHERE id = $1`, [id]))[0].json as string);
-  const expectNone = (text: string, secrets: string[], where: string) => {
-    for (const s of secrets) expect(text, `${where} shows ${s}`).not.to.contain(s);
-  };
 
   it('an intent\'s customer and its collection phone, and an on-ramp\'s payer: ciphertext in the database, redacted forms everywhere else', async () => {
     const [customerPhone, collectPhone, onrampPhone] = [newPhone(), newPhone(), newPhone()];
@@ -178,5 +180,31 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
     }
     const res = await api.http.get(`${BASE}/transactions/${ramp.body.id}`).set(bearer(key));
     expect(res.body.payment_source.phone_number).to.equal(shown(onrampPhone));
+  });
+});
+
+describe('payer personal data in live M-Pesa callbacks', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    rail = await startLiveRail();
+  });
+  after(() => rail?.close());
+  afterEach(expectLedgerSound);
+
+  it('a callback is stored with its phone numbers redacted and the payer\'s digest beside it; the on-ramp is funded by it', async () => {
+    const phone = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0011`;
+    const id = await liveOnramp(rail, phone);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status).to.equal('completed');
+    expect(tx.payment_source.phone_number).to.equal(shown(phone));
+    const rows: { body: unknown; payer_key: string | null; result: string }[] = await (await getDs()).query(
+      `SELECT body, payer_key, result FROM provider_callbacks WHERE body::text LIKE $1`, [`%${tx.payment_source.reference}%`],
+    );
+    expect(rows.length).to.be.greaterThan(0);
+    expect(rows.map((r) => r.payer_key)).to.include(payerKey(phone));
+    const stored = JSON.stringify(rows.map((r) => r.body));
+    expectNone(stored, plainForms(phone), 'a stored callback');
+    expect(stored).to.contain(`254*****${phone.slice(-4)}`);
   });
 });
