@@ -11,6 +11,7 @@ import { captureLogs } from '../helpers/log-capture.js';
 import { until } from '../helpers/until.js';
 import { getConfig, loadConfig } from '../../shared/config.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
+import { rotateEncryptionKey } from '../../shared/admin/rotate-encryption-key.js';
 import { payerKey } from '../../shared/providers/daraja/msisdn.js';
 import { liveOnramp, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { PayerData1763800032500 } from '../../migrations/1763800032500-payer-data.js';
@@ -25,6 +26,10 @@ const digits8 = () => String(Math.floor(Math.random() * 1e8)).padStart(8, '0').r
 const newPhone = () => `+2547${digits8()}`;
 const plainForms = (phone: string) => [phone, phone.slice(1), `0${phone.slice(4)}`];
 const shown = (phone: string) => `+254*****${phone.slice(-4)}`;
+// beneficiary-encryption.test.ts's fixed rotation keys, so rows rotated by any run keep opening.
+const ROTK1 = `rotk1:${Buffer.alloc(32, 11).toString('base64')}`;
+const ROTK2 = `rotk2:${Buffer.alloc(32, 12).toString('base64')}`;
+const BASE_KEYS = getConfig().encryptionKeys.map((k) => `${k.id}:${k.key.toString('base64')}`);
 const expectNone = (text: string, secrets: string[], where: string) => {
   for (const s of secrets) expect(text, `${where} shows ${s}`).not.to.contain(s);
 };
@@ -142,6 +147,23 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
     expect(line.payer).to.deep.equal({ email: 'a***@example.com', phone: shown(phone) });
   });
 
+  it('key rotation re-seals payer data too: the rows move under the new key and still open', async () => {
+    const phone = newPhone();
+    const made = await createIntent({ phone_number: newPhone() });
+    expect(made.status, made.text).to.equal(201);
+    const ramp = await onramp(phone);
+    expect(ramp.status, ramp.text).to.equal(201);
+    await untilStatus(api, key, ramp.body.id, ['completed', 'failed']);
+    const config = loadConfig({ ...process.env, ENCRYPTION_KEYS: [ROTK2, ...BASE_KEYS, ROTK1].join(',') });
+    const report = await rotateEncryptionKey({ ds: await getDs(), config });
+    expect(report.tables).to.have.property('transactions').that.is.at.least(1);
+    expect(report.tables).to.have.property('payment_intents').that.is.at.least(1);
+    const [tx] = await (await getDs()).query(`SELECT payer_phone_key_id FROM transactions WHERE id = $1`, [ramp.body.id]);
+    const [intent] = await (await getDs()).query(`SELECT customer_key_id FROM payment_intents WHERE id = $1`, [made.body.id]);
+    expect([tx.payer_phone_key_id, intent.customer_key_id]).to.deep.equal(['rotk2', 'rotk2']);
+    expect(await openPayerPhone(await getDs(), config, 'transactions', ramp.body.id)).to.equal(phone);
+  });
+
   it('the migration seals rows written before it and drops the plaintext; its down opens them again', async () => {
     const [customerPhone, collectPhone, onrampPhone] = [newPhone(), newPhone(), newPhone()];
     const made = await createIntent({ phone_number: customerPhone, email: 'migrate@example.com' });
@@ -153,9 +175,8 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
     await untilStatus(api, key, ramp.body.id, ['completed', 'failed']);
 
     const runner = (await getDs()).createQueryRunner();
-    // Rows earlier files rotated (beneficiary-encryption.test.ts's fixed keys) open too.
-    const keys = [...getConfig().encryptionKeys.map((k) => `${k.id}:${k.key.toString('base64')}`), `rotk2:${Buffer.alloc(32, 12).toString('base64')}`, `rotk1:${Buffer.alloc(32, 11).toString('base64')}`];
-    const migration = new PayerData1763800032500(loadConfig({ ...process.env, ENCRYPTION_KEYS: keys.join(',') }));
+    // Rows rotated before (beneficiary-encryption.test.ts's fixed keys, the rotation above) open too.
+    const migration = new PayerData1763800032500(loadConfig({ ...process.env, ENCRYPTION_KEYS: [...BASE_KEYS, ROTK2, ROTK1].join(',') }));
     await runner.startTransaction();
     try {
       await migration.down(runner);
