@@ -7,7 +7,7 @@ import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
 import { inUnit } from '../shared/db/unit-of-work.js';
 import { providerJobs } from '../shared/domain/provider-results.js';
-import { isDarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+import { isDarajaCallbackKind, parseDarajaCallback, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
 
 export const DARAJA_CALLBACK_BASE = '/providers/daraja';
 
@@ -44,11 +44,14 @@ export function darajaCallbacks(deps: AppDeps): Router {
     }
     try {
       const hash = createHash('sha256').update(`${kind}\n${JSON.stringify(body)}`).digest('hex');
+      // Kept with its phone numbers redacted (CONTRACT §15); who paid is kept as the payer's digest, which is what an
+      // unnamed prompt's success is matched by (collectionRequestFor).
+      const payer = parseDarajaCallback(kind as DarajaCallbackKind, body)?.payer ?? null;
       const stored = await inUnit(deps, async (unit) => {
         const rows: { id: string }[] = await unit.em.query(
-          `INSERT INTO provider_callbacks (provider, kind, body, body_hash, source_ip) VALUES ('mpesa_daraja', $1, $2, $3, $4)
+          `INSERT INTO provider_callbacks (provider, kind, body, body_hash, source_ip, payer_key) VALUES ('mpesa_daraja', $1, $2, $3, $4, $5)
            ON CONFLICT (body_hash) DO NOTHING RETURNING id`,
-          [kind, JSON.stringify(body), hash, plainIp(req.ip)],
+          [kind, JSON.stringify(redactCallbackBody(body)), hash, plainIp(req.ip), payer],
         );
         if (rows[0]) await unit.stage(providerJobs.callback(rows[0].id));
         return rows.length > 0;

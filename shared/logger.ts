@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import { getConfig } from './config.js';
+import { redactEmail, redactPhone } from './domain/payer-data.js';
 
 // Anything that could carry a credential, a key or a beneficiary's details is censored wherever it appears.
 export const REDACT_PATHS = [
@@ -16,12 +17,25 @@ export const REDACT_PATHS = [
   'seed', '*.seed', 'mnemonic', '*.mnemonic',
   'details', '*.details',
   'body', '*.body',
+  // Payer personal data (CONTRACT §15): logged only in its redacted form.
+  ...['phone_number', 'phone', 'payer_phone', 'email'].flatMap((f) => [f, `*.${f}`, `*.*.${f}`]),
 ];
+
+const PHONE_FIELDS = new Set(['phone_number', 'phone', 'payer_phone']);
+
+/** A payer's phone or email keeps the redacted form the API shows; anything else censored is replaced outright. */
+function censor(value: unknown, path: string[]): unknown {
+  const field = path[path.length - 1];
+  const text = typeof value === 'string' || typeof value === 'number' ? String(value) : null;
+  if (text !== null && PHONE_FIELDS.has(field)) return redactPhone(text);
+  if (text !== null && field === 'email') return redactEmail(text);
+  return '[redacted]';
+}
 
 let root: Logger | null = null;
 
 export function createLogger(options: { level?: string; destination?: pino.DestinationStream } = {}): Logger {
-  const opts = { level: options.level ?? getConfig().logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } };
+  const opts = { level: options.level ?? getConfig().logLevel, redact: { paths: REDACT_PATHS, censor }, base: { pid: process.pid } };
   return options.destination ? pino(opts, options.destination) : pino(opts);
 }
 

@@ -43,6 +43,7 @@ export const schemas: Record<string, JsonSchema> = {
       customer: {
         type: 'object',
         additionalProperties: false,
+        description: 'Who pays. `phone_number` and `email` are stored encrypted and shown redacted (`+254*****3344`, `a***@example.com`) in responses, events and webhooks.',
         properties: {
           id: { ...ref('Uuid'), description: 'One of your customers (404 if it does not exist here).' },
           name: { type: 'string', minLength: 1, maxLength: 200 },
@@ -101,11 +102,15 @@ export const schemas: Record<string, JsonSchema> = {
       amount_confirmed: { type: 'string', description: 'USDC value of the confirmed payments.' },
       collection: {
         type: ['object', 'null'],
-        description: 'The latest mobile-money prompt: the payer (redacted), its network, the provider\'s reference and how many prompts were sent.',
+        description: 'The latest mobile-money prompt: the payer (stored encrypted, shown redacted: `+254*****3344`), its network, the provider\'s reference and how many prompts were sent.',
         properties: { phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING, provider_reference: NULLABLE_STRING, attempts: { type: 'integer' } },
       },
       last_payment_error: { ...FAILURE, description: 'Why the latest collection brought nothing (`collection_declined`, `provider_unavailable`).' },
-      customer: { type: ['object', 'null'] },
+      customer: {
+        type: ['object', 'null'],
+        description: 'The customer as given, `phone_number` and `email` redacted (`+254*****3344`, `a***@example.com`): they are stored encrypted and never shown in full.',
+        properties: { id: ref('Uuid'), name: { type: 'string' }, phone_number: { type: 'string' }, email: { type: 'string' } },
+      },
       metadata: { type: 'object' },
       expires_at: ref('Timestamp'),
       cancelled_at: NULLABLE_TIME,
@@ -267,7 +272,7 @@ export const routes: RouteDef[] = [
     description:
       'Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent ' +
       'returns to `awaiting_payment` with `last_payment_error`, and you may collect again. Only an intent `awaiting_payment` that accepts `mobile_money` (else 409 `invalid_state`); ' +
-      'the number must fit the currency\'s corridor (400).',
+      'the number must fit the currency\'s corridor (400). The number is payer data: stored encrypted, shown redacted (`collection.phone_number`, `+254*****3344`).',
     tag: 'Payment intents',
     scope: 'payment_intents:write',
     requiresLiveEnabled: true,

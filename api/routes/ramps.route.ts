@@ -54,7 +54,7 @@ export const schemas: Record<string, JsonSchema> = {
     description: 'Who pays by mobile money; the number must fit the currency\'s corridor.',
     properties: {
       type: { type: 'string', enum: ['mobile_money'] },
-      phone_number: { type: 'string', minLength: 8, maxLength: 20, description: 'The payer, E.164 (`+2547...`). Sandbox: ending in 0001 is declined.' },
+      phone_number: { type: 'string', minLength: 8, maxLength: 20, description: 'The payer, E.164 (`+2547...`): stored encrypted, shown redacted (`payment_source.phone_number`, `+254*****3344`). Sandbox: ending in 0001 is declined.' },
       mobile_network: { type: 'string', minLength: 1, maxLength: 40 },
     },
   },

@@ -81,14 +81,14 @@ export const schemas: Record<string, JsonSchema> = {
         description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id.',
         properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
-      payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING } },
+      payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string', description: 'The payer, redacted: country code and last 4 digits (`+254*****3344`).' }, mobile_network: NULLABLE_STRING } },
       provider_reference: { ...NULLABLE_STRING, description: 'The provider\'s receipt for the money it moved, once known: M-Pesa\'s MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S).' },
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
       refund: {
         type: ['object', 'null'],
         description: 'Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
           '`transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet\'s balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, ' +
-          'paid back to the payer\'s phone (`currency`, `phone_number` redacted, `provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it).',
+          'paid back to the payer\'s phone (`currency`, `phone_number` redacted as `payment_source`\'s, `provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it).',
         required: ['status', 'amount', 'to_address', 'transaction_hash'],
         properties: {
           status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, to_address: NULLABLE_STRING, transaction_hash: NULLABLE_STRING,

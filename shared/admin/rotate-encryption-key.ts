@@ -75,8 +75,8 @@ export async function rotateEncryptionKey(deps: { ds: DataSource; config: Config
   const loadable = new Set(config.encryptionKeys.map((k) => k.id));
   // The development key's bytes are public: live details are never moved under it.
   if (!config.encryptionKeysConfigured) {
-    for (const { table } of SEALED_COLUMNS) {
-      const live: unknown[] = await ds.query(`SELECT 1 FROM ${table} WHERE environment = 'live' LIMIT 1`);
+    for (const { table, prefix } of SEALED_COLUMNS) {
+      const live: unknown[] = await ds.query(`SELECT 1 FROM ${table} WHERE environment = 'live' AND ${prefix}_key_id IS NOT NULL LIMIT 1`);
       if (live.length) throw new AdminError(`the first key of ENCRYPTION_KEYS ("${current}") is the public development key; ${table} holds live rows, which are never sealed under it`);
     }
   }
@@ -92,7 +92,8 @@ export async function rotateEncryptionKey(deps: { ds: DataSource; config: Config
   const failed: RotationReport['failed'] = [];
   let remaining = 0;
   for (const { table, prefix } of SEALED_COLUMNS) {
-    tables[table] = await rotateTable(ds, config, table, prefix, opts, failed);
+    // A table with several sealed column sets (payment_intents) reports their sum.
+    tables[table] = (tables[table] ?? 0) + (await rotateTable(ds, config, table, prefix, opts, failed));
     for (const n of (await countOutside(ds, table, prefix, current)).values()) remaining += n;
   }
   return { current_key_id: current, rotated: Object.values(tables).reduce((a, b) => a + b, 0), remaining, tables, failed };

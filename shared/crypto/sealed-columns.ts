@@ -6,6 +6,10 @@ import type { Sealed } from './envelope.js';
 export const SEALED_COLUMNS: readonly { table: string; prefix: string }[] = [
   { table: 'beneficiaries', prefix: 'details' },
   { table: 'webhook_secrets', prefix: 'secret' },
+  // Payer personal data (shared/domain/payer-data.ts).
+  { table: 'transactions', prefix: 'payer_phone' },
+  { table: 'payment_intents', prefix: 'payer_phone' },
+  { table: 'payment_intents', prefix: 'customer' },
 ];
 
 const SUFFIXES = ['key_id', 'wrapped_key', 'iv', 'tag', 'ciphertext'] as const;

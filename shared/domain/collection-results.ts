@@ -6,7 +6,6 @@ import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import type { ProviderCallback, ProviderOutcome, Queryable } from '../providers/provider.js';
-import { payerKey } from '../providers/daraja/daraja-provider.js';
 import { AppError } from '../errors.js';
 import { logger } from '../logger.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
@@ -34,7 +33,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
   const where = result.reference ? ['reference = $1', result.reference] : [`outcome->>'provider_reference' = $1`, result.outcome.provider_reference];
   const rows: CollectionRequest[] = await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND ${where[0]}`, [where[1]]);
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
-  const payer = result.phone ? payerKey(result.phone) : null;
+  const payer = result.payer;
   if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
   const candidates: (CollectionRequest & { id: string; recent: boolean })[] = await q.query(
     `SELECT id, ${COLUMNS}, updated_at > now() - interval '${PROMPT_WINDOW_MINUTES} minutes' AS recent FROM provider_requests
@@ -60,7 +59,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
 export function requestMismatch(request: CollectionRequest, result: ProviderCallback): 'amount' | 'phone' | null {
   const cents = (v: string) => toMinor(formatAmount(v, 2), 2);
   if (!result.amount || !/^\d+(\.\d+)?$/.test(result.amount) || cents(result.amount) !== cents(request.amount)) return 'amount';
-  if (request.payer && (!result.phone || payerKey(result.phone) !== request.payer)) return 'phone';
+  if (request.payer && result.payer !== request.payer) return 'phone';
   return null;
 }
 

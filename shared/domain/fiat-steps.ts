@@ -67,7 +67,7 @@ export async function startOnramp(unit: Unit, config: Config, scope: EventScope,
   const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method), input.payment_method);
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {
-    quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network },
+    quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network, keys: config },
   });
   await unit.stage(txJobs.collect(tx, stepDelay(config, scope.environment)), scope);
   return tx;

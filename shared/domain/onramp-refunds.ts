@@ -6,7 +6,6 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { redactValue } from './corridor-details.js';
 import { recordRefund } from './refunds.js';
 import { moveTransaction, scopeOf, type RefundState, type TransactionRow } from './transactions.js';
 
@@ -32,7 +31,7 @@ export async function failDelivery(unit: Unit, tx: TransactionRow, failure: { co
   if (!deliveryPending(tx)) return null;
   const refund: RefundState = {
     status: 'pending', amount: tx.total_required, currency: tx.currency, to_address: null, transaction_hash: null,
-    phone_number: redactValue(tx.payer_phone ?? ''), provider_reference: null,
+    phone_number: tx.payer_phone_redacted ?? undefined, provider_reference: null,
   };
   const moved = await moveTransaction(unit, tx, 'failed', { set: { failure, refund }, reason: failure.code });
   if (!moved) return null;

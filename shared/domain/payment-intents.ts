@@ -10,7 +10,8 @@ import { issuedBlock } from './confirmations.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
-import { checkPayer, redactValue } from './corridor-details.js';
+import { checkPayer } from './corridor-details.js';
+import { redactCustomer, redactPhone, sealedPayerColumns } from './payer-data.js';
 import { getCorridor, listCorridors } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
@@ -37,6 +38,7 @@ export interface PaymentIntentRow {
   currency: string;
   amount: string;
   accepted_payment_methods: IntentPaymentMethod[];
+  /** As given, its phone_number and email redacted; the customer as given is sealed (payer-data.ts). */
   customer: Record<string, string> | null;
   metadata: Record<string, string>;
   chain: Chain;
@@ -52,7 +54,8 @@ export interface PaymentIntentRow {
   payout_transaction_id: string | null;
   payout_error: string | null;
   collection_attempts: number;
-  payer_phone: string | null;
+  /** The collection's payer as shown (`+254*****3344`); the number itself is sealed (payer-data.ts). */
+  payer_phone_redacted: string | null;
   payer_network: string | null;
   provider_reference: string | null;
   last_payment_error: { code: string; message: string } | null;
@@ -65,7 +68,7 @@ export interface PaymentIntentRow {
 
 export const INTENT_COLUMNS = `i.id, i.business_id, i.environment, i.status, i.external_reference, i.currency, i.amount::text, i.accepted_payment_methods, i.customer, i.metadata,
   i.chain, i.exchange_rate::text, i.usdc_amount::text, i.deposit_address, i.hd_index, i.required_confirmations, i.received_amount::text, i.confirmed_amount::text,
-  i.beneficiary_id, i.payout_status, i.payout_transaction_id, i.payout_error, i.collection_attempts, i.payer_phone, i.payer_network, i.provider_reference,
+  i.beneficiary_id, i.payout_status, i.payout_transaction_id, i.payout_error, i.collection_attempts, i.payer_phone_redacted, i.payer_network, i.provider_reference,
   i.last_payment_error, i.expires_at, i.cancelled_at, i.completed_at, i.created_at, i.updated_at`;
 
 const usdc = (value: string) => formatAmount(value, USDC_SCALE);
@@ -95,8 +98,8 @@ export function paymentIntentView(row: PaymentIntentRow): Record<string, unknown
     status: row.status,
     amount_received: usdc(row.received_amount),
     amount_confirmed: usdc(row.confirmed_amount),
-    collection: row.payer_phone
-      ? { phone_number: redactValue(row.payer_phone), mobile_network: row.payer_network, provider_reference: row.provider_reference, attempts: row.collection_attempts }
+    collection: row.payer_phone_redacted
+      ? { phone_number: row.payer_phone_redacted, mobile_network: row.payer_network, provider_reference: row.provider_reference, attempts: row.collection_attempts }
       : null,
     last_payment_error: row.last_payment_error,
     customer: row.customer,
@@ -217,14 +220,18 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
   const index = await allocateHdIndex(unit.em);
   const chain = input.settlement.chain;
   const expiresIn = input.expires_in_seconds ?? 3600;
+  // The customer as given is sealed; its clear copy keeps phone_number and email only redacted.
+  const sealed = input.customer
+    ? Object.entries(sealedPayerColumns(config, 'payment_intents', 'customer', { id, business_id: scope.businessId, environment: scope.environment }, input.customer))
+    : [];
   const rows: PaymentIntentRow[] = await unit.em.query(
     `INSERT INTO payment_intents AS i (id, business_id, environment, status, external_reference, currency, amount, accepted_payment_methods, customer, metadata, chain,
-       exchange_rate, usdc_amount, deposit_address, hd_index, required_confirmations, beneficiary_id, expires_at, issued_block)
-     VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17), $18)
+       exchange_rate, usdc_amount, deposit_address, hd_index, required_confirmations, beneficiary_id, expires_at, issued_block${sealed.map(([c]) => `, ${c}`).join('')})
+     VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17), $18${sealed.map((_, i) => `, $${19 + i}`).join('')})
      RETURNING ${INTENT_COLUMNS}`,
-    [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(input.customer) : null,
+    [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(redactCustomer(input.customer)) : null,
       JSON.stringify(input.metadata ?? {}), chain, rate.rate, fromMinor(usdcMinor, USDC_SCALE), managedWalletAddress(seed, index), index,
-      config.chains[chain].confirmations, beneficiaryId, expiresIn, (await issuedBlock(config, scope, chain))?.toString() ?? null],
+      config.chains[chain].confirmations, beneficiaryId, expiresIn, (await issuedBlock(config, scope, chain))?.toString() ?? null, ...sealed.map(([, v]) => v)],
   );
   const row = rows[0];
   await recordCreation(unit, PAYMENT_INTENT_MACHINE, { scope, id, status: 'awaiting_payment', view: () => paymentIntentView(row) });
@@ -272,7 +279,10 @@ export async function startIntentCollection(unit: Unit, config: Config, scope: E
   const attempt = intent.collection_attempts + 1;
   const moved = await moveIntent(
     unit, intent, 'processing',
-    { collection_attempts: attempt, payer_phone: payer.phone_number, payer_network: payer.mobile_network, last_payment_error: null, provider_reference: null },
+    {
+      collection_attempts: attempt, payer_phone_redacted: redactPhone(payer.phone_number), payer_network: payer.mobile_network, last_payment_error: null, provider_reference: null,
+      ...sealedPayerColumns(config, 'payment_intents', 'payer_phone', intent, payer.phone_number),
+    },
     'collection_requested',
     () => [intentJobs.collect(intent.id, attempt, scope.environment === 'sandbox' ? config.sandboxStepMs : 0)],
   );

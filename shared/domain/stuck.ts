@@ -138,7 +138,7 @@ export const STUCK_RULES: StuckRule[] = [
   // what it did with that reference, so the payer is never prompted twice for it.
   rule<{ id: string; collection_attempts: number }>('payment intents whose collection job was lost', STEP,
     `SELECT id, collection_attempts FROM payment_intents
-      WHERE status = 'processing' AND payer_phone IS NOT NULL AND collection_attempts > 0 AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
+      WHERE status = 'processing' AND payer_phone_key_id IS NOT NULL AND collection_attempts > 0 AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
     (r) => intentJobs.collect(r.id, r.collection_attempts)),
   rule<{ id: string }>('paid payment intents whose payout never started', STEP,
     `SELECT id FROM payment_intents WHERE payout_status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => intentJobs.payout(r.id)),

@@ -6,7 +6,7 @@ import { findScoped } from '../db/pagination.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
-import { redactValue } from './corridor-details.js';
+import { redactPhone, sealedPayerColumns, type KeyConfig } from './payer-data.js';
 import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
 import { recordCreation, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
@@ -42,7 +42,8 @@ export interface TransactionRow {
   /** The payment intent whose payment a treasury-funded payout spends. */
   payment_intent_id: string | null;
   funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | null;
-  payer_phone: string | null;
+  /** The payer's phone as shown (`+254*****3344`); the number itself is sealed (payer-data.ts). */
+  payer_phone_redacted: string | null;
   payer_network: string | null;
   provider_reference: string | null;
   /** The M-Pesa receipt (MpesaReceiptNumber, TransactionID) once known: the view's provider_reference. */
@@ -78,7 +79,7 @@ export interface RefundState {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone, t.payer_network, t.provider_reference, t.receipt,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -120,7 +121,7 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
         ? { type: 'treasury', reference: row.payment_intent_id, address: row.wallet_address }
         : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
       : null,
-    payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: redactValue(row.payer_phone ?? ''), mobile_network: row.payer_network },
+    payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: row.payer_phone_redacted, mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
     refund: row.refund ? refundView(row.refund) : null,
@@ -182,7 +183,8 @@ export interface NewTransaction {
   status: TransactionStatus;
   externalReference?: string | null;
   fundingType?: TransactionRow['funding_type'];
-  payer?: { phone_number: string; mobile_network: string };
+  /** An on-ramp's payer: the phone is sealed under `keys` and kept only redacted in the clear. */
+  payer?: { phone_number: string; mobile_network: string; keys: KeyConfig };
   refundAddress?: string | null;
 }
 
@@ -190,16 +192,19 @@ export interface NewTransaction {
 export async function insertTransaction(unit: Unit, scope: EventScope, input: NewTransaction): Promise<TransactionRow> {
   const q = input.quote;
   const id = randomUUID();
+  const owner = { id, business_id: scope.businessId, environment: scope.environment };
+  const sealed = input.payer ? Object.entries(sealedPayerColumns(input.payer.keys, 'transactions', 'payer_phone', owner, input.payer.phone_number)) : [];
   try {
     await unit.em.query(
       `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
          source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
-         payer_phone, payer_network, payment_intent_id, refund_address)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+         payer_phone_redacted, payer_network, payment_intent_id, refund_address${sealed.length ? `, ${sealed.map(([c]) => c).join(', ')}` : ''})
+       VALUES (${Array.from({ length: 25 + sealed.length }, (_, i) => `$${i + 1}`).join(', ')})`,
       [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
         q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
         input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
-        input.payer?.phone_number ?? null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null, input.refundAddress ?? null],
+        input.payer ? redactPhone(input.payer.phone_number) : null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null, input.refundAddress ?? null,
+        ...sealed.map(([, v]) => v)],
     );
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {

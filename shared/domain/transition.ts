@@ -56,7 +56,7 @@ export async function transition<S extends string, R extends Record<string, any>
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
     if (value === NOW) sets.push(`${column} = now()`);
     else {
-      params.push(value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
+      params.push(value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) ? JSON.stringify(value) : value);
       sets.push(`${column} = $${params.length}`);
     }
   }

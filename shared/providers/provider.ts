@@ -85,10 +85,13 @@ export interface ProviderCallback {
   conversationId?: string;
   /** The M-Pesa receipt (MpesaReceiptNumber, TransactionID) when money moved. */
   receipt?: string;
-  /** STK: the MerchantRequestID, the amount and the MSISDN M-Pesa says were paid (checked against the request). */
+  /**
+   * STK: the MerchantRequestID, the amount and who M-Pesa says paid (checked against the request): the payer's digest
+   * (payerKey), taken when the callback arrived, since stored callbacks keep the number only redacted.
+   */
   merchantRequestId?: string;
   amount?: string;
-  phone?: string;
+  payer?: string | null;
   /** The provider says the request did not pay and never will (status "not found", an unpaid end): safe to send again. */
   absent?: boolean;
   /** A status result: the id of our status query it answers (only the latest query's answer counts). */

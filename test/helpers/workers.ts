@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { logger } from '../../shared/logger.js';
 import { getDs } from './shared.js';
 import { getConfig, loadConfig, type Config } from '../../shared/config.js';
@@ -15,11 +16,11 @@ export interface RunningPools {
 }
 
 /** Real worker pools on the test database and Redis prefix, as `npm run worker -- <pools>` runs them. */
-export async function startPools(pools: Pool[], options: { env?: Record<string, string> } = {}): Promise<RunningPools> {
+export async function startPools(pools: Pool[], options: { env?: Record<string, string>; log?: Logger } = {}): Promise<RunningPools> {
   const config: Config = options.env ? loadConfig({ ...process.env, ...options.env }) : getConfig();
   const connection = createWorkerRedis(config.redisUrl);
   const queueConnection = createWorkerRedis(config.redisUrl);
-  const deps: WorkerDeps = { config, ds: await getDs(), queues: createQueues(queueConnection, config.redisPrefix), log: logger() };
+  const deps: WorkerDeps = { config, ds: await getDs(), queues: createQueues(queueConnection, config.redisPrefix), log: options.log ?? logger() };
   const runtime = startWorkers({ pools, deps, connection });
   return {
     pools,

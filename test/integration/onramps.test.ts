@@ -36,8 +36,8 @@ describe('on-ramps end to end in sandbox, and the transactions area', function (
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     expect(res.body).to.deep.include({ direction: 'onramp', status: 'created', funding_source: null });
     expect(res.body.payment_source).to.deep.include({ type: 'mobile_money', mobile_network: 'safaricom' });
-    // The payer's number is shown like beneficiary details: only its last 4 characters.
-    expect(res.body.payment_source.phone_number).to.match(/^\*+0163$/);
+    // The payer's number is shown with its country code and last 4 digits only (CONTRACT §15).
+    expect(res.body.payment_source.phone_number).to.equal('+254*****0163');
     const done = await untilStatus(api, key, res.body.id, ['completed', 'failed']);
     expect(done.status).to.equal('completed');
     expect(done.destination).to.deep.include({ asset: 'USDC', amount: '25.000000', chain: 'base' });

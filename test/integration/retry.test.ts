@@ -104,7 +104,7 @@ describe('retry: every stalled step that can run again', function () {
       expect(forced.status, JSON.stringify(forced.body)).to.equal(200);
       expect(forced.body.status).to.equal('failed');
       expect(forced.body.failure.code).to.equal('delivery_failed');
-      expect(forced.body.refund).to.deep.include({ status: 'pending', amount: res.body.source.total_required, currency: 'KES', phone_number: '*********0177', provider_reference: null });
+      expect(forced.body.refund).to.deep.include({ status: 'pending', amount: res.body.source.total_required, currency: 'KES', phone_number: '+254*****0177', provider_reference: null });
       const back = await until(async () => {
         const tx = (await api.http.get(`${BASE}/transactions/${res.body.id}`).set(writeHeaders(key))).body;
         return tx.refund.status !== 'pending' && tx;

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { getConfig } from '../../shared/config.js';
+import { sealedPayerColumns } from '../../shared/domain/payer-data.js';
 import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { makeBusiness } from '../helpers/factories.js';
@@ -216,7 +218,9 @@ describe('the engine: units of work and the one transition function', () => {
       const tx = await offrampIn('failed', { failure: timeout });
       // As an on-ramp (the columns an on-ramp has), failed with `failure` and `refund`.
       const as = async (set: Record<string, unknown>) => {
-        await api.deps.ds.query(`UPDATE transactions SET direction = 'onramp', payer_phone = '+254700000000', beneficiary_id = NULL, funding_type = NULL, failure = $2, refund = $3 WHERE id = $1`, [tx.id, JSON.stringify(set.failure), set.refund ? JSON.stringify(set.refund) : null]);
+        const phone = sealedPayerColumns(getConfig(), 'transactions', 'payer_phone', tx, '+254700000000');
+        await api.deps.ds.query(`UPDATE transactions SET direction = 'onramp', payer_phone_redacted = '+254*****0000', ${Object.keys(phone).map((c, i) => `${c} = $${i + 4}`).join(', ')},
+          beneficiary_id = NULL, funding_type = NULL, failure = $2, refund = $3 WHERE id = $1`, [tx.id, JSON.stringify(set.failure), set.refund ? JSON.stringify(set.refund) : null, ...Object.values(phone)]);
         return (await loadTransaction(api.deps.ds, tx.id))!;
       };
       // The guard as the transition's conditional UPDATE checks it (an off-ramp's amounts make no on-ramp view).

@@ -31,12 +31,14 @@ async function corroborate(deps: WorkerDeps, result: ProviderCallback): Promise<
 export const applyCallbackJob = defineJob({
   name: 'provider.callback',
   async process(job, deps) {
-    const stored: { kind: DarajaCallbackKind; body: unknown; processed_at: Date | null }[] = await deps.ds.query(
-      `SELECT kind, body, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId],
+    const stored: { kind: DarajaCallbackKind; body: unknown; payer_key: string | null; processed_at: Date | null }[] = await deps.ds.query(
+      `SELECT kind, body, payer_key, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId],
     );
     if (!stored[0] || stored[0].processed_at) return 'already applied';
     // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
     const parsed = parseDarajaCallback(stored[0].kind, stored[0].body);
+    // The stored body's phone is redacted: who paid is the digest taken on receipt.
+    if (parsed) parsed.payer = stored[0].payer_key;
     const check = parsed && needsCorroboration(parsed) ? await corroborate(deps, parsed) : undefined;
     return inUnit(deps, async (unit) => {
       const rows: { processed_at: Date | null }[] = await unit.em.query(`SELECT processed_at FROM provider_callbacks WHERE id = $1 FOR UPDATE`, [job.data.callbackId]);

@@ -2,6 +2,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { collectionCameToNothing, collectionFailure, intentScope, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { awaitResult } from '../../shared/domain/provider-results.js';
+import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { mobileMoneyPayment, recordPayment } from '../../shared/domain/treasury-deposits.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
@@ -18,7 +19,7 @@ export const collectIntentJob = defineJob({
     if (!intent || intent.status !== 'processing' || intent.collection_attempts !== job.data.attempt) return `moved on (${intent?.status ?? 'gone'})`;
     const outcome = await providerFor(intent.environment, { db: deps.ds, config: deps.config, log: deps.log }).collect({
       reference: `${intent.id}-${job.data.attempt}`, scope: intentScope(intent), currency: intent.currency, amount: intent.amount,
-      phone_number: intent.payer_phone!, mobile_network: intent.payer_network!,
+      phone_number: await openPayerPhone(deps.ds, deps.config, 'payment_intents', intent.id), mobile_network: intent.payer_network!,
     });
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {

@@ -1,5 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { applyFiatRefund } from '../../shared/domain/onramp-refunds.js';
+import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { loadTransaction, lockTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
@@ -16,7 +17,7 @@ export const refundOnrampJob = defineJob({
     if (!tx || tx.direction !== 'onramp' || tx.refund?.status !== 'pending') return `nothing to pay back (${tx?.refund?.status ?? 'no refund'})`;
     const outcome = await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }).payout({
       reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, payment_method: 'mobile_money',
-      account_holder_name: 'Payer', details: { phone_number: tx.payer_phone!, mobile_network: tx.payer_network ?? 'safaricom' },
+      account_holder_name: 'Payer', details: { phone_number: await openPayerPhone(deps.ds, deps.config, 'transactions', tx.id), mobile_network: tx.payer_network ?? 'safaricom' },
     });
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => applyFiatRefund(unit, (await lockTransaction(unit, tx.id))!, outcome));

@@ -2,6 +2,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { applyCollectionOutcome, collectionUnavailable, forcedSuccess } from '../../shared/domain/fiat-steps.js';
 import { awaitResult } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { ProviderError, providerFor } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
 
@@ -14,7 +15,7 @@ export const requestCollectionJob = defineJob({
     const outcome =
       forcedSuccess(tx) ??
       (await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }).collect({
-        reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, phone_number: tx.payer_phone!, mobile_network: tx.payer_network!,
+        reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, phone_number: await openPayerPhone(deps.ds, deps.config, 'transactions', tx.id), mobile_network: tx.payer_network!,
       }));
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {

@@ -667,7 +667,7 @@ export interface paths {
         put?: never;
         /**
          * Prompt the payer to pay by mobile money.
-         * @description Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent returns to `awaiting_payment` with `last_payment_error`, and you may collect again. Only an intent `awaiting_payment` that accepts `mobile_money` (else 409 `invalid_state`); the number must fit the currency's corridor (400).
+         * @description Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent returns to `awaiting_payment` with `last_payment_error`, and you may collect again. Only an intent `awaiting_payment` that accepts `mobile_money` (else 409 `invalid_state`); the number must fit the currency's corridor (400). The number is payer data: stored encrypted, shown redacted (`collection.phone_number`, `+254*****3344`).
          *
          *     Scope: `payment_intents:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
          */
@@ -1875,7 +1875,7 @@ export interface components {
         MobileMoneyPayer: {
             /** @enum {string} */
             type: "mobile_money";
-            /** @description The payer, E.164 (`+2547...`). Sandbox: ending in 0001 is declined. */
+            /** @description The payer, E.164 (`+2547...`): stored encrypted, shown redacted (`payment_source.phone_number`, `+254*****3344`). Sandbox: ending in 0001 is declined. */
             phone_number: string;
             mobile_network: string;
         };
@@ -2004,6 +2004,7 @@ export interface components {
                 /** @enum {string} */
                 type?: "mobile_money";
                 reference?: string | null;
+                /** @description The payer, redacted: country code and last 4 digits (`+254*****3344`). */
                 phone_number?: string;
                 mobile_network?: string | null;
             } | null;
@@ -2014,7 +2015,7 @@ export interface components {
                 message: string;
                 details?: unknown;
             } | null;
-            /** @description Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`currency`, `phone_number` redacted, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
+            /** @description Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`currency`, `phone_number` redacted as `payment_source`'s, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
             refund: {
                 /** @enum {string} */
                 status: "pending" | "completed" | "failed";
@@ -2059,6 +2060,7 @@ export interface components {
             };
             /** @description Default `["mobile_money"]`. `stablecoin`: the payer may send USDC to `payment_instructions.address`. */
             accepted_payment_methods?: ("mobile_money" | "stablecoin")[];
+            /** @description Who pays. `phone_number` and `email` are stored encrypted and shown redacted (`+254*****3344`, `a***@example.com`) in responses, events and webhooks. */
             customer?: {
                 /** @description One of your customers (404 if it does not exist here). */
                 id?: components["schemas"]["Uuid"];
@@ -2125,7 +2127,7 @@ export interface components {
             amount_received: string;
             /** @description USDC value of the confirmed payments. */
             amount_confirmed: string;
-            /** @description The latest mobile-money prompt: the payer (redacted), its network, the provider's reference and how many prompts were sent. */
+            /** @description The latest mobile-money prompt: the payer (stored encrypted, shown redacted: `+254*****3344`), its network, the provider's reference and how many prompts were sent. */
             collection: {
                 phone_number?: string;
                 mobile_network?: string | null;
@@ -2138,7 +2140,13 @@ export interface components {
                 code: string;
                 message: string;
             } | null;
-            customer: Record<string, unknown> | null;
+            /** @description The customer as given, `phone_number` and `email` redacted (`+254*****3344`, `a***@example.com`): they are stored encrypted and never shown in full. */
+            customer: {
+                id?: components["schemas"]["Uuid"];
+                name?: string;
+                phone_number?: string;
+                email?: string;
+            } | null;
             metadata: Record<string, unknown>;
             expires_at: components["schemas"]["Timestamp"];
             /** Format: date-time */

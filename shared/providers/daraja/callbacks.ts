@@ -5,6 +5,8 @@
 import { Ajv } from 'ajv';
 import type { ProviderCallback, ProviderKind } from '../provider.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
+import { payerKey } from './msisdn.js';
+import { redactPhone } from '../../domain/payer-data.js';
 
 /** The path segment Daraja posts to, by the request that named it. */
 export const DARAJA_CALLBACK_KINDS = ['stk', 'result', 'status', 'timeout'] as const;
@@ -79,6 +81,12 @@ function params(entries: unknown, name: 'Name' | 'Key'): Record<string, unknown>
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
 
+/** The digest of an STK callback's PhoneNumber; null when it holds no number (a stored callback keeps it redacted). */
+const payerOf = (v: unknown) => {
+  const phone = str(v);
+  return phone ? payerKey(phone) : null;
+};
+
 /**
  * A callback as facts. `stk`: matched by CheckoutRequestID (or MerchantRequestID), with the receipt, amount and phone
  * to check against the request. `result`: B2C echoes our OriginatorConversationID; B2B is matched by ConversationID.
@@ -94,7 +102,7 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const meta = params(cb.CallbackMetadata?.Item, 'Name');
     return {
       kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID, claim: true,
-      receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount), phone: str(meta.PhoneNumber),
+      receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount), payer: payerOf(meta.PhoneNumber),
     };
   }
   const which = kind === 'payout' ? 'result' : kind;
@@ -125,4 +133,32 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
   const receipt = resultCode === '0' ? str(r.TransactionID) ?? str(params(r.ResultParameters?.ResultParameter, 'Key').TransactionReceipt) : undefined;
   // M-Pesa's own result for the request: a temporary code (our float short) means it ended without paying.
   return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, absent: outcome.status === 'temporary_failure' || undefined, claim: true };
+}
+
+/** A Kenyan MSISDN anywhere in a value: `2547...`, `+2547...` or `07...` (B2C's ReceiverPartyPublicName starts with one). */
+const MSISDN_IN_TEXT = /(?<![\d*])(?:\+?254|0)[17]\d{8}(?!\d)/g;
+const PHONE_KEY = /phone|msisdn/i;
+
+function redactMsisdn(found: string): string {
+  if (found.startsWith('+')) return redactPhone(found);
+  return found.startsWith('254') ? redactPhone(`+${found}`).slice(1) : redactPhone(found);
+}
+
+function redactText(value: string, wholly: boolean): string {
+  return wholly && /\d{4}/.test(value) ? redactMsisdn(value.replace(/\s/g, '')) : value.replace(MSISDN_IN_TEXT, redactMsisdn);
+}
+
+/**
+ * A callback body as stored (CONTRACT §15): every phone number redacted (`254*****4149`), wherever it sits (STK's
+ * `{ Name: 'PhoneNumber', Value }`, a B2C receiver's public name, any field named like a phone); the rest unchanged.
+ */
+export function redactCallbackBody(body: unknown, phoneField = false): unknown {
+  if (typeof body === 'string') return redactText(body, phoneField);
+  if (typeof body === 'number') return phoneField || /^254[17]\d{8}$/.test(String(body)) ? redactText(String(body), true) : body;
+  if (Array.isArray(body)) return body.map((v) => redactCallbackBody(v, phoneField));
+  if (!body || typeof body !== 'object') return body;
+  const entry = body as Record<string, unknown>;
+  // Daraja's name/value lists: the value is a phone when its name says so.
+  const named = typeof entry.Name === 'string' ? entry.Name : typeof entry.Key === 'string' ? entry.Key : '';
+  return Object.fromEntries(Object.entries(entry).map(([k, v]) => [k, redactCallbackBody(v, PHONE_KEY.test(k) || (k === 'Value' && PHONE_KEY.test(named)))]));
 }

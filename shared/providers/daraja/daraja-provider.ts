@@ -1,7 +1,6 @@
 // The live fiat provider: M-Pesa Daraja (CONTRACT §12, §13). Every request is first written to provider_requests as
 // `sending`, then sent, then its answer stored; a job that finds its reference already `sending` (it died between
 // the two writes) or temporarily refused asks Daraja whether the first request went through before sending again.
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import { logger } from '../../logger.js';
@@ -11,6 +10,7 @@ import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvide
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
+import { msisdn, payerKey } from './msisdn.js';
 
 /**
  * `absent`: M-Pesa itself said the request did not pay and never will (its own temporary result, a status "not found"),
@@ -27,26 +27,6 @@ function wholeKes(currency: string, amount: string): number {
   const cents = toMinor(amount, 2);
   if (cents <= 0n || cents % 100n !== 0n) throw AppError.invalid(`M-Pesa takes whole shillings; ${amount} KES is not.`);
   return Number(cents / 100n);
-}
-
-/** +254 7XX XXX XXX (or 07XX...) -> 2547XXXXXXXX, the MSISDN form Daraja wants. */
-export function msisdn(phone: string): string {
-  const digits = phone.replace(/[^\d]/g, '');
-  const national = digits.startsWith('254') ? digits.slice(3) : digits.replace(/^0/, '');
-  if (!/^[17]\d{8}$/.test(national)) throw new AppError('requirements_not_met', 'The phone number is not a Kenyan mobile number M-Pesa can reach.', [{ path: 'phone_number', message: 'must be a Kenyan mobile number' }]);
-  return `254${national}`;
-}
-
-/**
- * Who a prompt went to, as stored with its request: a digest of the MSISDN (never the number itself), so an STK
- * callback's PhoneNumber can be checked against the request. Null for what is not a Kenyan mobile number.
- */
-export function payerKey(phone: string): string | null {
-  try {
-    return createHash('sha256').update(`rampway-payer:${msisdn(phone)}`).digest('hex');
-  } catch {
-    return null;
-  }
 }
 
 /**
