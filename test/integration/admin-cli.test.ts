@@ -288,11 +288,11 @@ describe('admin CLI (npm run admin)', function () {
     const config = getConfig();
     const sandbox = await admin('treasury-address', '--environment', 'sandbox');
     expect(sandbox.code, sandbox.stderr).to.equal(0);
-    expect(sandbox.stdout).to.equal(`${treasuryAddress(config.walletSeeds.sandbox)}\n`);
+    expect(sandbox.stdout).to.equal(`${treasuryAddress(config.walletSeeds!.sandbox)}\n`);
     const live = await admin('treasury-address', '--environment', 'live', '--json');
     expect(live.code, live.stderr).to.equal(0);
-    expect(JSON.parse(live.stdout)).to.deep.equal({ environment: 'live', address: treasuryAddress(config.walletSeeds.live!), path: "m/44'/60'/1'/0/0" });
-    expect(JSON.parse(live.stdout).address).not.to.equal(treasuryAddress(config.walletSeeds.sandbox));
+    expect(JSON.parse(live.stdout)).to.deep.equal({ environment: 'live', address: treasuryAddress(config.walletSeeds!.live!), path: "m/44'/60'/1'/0/0" });
+    expect(JSON.parse(live.stdout).address).not.to.equal(treasuryAddress(config.walletSeeds!.sandbox));
     // No database is needed to derive it.
     const noDb = await adminWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/rampway' }, 'treasury-address', '--environment', 'sandbox');
     expect(noDb.code, noDb.stderr).to.equal(0);
