@@ -511,7 +511,9 @@ export interface paths {
         };
         /**
          * Retrieve a transaction.
-         * @description Scope: `transactions:read`.
+         * @description An off-ramp embeds its `settlement`, as its creation answer does (the object `GET /transactions/{id}/settlement` returns).
+         *
+         *     Scope: `transactions:read`.
          */
         get: operations["getTransaction"];
         put?: never;
@@ -1754,7 +1756,7 @@ export interface components {
             asset: "USDC";
             /** @description Fiat currencies an on-ramp can collect in this environment. */
             currencies: string[];
-            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the WALLET_SEED_LIVE treasury hot wallet holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check. */
+            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check. */
             checks: {
                 [key: string]: components["schemas"]["ReadinessCheck"];
             };
@@ -1958,13 +1960,20 @@ export interface components {
                 message: string;
                 details?: unknown;
             } | null;
-            /** @description USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. */
+            /** @description Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`currency`, `phone_number` redacted, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
             refund: {
                 /** @enum {string} */
                 status: "pending" | "completed" | "failed";
                 amount: string;
                 to_address: string | null;
                 transaction_hash: string | null;
+                currency?: string;
+                phone_number?: string | null;
+                provider_reference?: string | null;
+                failure?: {
+                    code?: string;
+                    message?: string;
+                } | null;
             } | null;
             /** @description External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`). */
             refund_address: string | null;
@@ -2232,7 +2241,16 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @enum {string} */
             type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
-            created_at: components["schemas"]["Timestamp"];
+            /**
+             * Format: int32
+             * @description Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.
+             */
+            sequence: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with microseconds (6 fractional digits).
+             */
+            created_at: string;
             /** @description The resource as it stood after the change, as its own GET shows it. */
             data: Record<string, unknown>;
         };
