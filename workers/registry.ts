@@ -30,7 +30,7 @@ import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
 import { refundOnrampJob } from './providers/refund-onramp.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
-import type { Config } from '../shared/config.js';
+import { getConfig } from '../shared/config.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
@@ -44,14 +44,14 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   applyCallbackJob, checkProviderJob, resendPayoutJob, refundOnrampJob,
 ];
 
-/** A function of the process's configuration, not a constant: importing the registry reads no configuration. */
-export const schedules = (config: Config): ScheduleDefinition[] => [
+/** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */
+export const schedules = (): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
   // The live chains' watchers (sandbox deposits arrive through the sandbox controls).
-  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: config.settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
+  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: getConfig().settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
   // The ledger against the chain, for chains with an RPC configured (the others answer at once).
-  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-reconcile-live-${chain}`, everyMs: config.chainReconcileMs, name: 'chain.reconcile', data: { environment: 'live', chain } })),
+  ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-reconcile-live-${chain}`, everyMs: getConfig().chainReconcileMs, name: 'chain.reconcile', data: { environment: 'live', chain } })),
 ];
 
 export interface PoolSpec {

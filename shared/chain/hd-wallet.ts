@@ -6,7 +6,8 @@ import type { PublicWallet } from '../config-wallets.js';
 import type { Environment } from '../domain/chains.js';
 import { AppError } from '../errors.js';
 import { bytesToHex } from 'viem';
-import { hdKeyToAccount, mnemonicToAccount, publicKeyToAddress, type HDAccount, type HDKeyToAccountOptions } from 'viem/accounts';
+import { mnemonicToSeedSync } from '@scure/bip39';
+import { hdKeyToAccount, publicKeyToAddress, type HDAccount, type HDKeyToAccountOptions } from 'viem/accounts';
 
 // Managed addresses live at m/44'/60'/0'/0/<index> of the environment's BIP-39 seed. Only the index is stored;
 // private keys exist in memory for the moment a signer needs them and are never stored, logged or returned.
@@ -18,13 +19,24 @@ export function managedWalletPath(index: number): string {
   return `${MANAGED_WALLET_BASE_PATH}/${index}`;
 }
 
-// PBKDF2 over the mnemonic costs tens of milliseconds: do it once per seed and derive children from the branch node.
+// PBKDF2 over the mnemonic costs hundreds of milliseconds on a busy machine, and blocks the event loop: do it once per
+// seed, and derive the branch node and the treasury from its root.
+const roots = new Map<string, HDKey>();
 const branches = new Map<string, HDKey>();
+
+function rootNode(mnemonic: string): HDKey {
+  let root = roots.get(mnemonic);
+  if (!root) {
+    root = HDKey.fromMasterSeed(mnemonicToSeedSync(mnemonic));
+    roots.set(mnemonic, root);
+  }
+  return root;
+}
 
 function branchNode(mnemonic: string): HDKey {
   let node = branches.get(mnemonic);
   if (!node) {
-    node = mnemonicToAccount(mnemonic, { path: MANAGED_WALLET_BASE_PATH }).getHdKey();
+    node = rootNode(mnemonic).derive(MANAGED_WALLET_BASE_PATH);
     branches.set(mnemonic, node);
   }
   return node;
@@ -107,7 +119,7 @@ const treasuries = new Map<string, `0x${string}`>();
 export function treasuryAddress(mnemonic: string): `0x${string}` {
   let address = treasuries.get(mnemonic);
   if (!address) {
-    address = mnemonicToAccount(mnemonic, { path: TREASURY_PATH }).address;
+    address = treasuryAccount(mnemonic).address;
     treasuries.set(mnemonic, address);
   }
   return address;
@@ -115,5 +127,5 @@ export function treasuryAddress(mnemonic: string): `0x${string}` {
 
 /** The signing account of the treasury hot wallet (derived for the moment of a send, never kept). */
 export function treasuryAccount(mnemonic: string): HDAccount {
-  return mnemonicToAccount(mnemonic, { path: TREASURY_PATH });
+  return hdKeyToAccount(rootNode(mnemonic), { path: TREASURY_PATH });
 }

@@ -14,7 +14,7 @@ import { loadSettlement } from '../../shared/domain/settlements.js';
 import { SANDBOX_RATES } from '../../shared/domain/rates.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { matchDepositAddresses, readCursor, scanChain } from '../../shared/chain/scanner.js';
-import { getConfig, type Config } from '../../shared/config.js';
+import type { Config } from '../../shared/config.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { closeQueues, createQueues, type Queues } from '../../shared/queues/producer.js';
 import type { Redis } from 'ioredis';
@@ -357,9 +357,9 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     // A chain with nothing to watch costs one query and no RPC call (this RPC URL answers nothing).
     const idle = { ...config, chains: { ...config.chains, avalanche: { ...config.chains.avalanche, rpcUrl: 'http://127.0.0.1:9' } } };
     expect(await scanChainJob.process({ data: { environment: 'live', chain: 'avalanche' } } as never, { ...deps, config: idle })).to.equal('nothing open');
-    expect(schedules(getConfig()).filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
+    expect(schedules().filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
     // And one reconciliation of the ledger against the chain per chain, for live.
-    expect(schedules(getConfig()).filter((sch) => sch.name === 'chain.reconcile').map((sch) => sch.data)).to.deep.equal(CHAINS.map((chain) => ({ environment: 'live', chain })));
+    expect(schedules().filter((sch) => sch.name === 'chain.reconcile').map((sch) => sch.data)).to.deep.equal(CHAINS.map((chain) => ({ environment: 'live', chain })));
   });
 
   it('a hash the business names is read at once (chain.receipt): its transfers to our addresses recorded once, a foreign one changes nothing', async () => {
