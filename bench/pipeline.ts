@@ -87,7 +87,7 @@ const beneficiary = await inUnit(deps, (unit) =>
 );
 const wallets: string[] = [];
 for (let i = 0; i < LIFECYCLES; i++) {
-  const { customer } = await inUnit(deps, (unit) => createCustomer(unit.em, config.walletSeeds, scope, { external_reference: `bench-${randomUUID()}` }));
+  const { customer } = await inUnit(deps, (unit) => createCustomer(unit.em, config.wallets, scope, { external_reference: `bench-${randomUUID()}` }));
   await inUnit(deps, (unit) => fundSandboxWallet(unit.em, config, scope, customer.wallet_id, { chain: 'base', amount: '20' }));
   wallets.push(customer.wallet_id);
 }

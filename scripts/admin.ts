@@ -3,12 +3,12 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { ConfigError, getConfig, type Config } from '../shared/config.js';
+import { ConfigError, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { SCOPES } from '../shared/domain/api-keys.js';
 import { createApiRedis } from '../shared/queues/connections.js';
 import {
-  AdminError, createBusiness, createKey, enableLive, listBusinesses, listKeys, revokeKey, setFees, treasuryWallet, type AdminDeps,
+  AdminError, createBusiness, createKey, enableLive, listBusinesses, listKeys, revokeKey, setFees, treasuryWallet, walletXpub, type AdminDeps,
 } from '../shared/admin/commands.js';
 import { rotateEncryptionKey } from '../shared/admin/rotate-encryption-key.js';
 
@@ -22,6 +22,8 @@ interface Context {
 interface Command {
   usage: string;
   about: string;
+  /** Reads WALLET_SEED / WALLET_SEED_LIVE (the others run where only the xpubs are, as on a web app). */
+  seeds?: true;
   run(ctx: Context): Promise<{ out: unknown; human: string; exitCode?: number }>;
 }
 
@@ -97,10 +99,20 @@ const COMMANDS: Record<string, Command> = {
   },
   'treasury-address': {
     usage: '--environment sandbox|live [--json]',
-    about: "the environment's treasury hot wallet address (from WALLET_SEED, or WALLET_SEED_LIVE)",
+    about: "the environment's treasury hot wallet address, WALLET_TREASURY_ADDRESS[_LIVE] (from WALLET_SEED, or WALLET_SEED_LIVE)",
+    seeds: true,
     async run({ flags, config }) {
       const r = treasuryWallet(config, { environment: flags.environment ?? '' });
       return { out: r, human: r.address };
+    },
+  },
+  'wallet-xpub': {
+    usage: '--environment sandbox|live [--json]',
+    about: "the extended public key of the environment's deposit and managed-wallet addresses, WALLET_XPUB[_LIVE] (from WALLET_SEED, or WALLET_SEED_LIVE)",
+    seeds: true,
+    async run({ flags, config }) {
+      const r = walletXpub(config, { environment: flags.environment ?? '' });
+      return { out: r, human: r.xpub };
     },
   },
   'rotate-encryption-key': {
@@ -209,6 +221,7 @@ async function main(argv: string[]): Promise<number> {
     return usageError(`${name}: ${reason(err).split(/\.\s/)[0]}`, `usage: ${commandUsage(name)}`);
   }
   const { json, ...flags } = parsed.values as Record<string, string | undefined> & { json: boolean };
+  if (command.seeds) holdWalletSeeds();
   const config = getConfig();
   const conn = connections(config);
   try {

@@ -1,8 +1,10 @@
 // npm start: the one-machine default. Checks PostgreSQL and Redis, creates the database if absent,
 // applies migrations, then runs the web process and every worker pool, restarting nothing silently.
+// Each process gets only the keys it needs: the settlement pool the seeds, the others their public keys alone.
 // SIGTERM or SIGINT reaches every child once; it exits when they all have, and no child outlives it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { getConfig } from '../shared/config.js';
+import { getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { POOLS } from '../shared/queues/registry.js';
 import { createDataSource, runMigrations } from '../shared/db/data-source.js';
 import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
 
@@ -41,6 +43,9 @@ const alive = (pid: number) => {
   }
 };
 
+// It hands the seeds to the settlement pool, and their public keys to the others: it reads them (and checks any
+// WALLET_XPUB given beside them).
+holdWalletSeeds();
 const config = getConfig();
 const parentPid = process.ppid;
 const watched = launchers();
@@ -71,16 +76,28 @@ const ORPHAN_GUARD = `data:text/javascript,${encodeURIComponent(
 // Children get this long past their own drain limit (SHUTDOWN_TIMEOUT_MS) before they are killed.
 const KILL_GRACE_MS = 5_000;
 
-const PROCESSES: [name: string, args: string[]][] = [
-  ['web', ['api/main.ts']],
-  ['worker', ['workers/main.ts', 'all']],
+/** The environment of a process that signs nothing: no seed, the public keys derived from them instead. */
+function withoutSeeds(env: NodeJS.ProcessEnv, wallets: Config['wallets']): NodeJS.ProcessEnv {
+  const { WALLET_SEED: _sandbox, WALLET_SEED_LIVE: _live, ...rest } = env;
+  const keys = (suffix: string, wallet: Config['wallets']['sandbox'] | null) =>
+    wallet ? { [`WALLET_XPUB${suffix}`]: wallet.xpub, [`WALLET_TREASURY_ADDRESS${suffix}`]: wallet.treasuryAddress } : {};
+  return { ...rest, ...keys('', wallets.sandbox), ...keys('_LIVE', wallets.live) };
+}
+const publicOnly = withoutSeeds(process.env, config.wallets);
+
+const PROCESSES: [name: string, args: string[], env: NodeJS.ProcessEnv][] = [
+  ['web', ['api/main.ts'], publicOnly],
+  ['worker', ['workers/main.ts', POOLS.filter((pool) => pool !== 'settlement').join(',')], publicOnly],
+  // The one process that signs (deposit sweeps, off-ramp funding, treasury sends).
+  ['settlement', ['workers/main.ts', 'settlement'], process.env],
 ];
 
 // node itself, tsx as its loader: no wrapper process to swallow a signal. Detached, each child leads its own process
 // group: a terminal's Ctrl-C reaches it once, through stop(), and a signal to the group reaches all it starts.
-const children = PROCESSES.map(([name, args]) => ({
+const children = PROCESSES.map(([name, args, env]) => ({
   name,
   proc: spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, ...args], {
+    env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     detached: true,
   }),

@@ -1,11 +1,10 @@
 // The only reader of process.env. Validated once, on first use.
 import { hkdfSync } from 'node:crypto';
 import { isIP } from 'node:net';
-import { validateMnemonic } from '@scure/bip39';
-import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { CHAINS, type Chain } from './domain/chains.js';
 import { checksumAddress } from './chain/address.js';
 import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
+import { walletSettings, type WalletSettings } from './config-wallets.js';
 
 export interface Config {
   nodeEnv: string;
@@ -47,8 +46,13 @@ export interface Config {
   workerLockMs: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
   encryptionKeys: { id: string; key: Buffer }[];
-  /** live is null until WALLET_SEED_LIVE is set: live managed wallets then answer 503 rather than use a public seed. */
-  walletSeeds: { sandbox: string; live: string | null };
+  /** Per environment, the xpub every deposit and managed-wallet address comes from, and the treasury hot wallet's address. */
+  wallets: WalletSettings['wallets'];
+  /**
+   * The BIP-39 seeds, only in a process that signs (the settlement pool, admin commands that need them): null in every
+   * other process, which never reads WALLET_SEED or WALLET_SEED_LIVE.
+   */
+  walletSeeds: WalletSettings['walletSeeds'];
   /**
    * False while the encrypting (first) key of ENCRYPTION_KEYS is the built-in development key, whatever id it is listed
    * under: its bytes are in this file, so live beneficiary details are then refused (503), never sealed under it.
@@ -153,8 +157,7 @@ function wei(env: NodeJS.ProcessEnv, name: string, fallback: bigint): bigint {
   return BigInt(raw);
 }
 
-// Development-only defaults, for the sandbox only: live data never uses them (see walletSeeds, encryptionKeysConfigured).
-const DEV_SEED_SANDBOX = 'test test test test test test test test test test test junk';
+// Development-only defaults: live data never uses them (see encryptionKeysConfigured; the wallet ones are in config-wallets.ts).
 const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 7);
 const DEV_ENCRYPTION_KEYS = `dev1:${DEV_ENCRYPTION_KEY.toString('base64')}`;
 
@@ -250,15 +253,11 @@ function usdcAddress(name: string, raw: string | undefined): string | null {
   return checked.address;
 }
 
-/** A mistyped seed would derive addresses nobody can recover: refuse it at boot, never in a request. */
-function walletSeed(name: string, raw: string | undefined): string | null {
-  if (!raw) return null;
-  const words = raw.trim().split(/\s+/).join(' ');
-  if (!validateMnemonic(words, english)) throw new ConfigError(`${name} is not a valid BIP-39 English mnemonic (word count, spelling or checksum)`);
-  return words;
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * `walletSeeds`: this process signs, so it reads WALLET_SEED / WALLET_SEED_LIVE (and checks any WALLET_XPUB given beside
+ * them). Without it, as in the web process, the seeds are never read: addresses come from WALLET_XPUB / WALLET_XPUB_LIVE.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletSeeds?: boolean } = {}): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   // First of the production checks: whatever else is missing, this switch must never reach a running service.
   if (nodeEnv === 'production' && env.WEBHOOKS_ALLOW_LOOPBACK === 'true') {
@@ -282,15 +281,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const encryptionKeys = parseEncryptionKeys(env.ENCRYPTION_KEYS || DEV_ENCRYPTION_KEYS);
   const encryptionKeysConfigured = !encryptionKeys[0].key.equals(DEV_ENCRYPTION_KEY);
-  const liveSeed = walletSeed('WALLET_SEED_LIVE', env.WALLET_SEED_LIVE);
-  if (liveSeed && (liveSeed === DEV_SEED_SANDBOX || liveSeed === walletSeed('WALLET_SEED', env.WALLET_SEED))) {
-    throw new ConfigError('WALLET_SEED_LIVE must differ from the sandbox seed (and from the public development seed)');
-  }
   const production = nodeEnv === 'production';
   checkDaraja(env);
-  if (production && (!env.ENCRYPTION_KEYS || !env.WALLET_SEED || !env.WALLET_SEED_LIVE || !env.IDEMPOTENCY_SECRET)) {
-    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS, WALLET_SEED, WALLET_SEED_LIVE and IDEMPOTENCY_SECRET');
+  if (production && (!env.ENCRYPTION_KEYS || !env.IDEMPOTENCY_SECRET)) {
+    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS and IDEMPOTENCY_SECRET');
   }
+  const wallets = walletSettings(env, { walletSeeds: opts.walletSeeds ?? false, production });
   if (production && !encryptionKeysConfigured) {
     throw new ConfigError('NODE_ENV=production: the first ENCRYPTION_KEYS key is the public development key; list your own key first');
   }
@@ -322,7 +318,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),
     encryptionKeys,
-    walletSeeds: { sandbox: walletSeed('WALLET_SEED', env.WALLET_SEED) ?? DEV_SEED_SANDBOX, live: liveSeed },
+    ...wallets,
     encryptionKeysConfigured,
     chains,
     adminUser: env.ADMIN_USER || null,
@@ -368,10 +364,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 let cached: Config | null = null;
+let seedsHeld = false;
 
 export function getConfig(): Config {
-  cached ??= loadConfig();
+  cached ??= loadConfig(process.env, { walletSeeds: seedsHeld });
   return cached;
+}
+
+/**
+ * Called at boot by the processes that sign (the settlement pool, the admin commands that print keys), before they
+ * read their configuration: only they read WALLET_SEED / WALLET_SEED_LIVE. No other process calls it.
+ */
+export function holdWalletSeeds(): void {
+  seedsHeld = true;
+  cached = null;
 }
 
 /** Tests change the environment between suites; this forgets the cached copy. */

@@ -17,6 +17,9 @@ process.env.PROVIDER_RETRY_BASE_MS ??= '10';
 process.env.WORKER_LOCK_MS ??= '2000';
 // Live data refuses the built-in development secrets; tests configure their own (public, test-only) ones.
 process.env.WALLET_SEED_LIVE ||= 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+// Its public keys (npm run admin -- wallet-xpub / treasury-address), for the harness's web processes, which read no seed.
+process.env.WALLET_XPUB_LIVE ||= 'xpub6EPuWo2Zez8qnWR1a44VViRzRwan7Ct5XaKCz2anC2xSQLCUUvhGEnGYBohKCsocJHEkYQ143QJH8fixW8ixUxrh6bU52qG2tPe1vqCJjiD';
+process.env.WALLET_TREASURY_ADDRESS_LIVE ||= '0x44f649fc8Dc77694E6ABEF1aA966983Dd6ED7C64';
 // A test-only key first (live details are never sealed under the public development key); dev1 stays listed so rows
 // earlier runs sealed under it still open.
 process.env.ENCRYPTION_KEYS ||= `test1:${Buffer.alloc(32, 9).toString('base64')},dev1:${Buffer.alloc(32, 7).toString('base64')}`;

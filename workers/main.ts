@@ -1,4 +1,4 @@
-import { getConfig } from '../shared/config.js';
+import { getConfig, holdWalletSeeds } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
@@ -8,9 +8,11 @@ import { serveWorkerMetrics } from './metrics-server.js';
 import { operatorFailures } from '../api/middleware/basic-auth.js';
 import { installScripts } from '../api/middleware/redis-scripts.js';
 
+const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).filter(Boolean));
+// Only the settlement pool signs: a worker process without it never reads WALLET_SEED / WALLET_SEED_LIVE.
+if (pools.includes('settlement')) holdWalletSeeds();
 const config = getConfig();
 const log = logger();
-const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).filter(Boolean));
 const ds = createDataSource();
 await ds.initialize();
 const connection = createWorkerRedis(config.redisUrl);

@@ -44,7 +44,8 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   applyCallbackJob, checkProviderJob, resendPayoutJob, refundOnrampJob,
 ];
 
-export const SCHEDULES: ScheduleDefinition[] = [
+/** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */
+export const schedules = (): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
   // The live chains' watchers (sandbox deposits arrive through the sandbox controls).

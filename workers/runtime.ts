@@ -4,7 +4,7 @@ import { AppError, PermanentJobError } from '../shared/errors.js';
 import { AmountError } from '../shared/domain/money.js';
 import { InsufficientFundsError } from '../shared/domain/ledger.js';
 import { POOLS, isPool, type JobName, type Pool } from '../shared/queues/registry.js';
-import { FINAL_FAILURES, REGISTRY, SCHEDULES, type PoolSpec, type ScheduleDefinition, type WorkerDeps } from './registry.js';
+import { FINAL_FAILURES, REGISTRY, schedules, type PoolSpec, type ScheduleDefinition, type WorkerDeps } from './registry.js';
 import { JOBS } from '../shared/queues/registry.js';
 import { startOutboxRelay } from './outbox/relay.js';
 import { jobDuration, jobFailures } from '../shared/metrics.js';
@@ -116,7 +116,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
-  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, SCHEDULES);
+  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, schedules());
   const stopRelay = options.relay === false
     ? async () => undefined
     : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });

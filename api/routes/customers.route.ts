@@ -72,7 +72,7 @@ export const routes: RouteDef[] = [
       '200': { description: 'A customer with this external_reference already exists: it is returned unchanged.', schema: ref('Customer') },
     },
     handler: async ({ deps, auth, body }) => {
-      const { created, customer } = await inUnit(deps, (unit) => createCustomer(unit.em, deps.config.walletSeeds, auth, body as CreateCustomerInput));
+      const { created, customer } = await inUnit(deps, (unit) => createCustomer(unit.em, deps.config.wallets, auth, body as CreateCustomerInput));
       return { status: created ? 201 : 200, body: customerView(customer) };
     },
   },

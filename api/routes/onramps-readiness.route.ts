@@ -2,7 +2,6 @@ import type { Address } from 'viem';
 import type { Config } from '../../shared/config.js';
 import { erc20Abi } from 'viem';
 import { publicClientFor } from '../../shared/chain/clients.js';
-import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import { CHAIN_IDS, type Chain } from '../../shared/domain/chains.js';
 import { listCorridors } from '../../shared/domain/corridors.js';
 import { httpRateSource } from '../../shared/domain/rates.js';
@@ -75,9 +74,8 @@ function chainCheck(config: Config): Promise<Check> {
   return cached(`chain|${rpcUrl}|${usdcAddress}`, () => askChain(config));
 }
 
-async function askTreasury(config: Config, seed: string): Promise<Check> {
+async function askTreasury(config: Config, holder: `0x${string}`): Promise<Check> {
   const client = publicClientFor(config, CHAIN);
-  const holder = treasuryAddress(seed);
   try {
     const [usdc, gas] = await withTimeout(Promise.all([
       client.readContract({ address: config.chains[CHAIN].usdcAddress as Address, abi: erc20Abi, functionName: 'balanceOf', args: [holder] }),
@@ -90,12 +88,12 @@ async function askTreasury(config: Config, seed: string): Promise<Check> {
   }
 }
 
-/** The treasury hot wallet (WALLET_SEED_LIVE) holds USDC to deliver and gas to send it with. */
+/** The live treasury hot wallet (WALLET_TREASURY_ADDRESS_LIVE) holds USDC to deliver and gas to send it with. */
 function treasuryCheck(config: Config): Promise<Check> {
-  const seed = config.walletSeeds.live;
-  if (!seed) return Promise.resolve(fail('WALLET_SEED_LIVE is not set: there is no treasury hot wallet to deliver USDC from.'));
+  const holder = config.wallets.live?.treasuryAddress;
+  if (!holder) return Promise.resolve(fail('WALLET_XPUB_LIVE and WALLET_TREASURY_ADDRESS_LIVE are not set: there is no treasury hot wallet to deliver USDC from.'));
   if (!config.chains[CHAIN].rpcUrl) return Promise.resolve(fail(`RPC_URL_${CHAIN.toUpperCase()} is not set: the treasury hot wallet's balances cannot be read.`));
-  return cached(`treasury|${config.chains[CHAIN].rpcUrl}|${config.chains[CHAIN].usdcAddress}|${treasuryAddress(seed)}`, () => askTreasury(config, seed));
+  return cached(`treasury|${config.chains[CHAIN].rpcUrl}|${config.chains[CHAIN].usdcAddress}|${holder}`, () => askTreasury(config, holder));
 }
 
 async function askRateSource(config: Config, url: string, currency: string): Promise<Check> {
@@ -172,7 +170,7 @@ export const schemas: Record<string, JsonSchema> = {
       checks: {
         type: 'object',
         additionalProperties: ref('ReadinessCheck'),
-        description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the WALLET_SEED_LIVE treasury hot wallet holds USDC and gas on base), ' +
+        description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), ' +
           '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
           '`rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check.',
       },

@@ -4,7 +4,7 @@ import { ENVIRONMENTS, type Environment } from '../domain/chains.js';
 import { MAX_ALLOWED_IPS, SCOPES, generateApiKey, isScope, normalizeIp, type Scope } from '../domain/api-keys.js';
 import type { Config } from '../config.js';
 import { feeColumns, feeFromRow, platformBpsProblem, platformMinProblem, updatePlatformFee, type FeeRow } from '../domain/fees.js';
-import { TREASURY_PATH, treasuryAddress } from '../chain/hd-wallet.js';
+import { accountXpub, MANAGED_WALLET_BASE_PATH, TREASURY_PATH, treasuryAddress } from '../chain/hd-wallet.js';
 
 export class AdminError extends Error {}
 
@@ -179,10 +179,22 @@ export async function listKeys(deps: AdminDeps, opts: { businessId: string }): P
   }));
 }
 
+/** The seed of --environment; the commands that use one are run with holdWalletSeeds(). */
+function seedOf(config: Config, environment: string): { environment: Environment; seed: string } {
+  if (!isEnvironment(environment)) throw new AdminError('--environment must be sandbox or live');
+  const seed = config.walletSeeds?.[environment];
+  if (!seed) throw new AdminError('WALLET_SEED_LIVE is not set, so live has no wallet keys yet: set it to its own BIP-39 mnemonic');
+  return { environment, seed };
+}
+
 /** The environment's treasury hot wallet, derived from its seed (no database needed). */
 export function treasuryWallet(config: Config, opts: { environment: string }): { environment: Environment; address: `0x${string}`; path: string } {
-  if (!isEnvironment(opts.environment)) throw new AdminError('--environment must be sandbox or live');
-  const seed = config.walletSeeds[opts.environment];
-  if (!seed) throw new AdminError('WALLET_SEED_LIVE is not set, so live has no treasury wallet yet: set it to its own BIP-39 mnemonic');
-  return { environment: opts.environment, address: treasuryAddress(seed), path: TREASURY_PATH };
+  const { environment, seed } = seedOf(config, opts.environment);
+  return { environment, address: treasuryAddress(seed), path: TREASURY_PATH };
+}
+
+/** The account node's extended public key (WALLET_XPUB / WALLET_XPUB_LIVE for processes that hold no seed). */
+export function walletXpub(config: Config, opts: { environment: string }): { environment: Environment; xpub: string; path: string } {
+  const { environment, seed } = seedOf(config, opts.environment);
+  return { environment, xpub: accountXpub(seed), path: MANAGED_WALLET_BASE_PATH };
 }

@@ -5,7 +5,6 @@ import type { Config } from '../config.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { chainDrift, chainDriftAddresses } from '../metrics.js';
 import { scanClientFor } from './clients.js';
-import { treasuryAddress } from './hd-wallet.js';
 
 // The ledger and the chain, compared: each managed wallet's on-chain USDC against its ledger account (credited by
 // deliveries, refunds and the watcher's record of outside funding; debited by the transfers it sent), and the treasury
@@ -24,8 +23,8 @@ export interface AddressDrift {
 const CONCURRENCY = 8;
 
 export async function reconcileChain(deps: { ds: DataSource; config: Config; log: Logger }, environment: Environment, chain: Chain): Promise<AddressDrift[] | 'not configured'> {
-  const seed = deps.config.walletSeeds[environment];
-  if (!seed || !deps.config.chains[chain].rpcUrl) return 'not configured';
+  const wallet = deps.config.wallets[environment];
+  if (!wallet || !deps.config.chains[chain].rpcUrl) return 'not configured';
   const wallets: { id: string; address: string; balance: string }[] = await deps.ds.query(
     `SELECT w.id, w.address, coalesce(a.balance, 0)::text AS balance
        FROM wallets w LEFT JOIN ledger_accounts a
@@ -33,7 +32,7 @@ export async function reconcileChain(deps: { ds: DataSource; config: Config; log
       WHERE w.environment = $1 AND w.type = 'managed_wallet'`,
     [environment, chain],
   );
-  const hot = treasuryAddress(seed);
+  const hot = wallet.treasuryAddress;
   const [{ expected }]: { expected: string }[] = await deps.ds.query(
     `SELECT ((SELECT coalesce(sum(amount), 0) FROM chain_sends WHERE environment = $1 AND chain = $2 AND asset = 'USDC' AND to_address = $3 AND status = 'mined')
            + (SELECT coalesce(sum(amount), 0) FROM chain_inflows WHERE environment = $1 AND chain = $2 AND address = $3)

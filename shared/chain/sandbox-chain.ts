@@ -63,6 +63,6 @@ export function sandboxChain(stepMs: number): ChainAdapter {
 export function chainFor(environment: 'sandbox' | 'live', config: Config): ChainAdapter {
   // Tests of the live fiat rail (RAMPWAY_TEST_LIVE_CHAIN=sandbox, refused in production) run on the sandbox chain.
   if (environment === 'sandbox' || config.liveChainOverride === 'sandbox') return sandboxChain(config.sandboxStepMs);
-  if (!config.walletSeeds.live) throw AppError.unavailable('The live chain rails are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  if (!config.wallets.live) throw AppError.unavailable('The live chain rails are not configured on this deployment (WALLET_XPUB_LIVE).', 60);
   return liveChain(config);
 }

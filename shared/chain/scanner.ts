@@ -6,7 +6,6 @@ import { jobId } from '../queues/registry.js';
 import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import { walletUsdcAccount } from '../domain/wallet-balances.js';
 import { chainFor } from './sandbox-chain.js';
-import { treasuryAddress } from './hd-wallet.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { fromMinor, USDC_SCALE } from '../domain/money.js';
 import { observeTransfer } from '../domain/offramps.js';
@@ -164,7 +163,7 @@ export async function fetchTransferLogs(
 export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'> & { config?: Config }, environment: Environment, chain: Chain, addresses: string[]): Promise<Match[]> {
   if (!addresses.length) return [];
   const custody = Boolean(deps.config && chainFor(environment, deps.config).live);
-  const hot = custody ? treasuryAddress(deps.config!.walletSeeds[environment]!).toLowerCase() : null;
+  const hot = custody ? deps.config!.wallets[environment]!.treasuryAddress.toLowerCase() : null;
   const matches: Match[] = await deps.ds.query(
     `SELECT 'settlement' AS kind, s.id, lower(s.to_address) AS address FROM settlements s
       WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[])

@@ -98,8 +98,9 @@ const clientOf = (deps: SenderDeps, chain: Chain): PublicClient => scanClientFor
 const tokenOf = (deps: SenderDeps, chain: Chain): Address => getAddress(deps.config.chains[chain].usdcAddress);
 
 function seedOf(deps: SenderDeps, environment: Environment): string {
-  const seed = deps.config.walletSeeds[environment];
-  if (!seed) throw new Error(`no wallet seed for ${environment}`);
+  const seed = deps.config.walletSeeds?.[environment];
+  // Only the settlement pool signs: another process reaching here is a wiring bug, not a missing setting.
+  if (!seed) throw new Error(deps.config.walletSeeds ? `no wallet seed for ${environment}` : 'this process holds no wallet seeds: only the settlement pool signs');
   return seed;
 }
 

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
-import { allocateHdIndex, managedWalletAddress } from '../chain/hd-wallet.js';
+import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
@@ -78,10 +78,10 @@ const MAX_INDEX_SKIPS = 16;
  * as an active external wallet (registered before the platform derived it; the sandbox seed is public) is skipped
  * for good: one address is never two wallets, on any chain.
  */
-async function insertManagedWallet(em: EntityManager, seed: string, scope: EventScope, customerId: string): Promise<void> {
+async function insertManagedWallet(em: EntityManager, xpub: string, scope: EventScope, customerId: string): Promise<void> {
   for (let attempt = 0; attempt < MAX_INDEX_SKIPS; attempt++) {
     const index = await allocateHdIndex(em);
-    const address = managedWalletAddress(seed, index);
+    const address = managedWalletAddress(xpub, index);
     const inserted: unknown[] = await em.query(
       `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
        SELECT $1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed'
@@ -107,19 +107,18 @@ export interface CreateCustomerInput {
  */
 export async function createCustomer(
   em: EntityManager,
-  seeds: Config['walletSeeds'],
+  wallets: Config['wallets'],
   scope: EventScope,
   input: CreateCustomerInput,
 ): Promise<{ created: boolean; customer: CustomerRow }> {
-  const seed = seeds[scope.environment];
-  if (!seed) throw AppError.unavailable('Live managed wallets are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  const { xpub } = walletOf({ wallets }, scope.environment, 'Live managed wallets');
   const inserted: { id: string }[] = await em.query(
     `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (business_id, environment, external_reference) DO NOTHING RETURNING id`,
     [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
   );
   if (inserted[0]) {
-    await insertManagedWallet(em, seed, scope, inserted[0].id);
+    await insertManagedWallet(em, xpub, scope, inserted[0].id);
     return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
   }
   const existing: CustomerRow[] = await em.query(

@@ -4,7 +4,7 @@ import { encodeFunctionData, erc20Abi, type Address } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
-import { allocateHdIndex, managedWalletAddress, treasuryAddress } from '../chain/hd-wallet.js';
+import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
@@ -101,10 +101,9 @@ export interface NewSettlement {
 
 /** A unique HD-derived deposit address and the ready-to-sign ERC-20 transfer of total_required to it. */
 export async function createSettlement(unit: Unit, config: Config, scope: EventScope, input: NewSettlement): Promise<SettlementRow> {
-  const seed = config.walletSeeds[scope.environment];
-  if (!seed) throw AppError.unavailable('Live deposit addresses are not configured on this deployment (WALLET_SEED_LIVE).', 60);
+  const wallet = walletOf(config, scope.environment, 'Live deposit addresses');
   const index = await allocateHdIndex(unit.em);
-  const toAddress = managedWalletAddress(seed, index);
+  const toAddress = managedWalletAddress(wallet.xpub, index);
   const token = config.chains[input.chain].usdcAddress as Address;
   const total = toMinor(input.totalRequired, USDC_SCALE);
   const execution = {
@@ -118,7 +117,7 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
     `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
        amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block)
      VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17) RETURNING ${COLUMNS}`,
-    [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, treasuryAddress(seed),
+    [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
       input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
       input.issuedBlock?.toString() ?? null],
   );

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
-import { treasuryAddress } from '../chain/hd-wallet.js';
 import { platformFeeOf } from './fees.js';
 import { InsufficientFundsError, postEntry } from './ledger.js';
 import { INTENT_PAYOUT_MACHINE, QUOTE_MACHINE, type PayoutStatus } from './machines.js';
@@ -96,9 +95,8 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
         rate.as_of, priced.source.total_required, priced.destination.amount, priced.fees.provider, priced.fees.platform],
     );
     await recordCreation(unit, QUOTE_MACHINE, { scope, id: quoteId, status: 'consumed', view: () => ({}) });
-    const seed = config.walletSeeds[scope.environment];
     const tx = await insertTransaction(unit, scope, {
-      quote, wallet: null, fundingAddress: seed ? treasuryAddress(seed) : null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
+      quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
       externalReference: null, customerId: typeof intent.customer?.id === 'string' ? intent.customer.id : null,
     });
     try {

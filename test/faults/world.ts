@@ -53,7 +53,7 @@ export interface World {
 export async function startWorld(plan: Plan): Promise<World> {
   const anvil = await startAnvil({ chainId: 8453 });
   const token = await deployTestUsdc(anvil);
-  const hot = treasuryAddress(getConfig().walletSeeds.live!);
+  const hot = getConfig().wallets.live!.treasuryAddress;
   const request = (method: string, params: unknown[] = []) => anvil.publicClient.request({ method: method as never, params: params as never });
   await request('anvil_setBalance', [hot, `0x${parseEther('1000').toString(16)}`]);
   // Minted before the service's watcher first runs: the one difference between the hot wallet's ledger and its chain

@@ -112,7 +112,7 @@ export interface LiveChainRail extends LiveRail {
 export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record<string, string>; float?: bigint } = {}): Promise<LiveChainRail> {
   const anvil = await startAnvil({ chainId: 8453 });
   const token = await deployTestUsdc(anvil);
-  const hot = treasuryAddress(getConfig().walletSeeds.live!);
+  const hot = getConfig().wallets.live!.treasuryAddress;
   await anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [hot, `0x${parseEther('10').toString(16)}`] as never });
   await mintUsdc(anvil, token, hot, options.float ?? 100_000_000_000n);
   await anvil.publicClient.request({ method: 'anvil_mine' as never, params: ['0x1'] as never });

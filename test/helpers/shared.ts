@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { getConfig, resetConfig } from '../../shared/config.js';
+import { getConfig, holdWalletSeeds, resetConfig } from '../../shared/config.js';
 import { createDataSource, runMigrations } from '../../shared/db/data-source.js';
 
 // Mocha loads the root hooks (test/setup.ts) and the test files through different module instances, so the
@@ -10,6 +10,9 @@ const shared = globalThis as unknown as { __rampwayTestDs?: DataSource | null; _
 // Each module instance of the configuration registers its reset, so the root hooks (another instance) can make every
 // one of them read a test file's own Redis prefix.
 (shared.__rampwayConfigResets ??= new Set()).add(resetConfig);
+// One process plays every part here, the settlement pool's included: every instance's getConfig() reads the seeds, as
+// that pool's does. A harness given its own env loads a web process's configuration, without them (harness.ts).
+holdWalletSeeds();
 
 /** Points every later getConfig() at `prefix`: each test file gets its own queues, rate limits and idempotency keys. */
 export function useRedisPrefix(prefix: string): void {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { ApiHarness } from './harness.js';
 import { writeHeaders } from './factories.js';
+import { accountXpub, treasuryAddress } from '../../shared/chain/hd-wallet.js';
 
 export const BASE = '/api/v1/business';
 
@@ -28,4 +29,10 @@ export async function externalWallet(api: ApiHarness, key: string, chain = 'base
   const res = await registerWallet(api, key, { address: account.address, chain });
   if (res.status !== 201) throw new Error(`externalWallet: ${res.status} ${JSON.stringify(res.body)}`);
   return { account, wallet: res.body };
+}
+
+/** What a process that holds no seed is given for `environment`: the public keys of `mnemonic` (the seed's own). */
+export function walletKeyEnv(mnemonic: string, environment: 'sandbox' | 'live'): Record<string, string> {
+  const suffix = environment === 'live' ? '_LIVE' : '';
+  return { [`WALLET_XPUB${suffix}`]: accountXpub(mnemonic), [`WALLET_TREASURY_ADDRESS${suffix}`]: treasuryAddress(mnemonic) };
 }

@@ -17,7 +17,8 @@ export interface RunningPools {
 
 /** Real worker pools on the test database and Redis prefix, as `npm run worker -- <pools>` runs them. */
 export async function startPools(pools: Pool[], options: { env?: Record<string, string>; log?: Logger } = {}): Promise<RunningPools> {
-  const config: Config = options.env ? loadConfig({ ...process.env, ...options.env }) : getConfig();
+  // This process also runs settlement jobs by hand (the pool "down, its jobs run here"): it reads the seeds, as getConfig() does in the tests.
+  const config: Config = options.env ? loadConfig({ ...process.env, ...options.env }, { walletSeeds: true }) : getConfig();
   const connection = createWorkerRedis(config.redisUrl);
   const queueConnection = createWorkerRedis(config.redisUrl);
   const deps: WorkerDeps = { config, ds: await getDs(), queues: createQueues(queueConnection, config.redisPrefix), log: options.log ?? logger() };

@@ -5,7 +5,8 @@ import { bearer } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { getConfig } from '../../shared/config.js';
 import { AdminError, setFees } from '../../shared/admin/commands.js';
-import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
+import { mnemonicToAccount } from 'viem/accounts';
+import { accountXpub, managedWalletAddress, treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import { SCOPES } from '../../shared/domain/api-keys.js';
 
 function adminWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -288,14 +289,26 @@ describe('admin CLI (npm run admin)', function () {
     const config = getConfig();
     const sandbox = await admin('treasury-address', '--environment', 'sandbox');
     expect(sandbox.code, sandbox.stderr).to.equal(0);
-    expect(sandbox.stdout).to.equal(`${treasuryAddress(config.walletSeeds.sandbox)}\n`);
+    expect(sandbox.stdout).to.equal(`${treasuryAddress(config.walletSeeds!.sandbox)}\n`);
     const live = await admin('treasury-address', '--environment', 'live', '--json');
     expect(live.code, live.stderr).to.equal(0);
-    expect(JSON.parse(live.stdout)).to.deep.equal({ environment: 'live', address: treasuryAddress(config.walletSeeds.live!), path: "m/44'/60'/1'/0/0" });
-    expect(JSON.parse(live.stdout).address).not.to.equal(treasuryAddress(config.walletSeeds.sandbox));
+    expect(JSON.parse(live.stdout)).to.deep.equal({ environment: 'live', address: treasuryAddress(config.walletSeeds!.live!), path: "m/44'/60'/1'/0/0" });
+    expect(JSON.parse(live.stdout).address).not.to.equal(treasuryAddress(config.walletSeeds!.sandbox));
     // No database is needed to derive it.
     const noDb = await adminWith({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/rampway' }, 'treasury-address', '--environment', 'sandbox');
     expect(noDb.code, noDb.stderr).to.equal(0);
     expectOneLineError(await adminWith({ WALLET_SEED_LIVE: '' }, 'treasury-address', '--environment', 'live'), 1, /WALLET_SEED_LIVE is not set/);
+  });
+
+  it('wallet-xpub prints the account xpub processes without the seed derive addresses from; a public key the seed disagrees with stops it', async () => {
+    const config = getConfig();
+    const [sandbox, live] = await Promise.all([admin('wallet-xpub', '--environment', 'sandbox'), admin('wallet-xpub', '--environment', 'live', '--json')]);
+    expect(sandbox.code, sandbox.stderr).to.equal(0);
+    expect(sandbox.stdout).to.equal(`${accountXpub(config.walletSeeds!.sandbox)}\n`);
+    expect(live.code, live.stderr).to.equal(0);
+    expect(JSON.parse(live.stdout)).to.deep.equal({ environment: 'live', xpub: accountXpub(config.walletSeeds!.live!), path: "m/44'/60'/0'/0" });
+    expect(managedWalletAddress(JSON.parse(live.stdout).xpub, 5)).to.equal(mnemonicToAccount(config.walletSeeds!.live!, { addressIndex: 5 }).address);
+    expectOneLineError(await adminWith({ WALLET_XPUB_LIVE: accountXpub('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about') }, 'wallet-xpub', '--environment', 'live'), 1,
+      /WALLET_XPUB_LIVE does not match WALLET_SEED_LIVE/);
   });
 });

@@ -22,7 +22,7 @@ import type { UnitDeps } from '../../shared/db/unit-of-work.js';
 import { scanChainJob } from '../../workers/settlement/scan-chain.job.js';
 import { registry as metrics } from '../../shared/metrics.js';
 import { chainReceiptJob } from '../../workers/settlement/chain-receipt.job.js';
-import { SCHEDULES } from '../../workers/registry.js';
+import { schedules } from '../../workers/registry.js';
 import { CHAINS } from '../../shared/domain/chains.js';
 
 // The settlement watcher's scan against a real Anvil (chain id 8453 plays base) and the real test database. Off-ramp
@@ -357,9 +357,9 @@ describe('chain scanner (settlement watcher core) on Anvil', function () {
     // A chain with nothing to watch costs one query and no RPC call (this RPC URL answers nothing).
     const idle = { ...config, chains: { ...config.chains, avalanche: { ...config.chains.avalanche, rpcUrl: 'http://127.0.0.1:9' } } };
     expect(await scanChainJob.process({ data: { environment: 'live', chain: 'avalanche' } } as never, { ...deps, config: idle })).to.equal('nothing open');
-    expect(SCHEDULES.filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
+    expect(schedules().filter((sch) => sch.name === 'chain.scan').map((sch) => (sch.data as { chain: string }).chain).sort()).to.deep.equal([...CHAINS].sort());
     // And one reconciliation of the ledger against the chain per chain, for live.
-    expect(SCHEDULES.filter((sch) => sch.name === 'chain.reconcile').map((sch) => sch.data)).to.deep.equal(CHAINS.map((chain) => ({ environment: 'live', chain })));
+    expect(schedules().filter((sch) => sch.name === 'chain.reconcile').map((sch) => sch.data)).to.deep.equal(CHAINS.map((chain) => ({ environment: 'live', chain })));
   });
 
   it('a hash the business names is read at once (chain.receipt): its transfers to our addresses recorded once, a foreign one changes nothing', async () => {

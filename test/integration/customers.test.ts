@@ -4,6 +4,7 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders, type TestBusiness } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { getConfig } from '../../shared/config.js';
+import { mnemonicToAccount } from 'viem/accounts';
 import { managedWalletAddress } from '../../shared/chain/hd-wallet.js';
 
 const BASE = '/api/v1/business/customers';
@@ -37,11 +38,11 @@ describe('customers', () => {
       expect(wallet.supported_chains).to.deep.equal(ALL_CHAINS);
       const { hd_index, environment } = await hdIndexOf(wallet.id);
       expect(environment).to.equal('sandbox');
-      expect(wallet.address).to.equal(managedWalletAddress(getConfig().walletSeeds.sandbox, hd_index));
+      expect(wallet.address).to.equal(mnemonicToAccount(getConfig().walletSeeds!.sandbox, { addressIndex: hd_index }).address);
       // Nothing that looks like a private key or a seed leaves the service.
       const text = JSON.stringify(res.body);
       expect(text).not.to.match(/[0-9a-fA-F]{64}/);
-      expect(text).not.to.contain(getConfig().walletSeeds.sandbox.split(' ')[0] + ' ');
+      expect(text).not.to.contain(getConfig().walletSeeds!.sandbox.split(' ')[0] + ' ');
     });
 
     it('returns the existing customer (200) for a reused external_reference, without a second wallet', async () => {
@@ -79,16 +80,16 @@ describe('customers', () => {
       const [{ last_value: last, is_called: called }] = await ds.query(`SELECT last_value::int, is_called FROM hd_address_index`);
       const next = called ? last + 1 : last;
       // The sandbox seed is public: someone can register the next managed addresses before the platform derives them.
-      const seed = getConfig().walletSeeds.sandbox;
+      const { xpub } = getConfig().wallets.sandbox;
       for (const [offset, chain] of [[0, 'base'], [1, 'polygon']] as const) {
-        const res = await api.http.post('/api/v1/business/wallets').set(writeHeaders(own.sandboxKey)).send({ address: managedWalletAddress(seed, next + offset), chain });
+        const res = await api.http.post('/api/v1/business/wallets').set(writeHeaders(own.sandboxKey)).send({ address: managedWalletAddress(xpub, next + offset), chain });
         expect(res.status, res.text).to.equal(201);
       }
       const res = await create(own.sandboxKey, { external_reference: `skip-${randomUUID()}` });
       expect(res.status, res.text).to.equal(201);
       const [{ hd_index: index }] = await ds.query(`SELECT hd_index FROM wallets WHERE id = $1`, [res.body.wallet.id]);
       expect(index).to.be.at.least(next + 2);
-      expect(res.body.wallet.address).to.equal(managedWalletAddress(seed, index));
+      expect(res.body.wallet.address).to.equal(managedWalletAddress(xpub, index));
       const holders = await ds.query(`SELECT count(*)::int AS n FROM wallets WHERE business_id = $1 AND lower(address) = lower($2)`, [own.businessId, res.body.wallet.address]);
       expect(holders[0].n).to.equal(1);
     });
@@ -108,8 +109,8 @@ describe('customers', () => {
       expect(live.body.id).not.to.equal(sandbox.body.id);
       const { hd_index, environment } = await hdIndexOf(live.body.wallet.id);
       expect(environment).to.equal('live');
-      expect(live.body.wallet.address).to.equal(managedWalletAddress(getConfig().walletSeeds.live!, hd_index));
-      expect(live.body.wallet.address).not.to.equal(managedWalletAddress(getConfig().walletSeeds.sandbox, hd_index));
+      expect(live.body.wallet.address).to.equal(mnemonicToAccount(getConfig().walletSeeds!.live!, { addressIndex: hd_index }).address);
+      expect(live.body.wallet.address).not.to.equal(mnemonicToAccount(getConfig().walletSeeds!.sandbox, { addressIndex: hd_index }).address);
     });
 
     it('rejects bad bodies with 400 invalid_request', async () => {
@@ -225,14 +226,14 @@ describe('customers', () => {
 });
 
 describe('live secrets are never the built-in development ones', () => {
-  it('without WALLET_SEED_LIVE, live customers answer 503 and sandbox ones still work', async () => {
-    const api = await startApi({ env: { WALLET_SEED_LIVE: '' } });
+  it('without WALLET_XPUB_LIVE, live customers answer 503 and sandbox ones still work', async () => {
+    const api = await startApi({ env: { WALLET_XPUB_LIVE: '', WALLET_TREASURY_ADDRESS_LIVE: '' } });
     try {
       const biz = await makeBusiness();
       const live = await api.http.post('/api/v1/business/customers').set(writeHeaders(biz.liveKey)).send({ external_reference: 'no-seed' });
       expect(live.status).to.equal(503);
       expect(live.body.error.code).to.equal('service_unavailable');
-      expect(live.body.error.message).to.match(/WALLET_SEED_LIVE/);
+      expect(live.body.error.message).to.match(/WALLET_XPUB_LIVE/);
       expect(Number(live.headers['retry-after'])).to.be.at.least(1);
       const sandbox = await api.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'no-seed' });
       expect(sandbox.status).to.equal(201);

@@ -329,7 +329,7 @@ describe('ledger', () => {
     it('never deadlocks or overdraws when guarded accounts pay each other concurrently', async () => {
       const local = await newScope();
       // Two single-row (guarded) accounts: the treasury and a managed wallet.
-      const { customer } = await ds.transaction((em) => createCustomerRow(em, getConfig().walletSeeds, local, { external_reference: `ledger-${randomUUID()}` }));
+      const { customer } = await ds.transaction((em) => createCustomerRow(em, getConfig().wallets, local, { external_reference: `ledger-${randomUUID()}` }));
       const WALLET: LedgerAccount = { kind: 'wallet', walletId: customer.wallet_id, chain: 'base', asset: 'USDC' };
       await ds.transaction((em) =>
         postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -200n }, { account: TREASURY, amount: 100n }, { account: WALLET, amount: 100n }] }),

@@ -311,7 +311,7 @@ describe('live chain rails on Anvil', function () {
     try {
       row = (await send(deps, { environment: 'live', chain: 'base', reference: `test-replace-${Date.now()}`, purpose: 'offramp_funding', signer: { kind: 'managed', index: hd_index }, to: target, asset: 'USDC', amount: minor('1') }))!;
       await anvil.publicClient.request({ method: 'anvil_dropTransaction' as never, params: [row.transaction_hash] as never });
-      const owner = managedWalletAccount(getConfig().walletSeeds.live!, hd_index);
+      const owner = managedWalletAccount(getConfig().walletSeeds!.live!, hd_index);
       const other = await owner.signTransaction({ chainId: 8453, nonce: Number(row.nonce), to: owner.address, value: 0n, gas: 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 10n ** 9n, type: 'eip1559' });
       await anvil.publicClient.request({ method: 'eth_sendRawTransaction' as never, params: [other] as never });
       await mine();

@@ -8,6 +8,7 @@ import { responseAjv } from '../fuzz/operations.js';
 import type { Address } from 'viem';
 import { deployTestUsdc, mintUsdc, startAnvil, type Anvil } from '../helpers/chain.js';
 import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
+import { walletKeyEnv } from '../helpers/wallets.js';
 
 const PATH = '/api/v1/business/onramps/readiness';
 const CHECKS = ['callback_url', 'chain_rpc', 'daraja_credentials', 'rate_source', 'treasury_wallet'];
@@ -24,7 +25,7 @@ const SECRETS = {
   DARAJA_SECURITY_CREDENTIAL: 'sc-Zm9vYmFyYmF6cXV4',
 };
 const UNCONFIGURED = {
-  RPC_URL_BASE: '', WALLET_SEED_LIVE: '', PUBLIC_BASE_URL: '', RATE_SOURCE_URL: '',
+  RPC_URL_BASE: '', WALLET_XPUB_LIVE: '', WALLET_TREASURY_ADDRESS_LIVE: '', PUBLIC_BASE_URL: '', RATE_SOURCE_URL: '',
   DARAJA_CONSUMER_KEY: '', DARAJA_CONSUMER_SECRET: '', DARAJA_SHORTCODE: '', DARAJA_PASSKEY: '', DARAJA_CALLBACK_TOKEN: '',
   DARAJA_B2C_SHORTCODE: '', DARAJA_INITIATOR_NAME: '', DARAJA_SECURITY_CREDENTIAL: '',
 };
@@ -100,7 +101,7 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       expect(Object.keys(res.body.checks).sort()).to.deep.equal(CHECKS);
       for (const name of CHECKS) expect(res.body.checks[name].ok, name).to.equal(false);
       expect(res.body.checks.chain_rpc.message).to.match(/RPC_URL_BASE is not set/);
-      expect(res.body.checks.treasury_wallet.message).to.match(/WALLET_SEED_LIVE/);
+      expect(res.body.checks.treasury_wallet.message).to.match(/WALLET_XPUB_LIVE and WALLET_TREASURY_ADDRESS_LIVE are not set/);
       expect(res.body.checks.daraja_credentials.message).to.equal(
         'DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL are not set.',
       );
@@ -180,7 +181,7 @@ describe('GET /api/v1/business/onramps/readiness', function () {
     });
 
     it('a treasury hot wallet without USDC is not ready', async () => {
-      const body = await readiness({ ...configured(), WALLET_SEED_LIVE: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about' });
+      const body = await readiness({ ...configured(), ...walletKeyEnv('abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'live') });
       expect(body.enabled).to.equal(false);
       expect(body.checks.treasury_wallet.message).to.match(/^The treasury hot wallet \(0x[0-9a-fA-F]{40}\) holds no USDC and no gas on base/);
     });

@@ -1,8 +1,11 @@
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { testDatabaseUrl } from '../env.js';
 import { until } from '../helpers/until.js';
+import { accountXpub, treasuryAddress } from '../../shared/chain/hd-wallet.js';
+import { DEV_SEED_SANDBOX as DEV_SEED } from '../../shared/config-wallets.js';
 
 function run(script: string, env: Record<string, string>) {
   const child = spawn('node_modules/.bin/tsx', [script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -69,15 +72,16 @@ describe('npm start on a fresh database (the newcomer path)', function () {
   });
 
   /** Starts `npm start`, waits until it serves and its workers run, and returns it with every process it started. */
-  async function startAll() {
-    const started = npmStart(startEnv());
+  async function startAll(env: Record<string, string> = {}) {
+    const started = npmStart({ ...startEnv(), ...env });
     const up = await within(async () => (await fetch(`http://127.0.0.1:${startEnv().PORT}/ready`)).status === 200 && started.out.stdout.includes('workers started'), 60_000);
     expect(up, started.out.stderr + started.out.stdout).to.equal(true);
     tree = [started.pid, ...descendants(started.pid)];
     const find = (part: string) => tree.find((pid) => commandOf(pid).includes(part));
-    const pids = { web: find('api/main.ts'), worker: find('workers/main.ts'), start: find('preflight.cjs') };
+    const pids = { web: find('api/main.ts'), worker: find('workers/main.ts pricing'), settlement: find('workers/main.ts settlement'), start: find('preflight.cjs') };
     expect(pids.web, 'web process').to.be.a('number');
     expect(pids.worker, 'worker process').to.be.a('number');
+    expect(pids.settlement, 'settlement worker process').to.be.a('number');
     expect(pids.start, 'scripts/start.ts process').to.be.a('number');
     return { ...started, pids: pids as Record<keyof typeof pids, number> };
   }
@@ -106,6 +110,26 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     expect(started.out.stderr).not.to.match(/npm start: (web|worker) .*(exited with code|was killed)/);
   });
 
+  it('hands the seeds to the settlement pool alone: web and the other workers get the public keys derived from them', async () => {
+    // WALLET_XPUB_LIVE unset (empty): npm start derives it from WALLET_SEED_LIVE.
+    const started = await startAll({ WALLET_XPUB_LIVE: '', WALLET_TREASURY_ADDRESS_LIVE: '' });
+    const environ = (pid: number) => Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    const liveSeed = process.env.WALLET_SEED_LIVE!;
+    const publicKeys = {
+      WALLET_XPUB: accountXpub(DEV_SEED), WALLET_TREASURY_ADDRESS: treasuryAddress(DEV_SEED),
+      WALLET_XPUB_LIVE: accountXpub(liveSeed), WALLET_TREASURY_ADDRESS_LIVE: treasuryAddress(liveSeed),
+    };
+    for (const name of ['web', 'worker'] as const) {
+      const env = environ(started.pids[name]);
+      expect(Object.keys(env).filter((k) => k.startsWith('WALLET_SEED')), name).to.deep.equal([]);
+      expect(env, name).to.include(publicKeys);
+    }
+    expect(environ(started.pids.settlement)).to.include({ WALLET_SEED_LIVE: liveSeed });
+    const since = Date.now();
+    process.kill(started.pid, 'SIGTERM');
+    await allGone(started, since);
+  });
+
   it('Ctrl-C (SIGINT to the terminal\'s process group) drains web and workers, leaving no process', async () => {
     const started = await startAll();
     const since = Date.now();
@@ -131,7 +155,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     process.kill(started.pids.worker, 'SIGKILL');
     await allGone(started, since);
     expect((await started.exit).code, started.out.stderr).to.equal(1);
-    expect(started.out.stderr).to.match(new RegExp(`^npm start: worker \\(pid ${started.pids.worker}\\) was killed by SIGKILL; stopping web$`, 'm'));
+    expect(started.out.stderr).to.match(new RegExp(`^npm start: worker \\(pid ${started.pids.worker}\\) was killed by SIGKILL; stopping web and settlement$`, 'm'));
     expect(started.out.stdout).to.include('web stopped');
   });
 
@@ -183,7 +207,6 @@ describe('npm start on a fresh database (the newcomer path)', function () {
   });
 
   it('the Procfile web and worker commands, run without a shell as Docker runs them, drain on SIGTERM', async () => {
-    const { readFileSync } = await import('node:fs');
     const procfile = Object.fromEntries(readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
     expect(procfile).to.include.keys('release', 'web', 'worker', 'pricing', 'settlement', 'providers', 'sandbox', 'webhooks');
     const port = String(23000 + (process.pid % 20000));

@@ -4,17 +4,18 @@ import { ConfigError, loadConfig } from '../../shared/config.js';
 const LIVE = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 
 describe('configuration', () => {
-  it('refuses wallet seeds that are not valid BIP-39 mnemonics', () => {
-    expect(() => loadConfig({ WALLET_SEED_LIVE: 'my live seed' })).to.throw(ConfigError, /WALLET_SEED_LIVE is not a valid BIP-39/);
-    expect(() => loadConfig({ WALLET_SEED_LIVE: LIVE.replace('yellow', 'yelow') })).to.throw(ConfigError, /WALLET_SEED_LIVE/);
-    expect(() => loadConfig({ WALLET_SEED_LIVE: LIVE.replace('yellow', 'wave') })).to.throw(ConfigError, /checksum/);
-    expect(() => loadConfig({ WALLET_SEED: 'abandon abandon' })).to.throw(ConfigError, /WALLET_SEED is not/);
-    expect(loadConfig({ WALLET_SEED_LIVE: `  ${LIVE.replace(/ /g, '   ')} ` }).walletSeeds.live).to.equal(LIVE);
+  it('refuses wallet seeds that are not valid BIP-39 mnemonics (in a process that reads them)', () => {
+    const signer = (env: NodeJS.ProcessEnv) => loadConfig(env, { walletSeeds: true });
+    expect(() => signer({ WALLET_SEED_LIVE: 'my live seed' })).to.throw(ConfigError, /WALLET_SEED_LIVE is not a valid BIP-39/);
+    expect(() => signer({ WALLET_SEED_LIVE: LIVE.replace('yellow', 'yelow') })).to.throw(ConfigError, /WALLET_SEED_LIVE/);
+    expect(() => signer({ WALLET_SEED_LIVE: LIVE.replace('yellow', 'wave') })).to.throw(ConfigError, /checksum/);
+    expect(() => signer({ WALLET_SEED: 'abandon abandon' })).to.throw(ConfigError, /WALLET_SEED is not/);
+    expect(signer({ WALLET_SEED_LIVE: `  ${LIVE.replace(/ /g, '   ')} ` }).walletSeeds!.live).to.equal(LIVE);
   });
 
   it('refuses a live seed equal to the sandbox or the public development seed', () => {
-    expect(() => loadConfig({ WALLET_SEED_LIVE: 'test test test test test test test test test test test junk' })).to.throw(ConfigError, /must differ/);
-    expect(() => loadConfig({ WALLET_SEED: LIVE, WALLET_SEED_LIVE: LIVE })).to.throw(ConfigError, /must differ/);
+    expect(() => loadConfig({ WALLET_SEED_LIVE: 'test test test test test test test test test test test junk' }, { walletSeeds: true })).to.throw(ConfigError, /must differ/);
+    expect(() => loadConfig({ WALLET_SEED: LIVE, WALLET_SEED_LIVE: LIVE }, { walletSeeds: true })).to.throw(ConfigError, /must differ/);
   });
 
   it('production needs every secret', () => {
@@ -30,8 +31,10 @@ describe('configuration', () => {
   });
 
   it('live secrets default to unset, never to public development values', () => {
-    const config = loadConfig({});
-    expect(config.walletSeeds.live).to.equal(null);
+    const config = loadConfig({}, { walletSeeds: true });
+    expect(config.walletSeeds!.live).to.equal(null);
+    expect(config.wallets.live).to.equal(null);
+    expect(loadConfig({}).wallets.live).to.equal(null);
     expect(config.encryptionKeysConfigured).to.equal(false);
   });
 
@@ -42,8 +45,8 @@ describe('configuration', () => {
     expect(loadConfig({ ENCRYPTION_KEYS: `dev1:${dev},k2:${mine}` }).encryptionKeysConfigured).to.equal(false);
     expect(loadConfig({ ENCRYPTION_KEYS: `k2:${mine},dev1:${dev}` }).encryptionKeysConfigured).to.equal(true);
     const secrets = { WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
-    expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${dev}` })).to.throw(ConfigError, /public development key/);
-    expect(loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${mine},dev1:${dev}` }).encryptionKeys[0].id).to.equal('prod');
+    expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${dev}` }, { walletSeeds: true })).to.throw(ConfigError, /public development key/);
+    expect(loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${mine},dev1:${dev}` }, { walletSeeds: true }).encryptionKeys[0].id).to.equal('prod');
   });
 
   it('checksums USDC address overrides and refuses malformed ones', () => {

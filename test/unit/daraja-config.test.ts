@@ -28,7 +28,7 @@ describe('live M-Pesa configuration, result codes and whole-shilling pricing', (
     expect(() => loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'anvil' })).to.throw(ConfigError, /tests only/);
     expect(() => loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'sandbox', NODE_ENV: 'production', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
       WALLET_SEED: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about',
-      WALLET_SEED_LIVE: 'legal winner thank year wave sausage worth useful legal winner thank yellow', IDEMPOTENCY_SECRET: 's' })).to.throw(ConfigError, /tests only/);
+      WALLET_SEED_LIVE: 'legal winner thank year wave sausage worth useful legal winner thank yellow', IDEMPOTENCY_SECRET: 's' }, { walletSeeds: true })).to.throw(ConfigError, /tests only/);
   });
 
   it('result codes: 0 success; 1, 1037, 500.001.1001 temporary for payouts; 1032 declined and 1037 timed out for prompts; the rest final', () => {

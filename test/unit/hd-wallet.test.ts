@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { mnemonicToAccount } from 'viem/accounts';
-import { managedWalletAccount, managedWalletAddress, managedWalletPath } from '../../shared/chain/hd-wallet.js';
+import { accountXpub, managedWalletAccount, managedWalletAddress as fromXpub, managedWalletPath, xpubProblem } from '../../shared/chain/hd-wallet.js';
 
 const SEED = 'test test test test test test test test test test test junk';
 const OTHER_SEED = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+// The address as a process without the seed derives it: from the account xpub alone.
+const managedWalletAddress = (seed: string, index: number) => fromXpub(accountXpub(seed), index);
 
 describe('managed wallet derivation', () => {
   it('derives the BIP-44 Ethereum addresses of the seed (m/44\'/60\'/0\'/0/i)', () => {
@@ -15,7 +17,20 @@ describe('managed wallet derivation', () => {
     expect(managedWalletPath(7)).to.equal("m/44'/60'/0'/0/7");
   });
 
-  it('the address shortcut agrees with the signing account across many indexes and both seeds', () => {
+  it('the account xpub is the node m/44\'/60\'/0\'/0 and holds no private key', () => {
+    expect(accountXpub(SEED)).to.equal('xpub6DyUKdwoLWmUJ4Tn9Bbsdtx7B5Ws18mEN19e5HT52ikE53FiUheSQXrZUNPovqfyKmw4579A1Mm3GXXKM39N64uooBfJ4tNAzFsEbodRTx4');
+    expect(xpubProblem(accountXpub(SEED))).to.equal(null);
+    expect(accountXpub(OTHER_SEED)).to.match(/^xpub/).and.not.to.equal(accountXpub(SEED));
+  });
+
+  it('refuses an xprv, a node at another depth, and a mistyped key', () => {
+    const account = mnemonicToAccount(SEED, { path: "m/44'/60'/0'/0/0" }).getHdKey();
+    expect(xpubProblem(account.privateExtendedKey)).to.match(/private key/);
+    expect(xpubProblem(account.publicExtendedKey)).to.match(/depth-5/);
+    expect(xpubProblem(`${accountXpub(SEED).slice(0, -1)}5`)).to.match(/not an extended public key/);
+  });
+
+  it('the xpub address agrees with the signing account across many indexes and both seeds', () => {
     const indexes = [...Array.from({ length: 40 }, (_, i) => i), 4095, 65_536, 1_000_003, 2 ** 31 - 1];
     for (const seed of [SEED, OTHER_SEED]) {
       for (const index of indexes) {

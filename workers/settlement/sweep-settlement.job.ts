@@ -1,6 +1,5 @@
 import { getAddress } from 'viem';
 import { sendAndSettle } from '../../shared/chain/sender.js';
-import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import type { Chain } from '../../shared/domain/chains.js';
 import { defineJob } from '../job-definition.js';
 
@@ -21,7 +20,7 @@ export const sweepSettlementJob = defineJob({
     if (!address || address.environment !== 'live') return 'not live';
     const swept = await sendAndSettle(deps, {
       environment: 'live', chain: address.chain, reference: `sweep-${id}-${round}`, purpose: 'sweep',
-      signer: { kind: 'managed', index: address.hd_index }, to: getAddress(treasuryAddress(deps.config.walletSeeds.live!)), asset: 'USDC', amount: 'all',
+      signer: { kind: 'managed', index: address.hd_index }, to: getAddress(deps.config.wallets.live!.treasuryAddress), asset: 'USDC', amount: 'all',
     });
     return swept ? { transaction_hash: swept.row.transaction_hash, amount: swept.row.amount } : 'nothing to sweep';
   },

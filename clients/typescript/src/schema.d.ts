@@ -1780,7 +1780,7 @@ export interface components {
             asset: "USDC";
             /** @description Fiat currencies an on-ramp can collect in this environment. */
             currencies: string[];
-            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the WALLET_SEED_LIVE treasury hot wallet holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check. */
+            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check. */
             checks: {
                 [key: string]: components["schemas"]["ReadinessCheck"];
             };
