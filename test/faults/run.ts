@@ -112,8 +112,11 @@ async function quiesce(world: World, lives: Lifecycle[], timeoutMs: number, quie
 /** The exits an operator takes on a transaction left in action_required: retry, else refund. */
 async function operateExits(world: World, lives: Lifecycle[], exits: Map<string, string[]>): Promise<number> {
   const ds = await getDs();
+  // The run's transactions and the payouts its intents started (a business retries those too: payout_transaction_id).
   const stalled: { id: string; environment: string }[] = await ds.query(
-    `SELECT id::text, environment FROM transactions WHERE id = ANY($1) AND status = 'action_required'`, [lives.flatMap((l) => l.transactions)]);
+    `SELECT id::text, environment FROM transactions WHERE status = 'action_required'
+        AND (id = ANY($1) OR id IN (SELECT payout_transaction_id FROM payment_intents WHERE id = ANY($2)))`,
+    [lives.flatMap((l) => l.transactions), lives.flatMap((l) => l.intents)]);
   for (const t of stalled) {
     const key = t.environment === 'live' ? world.liveKey : world.sandboxKey;
     const tried = exits.get(t.id) ?? [];
