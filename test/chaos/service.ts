@@ -5,6 +5,16 @@ import { randomUUID } from 'node:crypto';
 import { startProcess, stopProcess, type Started } from '../helpers/processes.js';
 import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
+import { loadConfig } from '../../shared/config.js';
+
+/** As npm start hands them out: the web process gets the seeds' public keys, never the seeds (CONTRACT 15). */
+function webEnv(env: Record<string, string>): Record<string, string> {
+  const { wallets } = loadConfig(env, { walletSeeds: true });
+  const { WALLET_SEED: _sandbox, WALLET_SEED_LIVE: _live, ...rest } = env;
+  const keys = (suffix: string, wallet: typeof wallets.sandbox | null): Record<string, string> =>
+    wallet ? { [`WALLET_XPUB${suffix}`]: wallet.xpub, [`WALLET_TREASURY_ADDRESS${suffix}`]: wallet.treasuryAddress } : {};
+  return { ...rest, ...keys('', wallets.sandbox), ...keys('_LIVE', wallets.live) };
+}
 
 export interface Answer {
   status: number;
@@ -47,7 +57,7 @@ export async function startService(overrides: Record<string, string> = {}): Prom
   const port = await freePort();
   // Children log at info so their readiness lines show; stdout keeps draining so logging never blocks them.
   const env = { ...(process.env as Record<string, string>), LOG_LEVEL: 'info', SANDBOX_STEP_MS: '20', OUTBOX_POLL_MS: '200', ...overrides, PORT: String(port) };
-  const web = await startProcess('api/main.ts', env, 'web listening');
+  const web = await startProcess('api/main.ts', webEnv(env), 'web listening');
   let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started');
   const base = `http://127.0.0.1:${port}/api/v1/business`;
   return {
