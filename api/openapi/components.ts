@@ -24,6 +24,12 @@ export const sharedSchemas: Record<string, JsonSchema> = {
       requestId: { type: 'string', format: 'uuid', maxLength: 36, description: 'Equals the X-Request-Id response header.' },
       details: {
         type: ['array', 'object', 'null'],
+        maxItems: 20,
+        items: {
+          type: 'object',
+          description: 'One issue: where (`path` within the request part `in`) and what is wrong.',
+          properties: { path: { type: 'string', maxLength: 300 }, in: { type: 'string', maxLength: 300 }, message: { type: 'string', maxLength: 300 } },
+        },
         description: 'Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }` (at most 20 issues, each string at most 300 characters); for `insufficient_scope`: `{ required_scope }`. No error answer is larger than 16 KB.',
       },
     },

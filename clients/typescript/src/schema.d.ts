@@ -1038,7 +1038,11 @@ export interface components {
              */
             requestId: string;
             /** @description Extra detail, `null` when there is nothing more to say. For `invalid_request` and `requirements_not_met`: a list of `{ path, in, message }` (at most 20 issues, each string at most 300 characters); for `insufficient_scope`: `{ required_scope }`. No error answer is larger than 16 KB. */
-            details: unknown[] | Record<string, unknown> | null;
+            details: {
+                path?: string;
+                in?: string;
+                message?: string;
+            }[] | Record<string, unknown> | null;
         };
         ErrorResponse: {
             error: components["schemas"]["Error"];
