@@ -2,11 +2,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import { encodeFunctionData, erc20Abi, getAddress, keccak256, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
 import { sendRawTransaction } from 'viem/actions';
-import type { HDAccount } from 'viem/accounts';
 import type { Config } from '../config.js';
 import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
 import { updateReturning } from '../db/unit-of-work.js';
-import { managedWalletAccount, treasuryAccount } from './hd-wallet.js';
+import { inProcessSigner, type Signer, type SigningAccount, type TransactionSigner } from './signer.js';
 import { absentAsNull, ChainUnavailableError, scanClientFor, unknownChainAnswer } from './clients.js';
 import { TRANSFER_EVENT } from './scanner.js';
 
@@ -30,7 +29,7 @@ import { TRANSFER_EVENT } from './scanner.js';
 // - Keys are derived inside signFor for the moment of signing, and never logged, stored or returned.
 
 export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep' | 'withdrawal';
-export type Signer = { kind: 'managed'; index: number } | { kind: 'treasury' };
+export type { Signer } from './signer.js';
 
 export interface SendInput {
   environment: Environment;
@@ -70,6 +69,8 @@ export interface SenderDeps {
   ds: DataSource;
   config: Config;
   log: Logger;
+  /** Who signs (shared/chain/signer.ts); default: in process, from the seeds this process holds. */
+  signer?: TransactionSigner;
 }
 
 /** The sender holds too little USDC (less what it already has in flight). */
@@ -97,16 +98,8 @@ const NATIVE_GAS = 21_000n;
 const clientOf = (deps: SenderDeps, chain: Chain): PublicClient => scanClientFor(deps.config, chain);
 const tokenOf = (deps: SenderDeps, chain: Chain): Address => getAddress(deps.config.chains[chain].usdcAddress);
 
-function seedOf(deps: SenderDeps, environment: Environment): string {
-  const seed = deps.config.walletSeeds?.[environment];
-  // Only the settlement pool signs: another process reaching here is a wiring bug, not a missing setting.
-  if (!seed) throw new Error(deps.config.walletSeeds ? `no wallet seed for ${environment}` : 'this process holds no wallet seeds: only the settlement pool signs');
-  return seed;
-}
-
-function signFor(deps: SenderDeps, environment: Environment, signer: Signer): HDAccount {
-  const seed = seedOf(deps, environment);
-  return signer.kind === 'treasury' ? treasuryAccount(seed) : managedWalletAccount(seed, signer.index);
+function signFor(deps: SenderDeps, environment: Environment, signer: Signer): SigningAccount {
+  return (deps.signer ?? inProcessSigner(deps.config)).account(environment, signer);
 }
 
 export async function findSend(q: Pick<DataSource | EntityManager, 'query'>, environment: Environment, chain: Chain, reference: string): Promise<SendRow | undefined> {
@@ -221,7 +214,7 @@ function callFor(token: Address, asset: 'USDC' | 'native', to: string, amount: b
 async function signNext(
   em: EntityManager,
   client: PublicClient,
-  account: HDAccount,
+  account: SigningAccount,
   environment: Environment,
   chain: Chain,
   call: { to: Address; data: Hex | undefined; value: bigint; gas: bigint },

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { erc20Abi, getAddress, parseEther, type Address, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
@@ -10,6 +10,7 @@ import { contracts, mintUsdc, type Anvil } from '../helpers/chain.js';
 import { fundedLiveWallet, liveBeneficiary, liveExternalOfframp, liveOnramp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { send, settle } from '../../shared/chain/sender.js';
+import { inProcessSigner, type TransactionSigner } from '../../shared/chain/signer.js';
 import { getConfig } from '../../shared/config.js';
 import { managedWalletAccount } from '../../shared/chain/hd-wallet.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
@@ -282,6 +283,23 @@ describe('live chain rails on Anvil', function () {
     expect(b2c.map((r) => r.body.PartyB)).to.deep.equal(['254712340211']);
     expect(rail.fake.executions.get(res.body.id)).to.equal(1);
     expect(await usdcOf(customer.wallet.address)).to.equal(0n);
+  });
+
+  it('every send is signed through the signer the sender is given (where a KMS or HSM signer plugs in)', async () => {
+    const inner = inProcessSigner(rail.pools.deps.config);
+    const asked: string[] = [];
+    const remote: TransactionSigner = {
+      account(environment, who) {
+        const key = inner.account(environment, who);
+        return { address: key.address, signTransaction: async (tx) => (asked.push(`${environment}/${who.kind}/${tx.nonce}`), key.signTransaction(tx)) };
+      },
+    };
+    const deps = { ds: await getDs(), config: rail.pools.deps.config, log: rail.pools.deps.log, signer: remote };
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+    const row = (await send(deps, { environment: 'live', chain: 'base', reference: `test-signer-${Date.now()}`, purpose: 'gas_topup', signer: { kind: 'treasury' }, to: target, asset: 'native', amount: 1000n }))!;
+    const receipt = await settle(deps, 'base', row, 10_000);
+    expect(receipt.from.toLowerCase()).to.equal(hot.toLowerCase());
+    expect(asked).to.deep.equal([`live/treasury/${row.nonce}`]);
   });
 
   it('a dropped transaction is broadcast again with the same nonce; a replaced one is signed again with a new nonce', async () => {
