@@ -6,6 +6,7 @@ import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
 import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { registry } from '../../shared/metrics.js';
+import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
 
 // Corroboration and late successes (CONTRACT §14 "Provider truth", issue 22 defects 5 and 6) on our Daraja stand-in:
 // a callback alone never delivers USDC, credits a deposit or refunds; the provider's own query decides, at once.
@@ -208,6 +209,27 @@ describe('live M-Pesa: a success is never lost', function () {
     expect(deposits[0]).to.deep.include({ late_payment: true, amount: '1500.00' });
     expect(deposits[0].receipt).to.match(/^[A-Z0-9]{10}$/);
     expect((await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body.status).to.equal('awaiting_payment');
+  });
+
+  it('a prompt still out when its intent moved on (paid another way) is asked about until answered: its payment, callback lost, is a late deposit', async () => {
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(create.status, JSON.stringify(create.body)).to.equal(201);
+    const id = create.body.id;
+    rail.fake.loses = (url) => url.endsWith('/stk');
+    try {
+      const collect = await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
+        .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390044', mobile_network: 'safaricom' } });
+      expect(collect.status).to.equal(202);
+      const ds = await getDs();
+      await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE reference = $1 AND outcome->>'provider_reference' IS NOT NULL`, [`${id}-1`])).length > 0, { what: 'the prompt accepted' });
+      // The intent moves on without this prompt's answer (here: it expires); the payer approved the prompt meanwhile.
+      await ds.query(`UPDATE payment_intents SET status = 'expired', updated_at = now() WHERE id = $1`, [id]);
+      await checkProviderJob.process({ data: { intentId: id, attempt: 1, round: 1 } } as never, rail.pools.deps);
+      const deposits = await ds.query(`SELECT status, late_payment FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
+      expect(deposits).to.deep.equal([{ status: 'confirmed', late_payment: true }]);
+    } finally {
+      rail.fake.loses = null;
+    }
   });
 
   it('a prompt whose STK Push answer was lost learns its CheckoutRequestID from its callback: the retry asks, never prompts again', async () => {

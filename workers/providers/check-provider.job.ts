@@ -22,6 +22,13 @@ function stillWaiting(tx: TransactionRow): boolean {
   return (tx.direction === 'onramp' && tx.status === 'awaiting_funds') || (tx.direction === 'offramp' && tx.status === 'processing');
 }
 
+/** Whether the provider's final answer to a collection request is known (paid, declined, refused). */
+async function promptAnswered(deps: WorkerDeps, reference: string): Promise<boolean> {
+  const rows: { status: string | null }[] = await deps.ds.query(
+    `SELECT outcome->>'status' AS status FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [reference]);
+  return !rows[0] || ['succeeded', 'declined', 'rejected'].includes(rows[0].status ?? '');
+}
+
 /** What is still waiting for a result, and the provider's answer for it; null when it has moved on. */
 async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | null> {
   const providerDeps = { db: deps.ds, config: deps.config, log: deps.log };
@@ -32,8 +39,13 @@ async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | nul
     return { kind, reference: tx.id, scope: scopeOf(tx), outcome: await providerFor(tx.environment, providerDeps).queryStatus(kind, tx.id) };
   }
   const intent = await loadPaymentIntent(deps.ds, subject.intentId);
-  if (!intent || intent.status !== 'processing' || intent.collection_attempts !== subject.attempt) return null;
+  if (!intent) return null;
   const reference = `${intent.id}-${subject.attempt}`;
+  // An intent paid another way (or expired, or prompted again) still has this prompt out: the payer may pay it, and
+  // with its callback lost only the provider can say so. It is asked until its own answer is final, and a payment
+  // it reports is credited as a late one.
+  const current = intent.status === 'processing' && intent.collection_attempts === subject.attempt;
+  if (!current && (await promptAnswered(deps, reference))) return null;
   return { kind: 'collection', reference, scope: { businessId: intent.business_id, environment: intent.environment }, outcome: await providerFor(intent.environment, providerDeps).queryStatus('collection', reference) };
 }
 
