@@ -27,7 +27,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK=true .* NODE_ENV=production refuses it/);
     const secrets = { ENCRYPTION_KEYS: `prod:${Buffer.alloc(32, 1).toString('base64')}`, WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
     expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK/);
-    expect(loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'false' }).webhooks.allowLoopback).to.equal(false);
+    // A process that signs (the settlement pool) needs only the seeds among the wallet settings.
+    expect(loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'false' }, { walletSeeds: true }).webhooks.allowLoopback).to.equal(false);
   });
 
   it('live secrets default to unset, never to public development values', () => {
