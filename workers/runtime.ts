@@ -63,7 +63,8 @@ function keepScheduled(deps: WorkerDeps, client: Redis, pools: Pool[], schedules
       declaring = false;
     }
   };
-  void declare().catch(() => undefined).then(check);
+  // At boot always (a deploy may change a schedule); a failure is logged, and the sentinel check declares again.
+  void declare().catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'could not declare the repeatable jobs at boot; will retry')).then(check);
   const timer = setInterval(() => void check(), SCHEDULE_CHECK_MS);
   return () => clearInterval(timer);
 }
