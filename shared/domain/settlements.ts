@@ -4,7 +4,8 @@ import { encodeFunctionData, erc20Abi, type Address } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
-import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
+import { walletOf } from '../chain/hd-wallet.js';
+import { claimAddress } from '../chain/address-pool.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
@@ -102,8 +103,7 @@ export interface NewSettlement {
 /** A unique HD-derived deposit address and the ready-to-sign ERC-20 transfer of total_required to it. */
 export async function createSettlement(unit: Unit, config: Config, scope: EventScope, input: NewSettlement): Promise<SettlementRow> {
   const wallet = walletOf(config, scope.environment, 'Live deposit addresses');
-  const index = await allocateHdIndex(unit.em);
-  const toAddress = managedWalletAddress(wallet.xpub, index);
+  const { index, address: toAddress } = await claimAddress(unit.em, scope.environment, wallet.xpub);
   const token = config.chains[input.chain].usdcAddress as Address;
   const total = toMinor(input.totalRequired, USDC_SCALE);
   const execution = {

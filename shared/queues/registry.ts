@@ -10,6 +10,8 @@ export type QueueName = Pool;
 export interface JobPayloads {
   /** Bookkeeping: removes outbox rows that were dispatched long ago. */
   'outbox.cleanup': { olderThanHours: number };
+  /** Derives managed-wallet and deposit addresses ahead of need, up to ADDRESS_POOL_SIZE for the environment. */
+  'addresses.refill': { environment: 'sandbox' | 'live' };
   /** Finds rows stuck in a pending state and enqueues their job again (same deterministic id). */
   'engine.sweep': Record<string, never>;
   /** Prices a pending quote. */
@@ -81,6 +83,7 @@ export interface JobSpec {
 
 export const JOBS: { [N in JobName]: JobSpec } = {
   'outbox.cleanup': { queue: 'webhooks', attempts: 3, backoffMs: 60_000 },
+  'addresses.refill': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'engine.sweep': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'quote.price': { queue: 'pricing', attempts: 5, backoffMs: 200 },
   'quote.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
