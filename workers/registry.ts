@@ -30,6 +30,8 @@ import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
 import { refundOnrampJob } from './providers/refund-onramp.job.js';
+import { liquidationOfframpJob } from './pricing/liquidation-offramp.job.js';
+import { sandboxLiquidationTransferJob } from './sandbox/sandbox-liquidation-transfer.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
 import { getConfig } from '../shared/config.js';
 
@@ -43,6 +45,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
   deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob, sendWithdrawalJob,
   applyCallbackJob, checkProviderJob, resendPayoutJob, refundOnrampJob,
+  liquidationOfframpJob, sandboxLiquidationTransferJob,
 ];
 
 /** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */

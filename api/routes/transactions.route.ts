@@ -78,9 +78,10 @@ export const schemas: Record<string, JsonSchema> = {
       payment_intent_id: { type: ['string', 'null'], format: 'uuid', description: 'The payment intent whose payment a treasury-funded payout spends.' },
       funding_source: {
         type: ['object', 'null'],
-        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id.',
-        properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
+        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id, for `liquidation_address` the liquidation address id (`address` its address).',
+        properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury', 'liquidation_address'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
+      liquidation_address_id: { type: ['string', 'null'], format: 'uuid', description: 'The liquidation address whose incoming transfer this off-ramp pays out.' },
       payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string', description: 'The payer, redacted: country code and last 4 digits (`+254*****3344`).' }, mobile_network: NULLABLE_STRING } },
       provider_reference: { ...NULLABLE_STRING, description: 'The provider\'s receipt for the money it moved, once known: M-Pesa\'s MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S).' },
       failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },

@@ -11,6 +11,7 @@ export const SCOPES = [
   'payment_intents:read', 'payment_intents:write',
   'treasury:read', 'treasury:write',
   'webhooks:read', 'webhooks:write',
+  'liquidation_addresses:read', 'liquidation_addresses:write',
   'sandbox:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -41,7 +41,9 @@ export interface TransactionRow {
   customer_id: string | null;
   /** The payment intent whose payment a treasury-funded payout spends. */
   payment_intent_id: string | null;
-  funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | null;
+  funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | 'liquidation_address' | null;
+  /** The liquidation address whose incoming transfer this off-ramp pays out (CONTRACT section 16). */
+  liquidation_address_id: string | null;
   /** The payer's phone as shown (`+254*****3344`); the number itself is sealed (payer-data.ts). */
   payer_phone_redacted: string | null;
   payer_network: string | null;
@@ -79,7 +81,7 @@ export interface RefundState {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -119,8 +121,11 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     funding_source: offramp
       ? row.funding_type === 'treasury'
         ? { type: 'treasury', reference: row.payment_intent_id, address: row.wallet_address }
-        : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
+        : row.funding_type === 'liquidation_address'
+          ? { type: 'liquidation_address', reference: row.liquidation_address_id, address: row.wallet_address }
+          : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
       : null,
+    liquidation_address_id: row.liquidation_address_id,
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: row.payer_phone_redacted, mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
@@ -186,6 +191,7 @@ export interface NewTransaction {
   /** An on-ramp's payer: the phone is sealed under `keys` and kept only redacted in the clear. */
   payer?: { phone_number: string; mobile_network: string; keys: KeyConfig };
   refundAddress?: string | null;
+  liquidationAddressId?: string;
 }
 
 /** Inserts the transaction (copying the quote's price) and records its creation: history row and event. */
@@ -198,13 +204,13 @@ export async function insertTransaction(unit: Unit, scope: EventScope, input: Ne
     await unit.em.query(
       `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
          source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
-         payer_phone_redacted, payer_network, payment_intent_id, refund_address${sealed.length ? `, ${sealed.map(([c]) => c).join(', ')}` : ''})
-       VALUES (${Array.from({ length: 25 + sealed.length }, (_, i) => `$${i + 1}`).join(', ')})`,
+         payer_phone_redacted, payer_network, payment_intent_id, refund_address, liquidation_address_id${sealed.length ? `, ${sealed.map(([c]) => c).join(', ')}` : ''})
+       VALUES (${Array.from({ length: 26 + sealed.length }, (_, i) => `$${i + 1}`).join(', ')})`,
       [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
         q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
         input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
         input.payer ? redactPhone(input.payer.phone_number) : null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null, input.refundAddress ?? null,
-        ...sealed.map(([, v]) => v)],
+        input.liquidationAddressId ?? null, ...sealed.map(([, v]) => v)],
     );
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {

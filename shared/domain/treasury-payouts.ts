@@ -7,7 +7,9 @@ import { InsufficientFundsError, postEntry } from './ledger.js';
 import { INTENT_PAYOUT_MACHINE, QUOTE_MACHINE, type PayoutStatus } from './machines.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { intentScope, loadPaymentIntent, paymentIntentView, type PaymentIntentRow } from './payment-intents.js';
-import { priceQuote, wholeFiatRail } from './pricing.js';
+import { priceQuote, wholeFiatRail, type PricedQuote } from './pricing.js';
+import type { Chain } from './chains.js';
+import type { EventScope } from './events.js';
 import { freshRateFromSource } from './rates.js';
 import { recordCreation, transition } from './transition.js';
 import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
@@ -84,17 +86,7 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
   return inUnit(deps, async (unit) => {
     const locked = (await loadPaymentIntent(unit.em, intentId, true))!;
     if (locked.payout_status !== 'pending') return `not pending (${locked.payout_status})`;
-    const quoteId = randomUUID();
-    const [quote]: QuoteRow[] = await unit.em.query(
-      `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
-         exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
-       VALUES ($1, $2, $3, 'offramp', 'consumed', $4, $5, $6, 'source', $7, $8, $9, $10, $7, $11, $12, $13, $14, now())
-       RETURNING id, business_id, environment, direction, status, chain, currency, payment_method, beneficiary_id, wallet_id, exchange_rate::text, source_amount::text,
-         total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, created_at, updated_at`,
-      [quoteId, scope.businessId, scope.environment, intent.chain, priced.currency, priced.payment_method, priced.source.amount, intent.beneficiary_id, priced.exchange_rate,
-        rate.as_of, priced.source.total_required, priced.destination.amount, priced.fees.provider, priced.fees.platform],
-    );
-    await recordCreation(unit, QUOTE_MACHINE, { scope, id: quoteId, status: 'consumed', view: () => ({}) });
+    const quote = await insertConsumedQuote(unit, scope, { chain: intent.chain, beneficiaryId: intent.beneficiary_id!, priced, rateAsOf: rate.as_of });
     const tx = await insertTransaction(unit, scope, {
       quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
       externalReference: null, customerId: typeof intent.customer?.id === 'string' ? intent.customer.id : null,
@@ -122,6 +114,33 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
     if (!(err instanceof AppError) || err.code !== 'invalid_state') throw err;
     return inUnit(deps, (unit) => payoutNotStarted(unit, intentId, `${err.message} The payment stays in the treasury.`));
   });
+}
+
+/** What a payout priced by the service itself (not asked for by a quote request) is priced at. */
+export type ServicePrice = Pick<PricedQuote, 'currency' | 'payment_method' | 'exchange_rate'> & {
+  source: { amount: string; total_required: string };
+  destination: { amount: string };
+  fees: { provider: string; platform: string };
+};
+
+/**
+ * The quote of a payout the service prices itself (an intent's payout, a transfer to a liquidation address), written
+ * already consumed: the transaction that follows in the same unit copies its price.
+ */
+export async function insertConsumedQuote(unit: Unit, scope: EventScope, input: { chain: Chain; beneficiaryId: string; priced: ServicePrice; rateAsOf: string }): Promise<QuoteRow> {
+  const { priced } = input;
+  const quoteId = randomUUID();
+  const [quote]: QuoteRow[] = await unit.em.query(
+    `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
+       exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
+     VALUES ($1, $2, $3, 'offramp', 'consumed', $4, $5, $6, 'source', $7, $8, $9, $10, $7, $11, $12, $13, $14, now())
+     RETURNING id, business_id, environment, direction, status, chain, currency, payment_method, beneficiary_id, wallet_id, exchange_rate::text, source_amount::text,
+       total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, created_at, updated_at`,
+    [quoteId, scope.businessId, scope.environment, input.chain, priced.currency, priced.payment_method, priced.source.amount, input.beneficiaryId, priced.exchange_rate,
+      input.rateAsOf, priced.source.total_required, priced.destination.amount, priced.fees.provider, priced.fees.platform],
+  );
+  await recordCreation(unit, QUOTE_MACHINE, { scope, id: quoteId, status: 'consumed', view: () => ({}) });
+  return quote;
 }
 
 /** A treasury-funded transaction ended (or needs attention): its intent's payout_status follows, in the same transaction. */

@@ -70,6 +70,10 @@ export interface JobPayloads {
   'onramp.refund': { transactionId: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
+  /** A transfer to a liquidation address, recorded: priced now into its off-ramp to the address's beneficiary. */
+  'liquidation.offramp': { transferId: string };
+  /** Sandbox: a transfer from the fixed sandbox sender to a liquidation address reaches the chain watcher. */
+  'sandbox.liquidation_transfer': { liquidationAddressId: string; amount: string; transactionHash: string };
 }
 export type JobName = keyof JobPayloads;
 
@@ -99,6 +103,8 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'intent.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
   'intent.collect': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'intent.payout': { queue: 'pricing', attempts: 5, backoffMs: 500 },
+  'liquidation.offramp': { queue: 'pricing', attempts: 5, backoffMs: 500 },
+  'sandbox.liquidation_transfer': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   'deposit.confirm': { queue: 'settlement', attempts: 8, backoffMs: 500 },
   'sandbox.pay': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   // Its own retry schedule (WEBHOOK_RETRY_SCHEDULE_MS) is a new job per attempt; these attempts cover a failing database.

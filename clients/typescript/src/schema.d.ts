@@ -1008,6 +1008,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/business/liquidation-addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List liquidation addresses, newest first.
+         * @description Scope: `liquidation_addresses:read`. A page, newest first: `limit` 1..100 (default 25), then `starting_after` = `next_cursor`.
+         */
+        get: operations["listLiquidationAddresses"];
+        put?: never;
+        /**
+         * Create a liquidation address: send USDC to it, and the beneficiary is paid.
+         * @description A permanent USDC deposit address on `chain`, tied to `beneficiary_id`. Each confirmed transfer to it becomes an off-ramp to the beneficiary priced at that moment, the fees taken from what arrived (`source.total_required` is the amount received). A transfer whose payout would fall outside the corridor's limits, or that arrives after the address was archived, is returned to its sender (the off-ramp ends `failed` with its `refund`). An archived beneficiary or customer: 409 `resource_archived`.
+         *
+         *     Scope: `liquidation_addresses:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
+         */
+        post: operations["createLiquidationAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/liquidation-addresses/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a liquidation address.
+         * @description Scope: `liquidation_addresses:read`.
+         */
+        get: operations["getLiquidationAddress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/liquidation-addresses/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a liquidation address.
+         * @description For good: transfers that still arrive are returned to their senders. Archiving an archived address answers it unchanged.
+         *
+         *     Scope: `liquidation_addresses:write`. Needs an `Idempotency-Key`.
+         */
+        post: operations["archiveLiquidationAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/sandbox/liquidation-addresses/{id}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Play a USDC transfer to a liquidation address (sandbox only).
+         * @description Answers 202 with the address; a step later the transfer from the fixed sandbox sender `0x5A0b54D5dc17e0AadC383d2db43B0a0D3E029c4c` is observed, priced into an off-ramp and confirmed one step at a time. An archived address takes it too: the transfer is returned to the sender.
+         *
+         *     Scope: `sandbox:write`. Needs an `Idempotency-Key`. Sandbox keys only (a live key gets 404).
+         */
+        post: operations["sandboxLiquidationTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1997,13 +2087,18 @@ export interface components {
              * @description The payment intent whose payment a treasury-funded payout spends.
              */
             payment_intent_id: string | null;
-            /** @description Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id. */
+            /** @description Off-ramps: where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id, for `liquidation_address` the liquidation address id (`address` its address). */
             funding_source: {
                 /** @enum {string} */
-                type?: "managed_wallet" | "external_wallet" | "treasury";
+                type?: "managed_wallet" | "external_wallet" | "treasury" | "liquidation_address";
                 reference?: string | null;
                 address?: string | null;
             } | null;
+            /**
+             * Format: uuid
+             * @description The liquidation address whose incoming transfer this off-ramp pays out.
+             */
+            liquidation_address_id?: string | null;
             payment_source: {
                 /** @enum {string} */
                 type?: "mobile_money";
@@ -2399,6 +2494,43 @@ export interface components {
         Redelivery: {
             event_id: components["schemas"]["Uuid"];
             endpoint_ids: components["schemas"]["Uuid"][];
+        };
+        LiquidationAddress: {
+            id: components["schemas"]["Uuid"];
+            chain: components["schemas"]["Chain"];
+            /** @enum {string} */
+            asset: "USDC";
+            /** @description EIP-55 checksummed. Every confirmed USDC transfer to it becomes an off-ramp to the beneficiary (`funding_source.type` `liquidation_address`). */
+            address: string;
+            beneficiary_id: components["schemas"]["Uuid"];
+            /** Format: uuid */
+            customer_id: string | null;
+            external_reference: string | null;
+            /**
+             * @description `archived`: transfers that still arrive are returned to their senders.
+             * @enum {string}
+             */
+            status: "active" | "archived";
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        LiquidationAddressList: {
+            data: components["schemas"]["LiquidationAddress"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        CreateLiquidationAddressRequest: {
+            chain: components["schemas"]["Chain"];
+            /** @description An active beneficiary of yours: who every transfer to the address pays. */
+            beneficiary_id: components["schemas"]["Uuid"];
+            /** @description An active customer of yours; copied onto each off-ramp. */
+            customer_id?: components["schemas"]["Uuid"];
+            /** @description Your own reference for the address. */
+            external_reference?: string;
+        };
+        SandboxLiquidationTransferRequest: {
+            /** @description USDC sent, more than 0, at most 6 decimals and 1000000000. */
+            amount: components["schemas"]["DecimalAmount"];
         };
     };
     responses: {
@@ -5064,6 +5196,207 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
             404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLiquidationAddresses: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 25). */
+                limit?: number;
+                /** @description Cursor from `next_cursor` of the previous page. */
+                starting_after?: string;
+                /** @description Only the addresses that pay this beneficiary. */
+                beneficiary_id?: string;
+                /** @description Only addresses in this status. */
+                status?: "active" | "archived";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of liquidation addresses. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddressList"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateLiquidationAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The liquidation address. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_ResourceArchived"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The liquidation address. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    archiveLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archived liquidation address. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sandboxLiquidationTransfer: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxLiquidationTransferRequest"];
+            };
+        };
+        responses: {
+            /** @description The liquidation address; the transfer lands a step later. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
