@@ -6,6 +6,9 @@ import { ref, type JsonSchema } from './route.js';
 const NULLABLE_STRING = { type: ['string', 'null'] };
 const NULLABLE_TIME = { type: ['string', 'null'], format: 'date-time' };
 const NULLABLE_UUID = { type: ['string', 'null'], format: 'uuid' };
+// Fields only one direction fills stay nullable in the other, not `type: null`: openapi-fetch's response types drop a
+// property whose type is only null.
+const ALWAYS_NULL = 'Always null for an on-ramp.';
 const USDC = { type: 'string', const: 'USDC' };
 const FIAT = { type: 'string', pattern: '^[A-Z]{3}$', maxLength: 3, description: 'ISO 4217 code of the corridor\'s currency.' };
 const usdcAmount = (description: string) => ({ type: 'string', description: `${description} USDC, 6 decimals.`, examples: ['100.000000'] });
@@ -185,7 +188,7 @@ export const schemas: Record<string, JsonSchema> = {
         description: 'Where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id.',
         properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
-      payment_source: { type: 'null' },
+      payment_source: { type: ['object', 'null'], description: 'Always null for an off-ramp (on-ramps name their payer here).' },
       refund: {
         type: ['object', 'null'],
         description: 'USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
@@ -222,9 +225,9 @@ export const schemas: Record<string, JsonSchema> = {
         },
       },
       fees: fees('the fiat currency', '129.35'),
-      beneficiary_id: { type: 'null' },
-      payment_intent_id: { type: 'null' },
-      funding_source: { type: 'null' },
+      beneficiary_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
+      payment_intent_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
+      funding_source: { type: ['object', 'null'], description: 'Always null for an on-ramp: its payer is `payment_source`.' },
       payment_source: {
         type: 'object',
         required: ['type', 'reference', 'phone_number', 'mobile_network'],
@@ -249,7 +252,7 @@ export const schemas: Record<string, JsonSchema> = {
           failure: { type: ['object', 'null'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
         },
       },
-      refund_address: { type: 'null' },
+      refund_address: { ...NULLABLE_STRING, description: ALWAYS_NULL },
     },
     examples: [ONRAMP_EXAMPLE],
   },

@@ -2133,7 +2133,8 @@ export interface components {
                 reference: string | null;
                 address: string | null;
             };
-            payment_source: null;
+            /** @description Always null for an off-ramp (on-ramps name their payer here). */
+            payment_source: Record<string, unknown> | null;
             /** @description USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. */
             refund: {
                 /** @enum {string} */
@@ -2268,9 +2269,18 @@ export interface components {
                 /** @description ISO 4217 code of the corridor's currency. */
                 currency: string;
             };
-            beneficiary_id: null;
-            payment_intent_id: null;
-            funding_source: null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            beneficiary_id: string | null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            payment_intent_id: string | null;
+            /** @description Always null for an on-ramp: its payer is `payment_source`. */
+            funding_source: Record<string, unknown> | null;
             payment_source: {
                 /** @constant */
                 type: "mobile_money";
@@ -2300,7 +2310,8 @@ export interface components {
                     message?: string;
                 } | null;
             } | null;
-            refund_address: null;
+            /** @description Always null for an on-ramp. */
+            refund_address: string | null;
         };
         /** @description An off-ramp or an on-ramp: `direction` says which shape it has. */
         Transaction: components["schemas"]["OfframpTransaction"] | components["schemas"]["OnrampTransaction"];
