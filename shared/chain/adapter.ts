@@ -58,6 +58,11 @@ export interface ChainAdapter {
   /** How many confirmations an observed transfer has now. */
   confirmations(subject: ConfirmationSubject): Promise<number>;
   /**
+   * When the adapter knows it (the sandbox, whose confirmations rise with time): how long until the subject has all its
+   * confirmations, so one check then replaces a check per step. Absent on a real chain: only asking again tells.
+   */
+  readyInMs?(subject: ConfirmationSubject): number;
+  /**
    * Whether the block that held a transfer is still on the canonical chain (false: another block is at its height).
    * Live reads that fail, or a height the node does not serve yet, throw ChainUnavailableError: unknown, ask again.
    */

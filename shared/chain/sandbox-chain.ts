@@ -11,7 +11,8 @@ import { ChainFundsError } from './sender.js';
 /**
  * The sandbox's chain is the ledger: a managed wallet's transfer debits its simulated balance (never below zero),
  * deliveries and refunds are recorded at once, and hashes are simulated in the on-chain format. Confirmations rise one
- * per SANDBOX_STEP_MS from the moment the transfer was seen (all at once when the step is 0). No block is ever removed.
+ * per SANDBOX_STEP_MS from the moment the transfer was seen (all at once when the step is 0), so the domain checks once
+ * when they are all there rather than once per step. No block is ever removed.
  */
 export function sandboxChain(stepMs: number): ChainAdapter {
   return {
@@ -49,6 +50,10 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       if (!subject.detected_at) return 0;
       if (stepMs <= 0) return subject.required_confirmations;
       return Math.min(subject.required_confirmations, 1 + Math.floor((Date.now() - subject.detected_at.getTime()) / stepMs));
+    },
+    readyInMs(subject: ConfirmationSubject) {
+      if (!subject.detected_at || stepMs <= 0) return 0;
+      return Math.max(0, subject.detected_at.getTime() + (subject.required_confirmations - 1) * stepMs - Date.now());
     },
     async canonical() {
       return true;

@@ -21,7 +21,8 @@ export type PaymentDepth<T> =
   | { state: 'reorged'; removed: T[] }
   /** The chain could not be read: nothing decided, counted again later. */
   | { state: 'unknown'; reason: string }
-  | { state: 'counted'; confirmations: number; deep: boolean };
+  /** `nextCheckMs`: when to count again if not deep (the adapter's readyInMs, or at once: the caller's own pace). */
+  | { state: 'counted'; confirmations: number; deep: boolean; nextCheckMs: number };
 
 /**
  * The depth of a payment made of `transfers` (live: each block checked, confirmations from the highest block; the
@@ -37,11 +38,9 @@ export async function paymentDepth<T extends LandedTransfer>(
     }
     if (removed.length) return { state: 'reorged', removed };
     const newest = transfers.reduce<bigint | null>((max, t) => (t.block_number !== null && (max === null || BigInt(t.block_number) > max) ? BigInt(t.block_number) : max), null);
-    const confirmations = Math.min(
-      await adapter.confirmations({ chain, block_number: newest === null ? null : newest.toString(), detected_at: lastSeenAt, required_confirmations: required }),
-      required,
-    );
-    return { state: 'counted', confirmations, deep: confirmations >= required };
+    const subject = { chain, block_number: newest === null ? null : newest.toString(), detected_at: lastSeenAt, required_confirmations: required };
+    const confirmations = Math.min(await adapter.confirmations(subject), required);
+    return { state: 'counted', confirmations, deep: confirmations >= required, nextCheckMs: adapter.readyInMs?.(subject) ?? 0 };
   } catch (err) {
     if (err instanceof ChainUnavailableError) return { state: 'unknown', reason: err.message };
     throw err;

@@ -221,7 +221,8 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
   if (depth.state === 'reorged') return rollBack(unit, config, chain, tx, settlement, depth.removed, round);
   if (depth.state === 'unknown' || !depth.deep) {
     if (depth.state === 'counted') await setConfirmations(unit, settlement, depth.confirmations);
-    await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
+    const next = Math.max(confirmPollDelay(config, tx.environment), depth.state === 'counted' ? depth.nextCheckMs : 0);
+    await unit.stage(txJobs.confirm(tx, round + 1, next), scopeOf(tx));
     return depth.state === 'unknown' ? `unknown: ${depth.reason}` : `${depth.confirmations}/${settlement.required_confirmations}`;
   }
   const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations: depth.confirmations });

@@ -235,7 +235,8 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
     if (depth.state === 'counted') {
       await unit.em.query(`UPDATE treasury_deposits SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [deposit.id, depth.confirmations]);
     }
-    await unit.stage(depositJobs.confirm(deposit.id, round + 1, confirmPollDelay(config, intent.environment)), intentScope(intent));
+    const next = Math.max(confirmPollDelay(config, intent.environment), depth.state === 'counted' ? depth.nextCheckMs : 0);
+    await unit.stage(depositJobs.confirm(deposit.id, round + 1, next), intentScope(intent));
     return depth.state === 'unknown' ? `unknown: ${depth.reason}` : `${depth.confirmations}/${deposit.required_confirmations}`;
   }
   await confirmDeposit(unit, config, deposit, intent);

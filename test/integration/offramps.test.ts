@@ -230,3 +230,40 @@ describe('off-ramps end to end in sandbox', function () {
     expect((await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key))).body.status).to.equal('available');
   });
 });
+
+// Issue 26: the sandbox's confirmations rise with time, so they are counted once when the transfer is seen and once
+// when all are there, never a job and a database transaction per step.
+describe('sandbox confirmations counted from time', function () {
+  this.timeout(30_000);
+  const STEP_MS = '100';
+  let api: ApiHarness;
+  let pools: RunningPools;
+  let key: string;
+
+  before(async () => {
+    api = await startApi({ env: { SANDBOX_STEP_MS: STEP_MS } });
+    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox'], { env: { SANDBOX_STEP_MS: STEP_MS } });
+    key = (await makeBusiness()).sandboxKey;
+  });
+  after(async () => {
+    await pools?.close();
+    await api?.close();
+  });
+
+  it('an off-ramp\'s 12 confirmations take one confirmation job, when the depth is reached (the first count is the transfer\'s own)', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '50');
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(api, key) });
+    const tx = (await offramp(api, key, q.id, customer.wallet.id)).body;
+    const done = await untilStatus(api, key, tx.id, ['completed', 'failed', 'action_required']);
+    expect(done.status).to.equal('completed');
+    const checks: { n: number }[] = await (await getDs()).query(
+      `SELECT count(*)::int AS n FROM outbox_jobs WHERE job_name = 'settlement.confirm' AND payload->>'transactionId' = $1`, [tx.id]);
+    expect(checks[0].n).to.equal(1);
+    const [settlement] = await (await getDs()).query(
+      `SELECT confirmations, required_confirmations, extract(epoch FROM confirmed_at - detected_at) * 1000 AS ms FROM settlements WHERE transaction_id = $1`, [tx.id]);
+    expect(settlement.confirmations).to.equal(settlement.required_confirmations);
+    // Not before the depth: (12 - 1) steps after the transfer was seen.
+    expect(Number(settlement.ms)).to.be.at.least((settlement.required_confirmations - 1) * Number(STEP_MS) - 5);
+  });
+});
