@@ -141,6 +141,10 @@ export const STUCK_RULES: StuckRule[] = [
     `SELECT id, collection_attempts FROM payment_intents
       WHERE status = 'processing' AND payer_phone_key_id IS NOT NULL AND collection_attempts > 0 AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`,
     (r) => intentJobs.collect(r.id, r.collection_attempts)),
+  // A provider callback stored but never applied (its job lost to a Redis flush, or out of attempts while M-Pesa had no
+  // final answer to corroborate it with): applied again; applying marks it processed, once.
+  rule<{ id: string }>('provider callbacks stored and never applied', STEP,
+    `SELECT id FROM provider_callbacks WHERE processed_at IS NULL AND received_at < ${STALE} ORDER BY received_at LIMIT $2`, (r) => providerJobs.callback(r.id)),
   rule<{ id: string }>('paid payment intents whose payout never started', STEP,
     `SELECT id FROM payment_intents WHERE payout_status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => intentJobs.payout(r.id)),
   // A transfer to a liquidation address not yet priced into its off-ramp (its job lost, or out of attempts while the

@@ -78,6 +78,35 @@ describe('live M-Pesa results late, out of order, or never', function () {
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
   });
 
+  it('a stored callback whose job Redis lost is applied by the sweeper (fault seed 4010: a paid prompt never credited)', async () => {
+    rail.fake.callbackDelayMs = 1500;
+    try {
+      const id = await liveOnramp(rail, '+254712341014');
+      await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
+      // The providers pool takes nothing while its jobs are lost: the callback's apply job, and the status check that
+      // would otherwise find the payment on its own.
+      const queue = rail.pools.deps.queues.providers;
+      await queue.pause();
+      const ds = await getDs();
+      const stored = await until(async () => (await ds.query(
+        `SELECT id FROM provider_callbacks WHERE kind = 'stk' AND body->'Body'->'stkCallback'->>'CheckoutRequestID' = (SELECT outcome->>'provider_reference' FROM provider_requests WHERE kind = 'collection' AND reference = $1::text)`, [id]))[0], { what: 'the callback stored' });
+      await queue.remove(providerJobs.callback(stored.id).id);
+      await queue.remove(providerJobs.check({ transactionId: id, round: 1, after: 'r0' }, 0).id);
+      await queue.resume();
+      await settled();
+      expect((await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
+      await ds.query(`UPDATE provider_callbacks SET received_at = now() - interval '5 minutes' WHERE id = $1`, [stored.id]);
+      const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+      expect(counts['provider callbacks stored and never applied']).to.equal(1);
+      expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
+      const [applied] = await ds.query(`SELECT processed_at, result FROM provider_callbacks WHERE id = $1`, [stored.id]);
+      expect(applied.processed_at).to.not.equal(null);
+    } finally {
+      rail.fake.callbackDelayMs = 30;
+      await rail.pools.deps.queues.providers.resume();
+    }
+  });
+
   it('a status check Redis lost is found by the sweeper, and the lost callback recovered', async () => {
     const id = await liveOnramp(rail, '+254712340099');
     await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed']);
