@@ -61,7 +61,7 @@ export const schemas: Record<string, JsonSchema> = {
   Transaction: {
     type: 'object',
     required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-      'payment_intent_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'],
+      'payment_intent_id', 'payout_batch_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'],
     properties: {
       id: ref('Uuid'),
       direction: { type: 'string', enum: ['offramp', 'onramp'] },
@@ -76,9 +76,10 @@ export const schemas: Record<string, JsonSchema> = {
       wallet_id: { type: ['string', 'null'], format: 'uuid', description: 'Null for a payout funded from the treasury.' },
       customer_id: { type: ['string', 'null'], format: 'uuid' },
       payment_intent_id: { type: ['string', 'null'], format: 'uuid', description: 'The payment intent whose payment a treasury-funded payout spends.' },
+      payout_batch_id: { type: ['string', 'null'], format: 'uuid', description: 'The payout batch a treasury-funded payout is an item of.' },
       funding_source: {
         type: ['object', 'null'],
-        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id.',
+        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id or the payout batch id.',
         properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
       payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string', description: 'The payer, redacted: country code and last 4 digits (`+254*****3344`).' }, mobile_network: NULLABLE_STRING } },
@@ -132,6 +133,7 @@ interface ListQuery extends PageQuery {
   wallet_id?: string;
   beneficiary_id?: string;
   customer_id?: string;
+  payout_batch_id?: string;
   external_reference?: string;
   created_gte?: string;
   created_lte?: string;
@@ -139,7 +141,7 @@ interface ListQuery extends PageQuery {
 
 const FILTERS: [keyof ListQuery, string][] = [
   ['direction', 't.direction = $'], ['status', 't.status = $'], ['wallet_id', 't.wallet_id = $'], ['beneficiary_id', 't.beneficiary_id = $'],
-  ['customer_id', 't.customer_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
+  ['customer_id', 't.customer_id = $'], ['payout_batch_id', 't.payout_batch_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
 ];
 
 /** The columns of a transactions export (CONTRACT 16). */
@@ -176,6 +178,7 @@ export const routes: RouteDef[] = [
       wallet_id: { schema: ref('Uuid') },
       beneficiary_id: { schema: ref('Uuid') },
       customer_id: { schema: ref('Uuid') },
+      payout_batch_id: { schema: ref('Uuid'), description: 'The items of one payout batch.' },
       external_reference: { schema: { type: 'string', minLength: 1, maxLength: 128 } },
       created_gte: { schema: TIME, description: 'Created at or after this instant.' },
       created_lte: { schema: TIME, description: 'Created at or before this instant.' },
