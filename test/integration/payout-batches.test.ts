@@ -4,12 +4,9 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
-import { expectLedgerSound, history, kesBeneficiary, quote, untilStatus } from '../helpers/ramps.js';
+import { expectLedgerSound, fundTreasury as fundTreasuryOf, history, kesBeneficiary, quote, schemaValidator, untilStatus } from '../helpers/ramps.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { until } from '../helpers/until.js';
-import { responseAjv } from '../fuzz/operations.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
-import { postEntry } from '../../shared/domain/ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 
 // Payout batches (CONTRACT section 16): many treasury-funded payouts in one request, validated and priced whole before
@@ -30,11 +27,7 @@ describe('payout batches, in sandbox', function () {
   before(async () => {
     api = await startApi();
     pools = await startPools(['pricing', 'providers', 'sandbox']);
-    const ajv = responseAjv((await api.http.get('/openapi.json')).body);
-    validate = (name, body) => {
-      const fn = ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` });
-      if (!fn(body)) expect.fail(`${name}: ${JSON.stringify(fn.errors)}`);
-    };
+    validate = await schemaValidator(api);
   });
   beforeEach(async () => {
     const biz = await makeBusiness();
@@ -46,11 +39,7 @@ describe('payout batches, in sandbox', function () {
   });
   afterEach(expectLedgerSound);
 
-  /** Credits the business's treasury as a confirmed deposit would (inbound clearing -> treasury). */
-  const fundTreasury = (amount: string) => inUnit(api.deps, (unit) => postEntry(unit.em, { businessId, environment: 'sandbox' }, {
-    kind: 'test_treasury_funding',
-    postings: [{ account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -usdc(amount) }, { account: { kind: 'treasury', asset: 'USDC' }, amount: usdc(amount) }],
-  }));
+  const fundTreasury = (amount: string) => fundTreasuryOf(api, businessId, amount);
   const available = async () => (await api.http.get(`${BASE}/treasury/balance`).set(bearer(key))).body.available as string;
   const create = (body: Record<string, unknown>, headers = writeHeaders(key)) => api.http.post(BATCHES).set(headers).send(body);
   const get = async (id: string) => (await api.http.get(`${BATCHES}/${id}`).set(bearer(key))).body;
