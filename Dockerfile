@@ -5,8 +5,9 @@ WORKDIR /app
 ENV NODE_ENV=development
 COPY package.json package-lock.json ./
 COPY clients/typescript/package.json clients/typescript/
-# npm install, not npm ci: some optional platform builds are not in the lockfile (see README).
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+# npm install, not npm ci: some optional platform builds are not in the lockfile (see README). No scripts: the
+# repository's prepare builds the typed client for integrators, which the image does not need.
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY . .
 USER node
 EXPOSE 3000

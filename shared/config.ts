@@ -67,6 +67,8 @@ export interface Config {
   chains: Record<Chain, { rpcUrl: string | null; usdcAddress: string; confirmations: number; gasTopupMinWei: bigint; gasTopupTargetWei: bigint; startBlock: bigint | null }>;
   /** How often the settlement pool compares each live managed and treasury address's on-chain USDC with the ledger. */
   chainReconcileMs: number;
+  /** Addresses a worker keeps derived ahead of need per environment (0: none; every create then derives its own). */
+  addressPoolSize: number;
   adminUser: string | null;
   adminPassword: string | null;
   /** Each worker process serves its Prometheus metrics on this port (0: off); behind ADMIN_USER / ADMIN_PASSWORD. */
@@ -312,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     settlementMaxBlockRange: int(env, 'SETTLEMENT_MAX_BLOCK_RANGE', 2000, 1),
     settlementRescanBlocks: int(env, 'SETTLEMENT_RESCAN_BLOCKS', 5, 0),
     chainReconcileMs: int(env, 'CHAIN_RECONCILE_MS', 300_000, 1000),
+    addressPoolSize: int(env, 'ADDRESS_POOL_SIZE', 2000),
     sweeperStaleSeconds: int(env, 'SWEEPER_STALE_SECONDS', 60, 1),
     lateDepositWatchSeconds: int(env, 'LATE_DEPOSIT_WATCH_SECONDS', 604_800, 0),
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),

@@ -15,6 +15,8 @@ process.env.PROVIDER_RETRY_BASE_MS ??= '10';
 // A killed worker's jobs come back after this; every worker of the run uses it (BullMQ's stalled check is shared per
 // queue, so one worker with a long interval would hold back the others).
 process.env.WORKER_LOCK_MS ??= '2000';
+// A small pool of pre-derived addresses: enough to be used, cheap to fill in every file that starts the pricing pool.
+process.env.ADDRESS_POOL_SIZE ??= '40';
 // Live data refuses the built-in development secrets; tests configure their own (public, test-only) ones.
 process.env.WALLET_SEED_LIVE ||= 'legal winner thank year wave sausage worth useful legal winner thank yellow';
 // Its public keys (npm run admin -- wallet-xpub / treasury-address), for the harness's web processes, which read no seed.

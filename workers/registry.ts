@@ -2,6 +2,7 @@ import { JOBS, POOLS, type JobName, type Pool } from '../shared/queues/registry.
 import type { JobDefinition, ProcessorTable, ScheduleDefinition } from './job-definition.js';
 import { cleanupOutboxJob } from './outbox/cleanup-outbox.job.js';
 import { sweepJob } from './sweeper/sweep.job.js';
+import { refillAddressesJob } from './pricing/refill-addresses.job.js';
 import { priceQuoteJob } from './pricing/price-quote.job.js';
 import { expireQuoteJob } from './pricing/expire-quote.job.js';
 import { submitOfframpJob } from './settlement/submit-offramp.job.js';
@@ -29,25 +30,33 @@ import { applyCallbackJob } from './providers/apply-callback.job.js';
 import { checkProviderJob } from './providers/check-provider.job.js';
 import { resendPayoutJob } from './providers/resend-payout.job.js';
 import { refundOnrampJob } from './providers/refund-onramp.job.js';
+import { liquidationOfframpJob } from './pricing/liquidation-offramp.job.js';
+import { sandboxLiquidationTransferJob } from './sandbox/sandbox-liquidation-transfer.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
 import { getConfig } from '../shared/config.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
 export const DEFINITIONS: JobDefinition<any>[] = [
-  cleanupOutboxJob, sweepJob, priceQuoteJob, expireQuoteJob,
+  cleanupOutboxJob, sweepJob, refillAddressesJob, priceQuoteJob, expireQuoteJob,
   submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob, refundOfframpJob,
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
   refreshRateJob, expireIntentJob, intentPayoutJob, collectIntentJob, confirmDepositJob, sandboxPayJob,
   deliverWebhookJob, scanChainJob, chainReceiptJob, chainSendJob, sweepSettlementJob, reconcileChainJob, sendWithdrawalJob,
   applyCallbackJob, checkProviderJob, resendPayoutJob, refundOnrampJob,
+  liquidationOfframpJob, sandboxLiquidationTransferJob,
 ];
 
 /** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */
 export const schedules = (): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
+  // Addresses derived ahead of need, for each environment whose xpub is configured.
+  ...(getConfig().addressPoolSize > 0
+    ? (['sandbox', 'live'] as const).filter((environment) => getConfig().wallets[environment])
+      .map((environment): ScheduleDefinition => ({ id: `addresses-refill-${environment}`, everyMs: 2_000, name: 'addresses.refill', data: { environment } }))
+    : []),
   // The live chains' watchers (sandbox deposits arrive through the sandbox controls).
   ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: getConfig().settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
   // The ledger against the chain, for chains with an RPC configured (the others answer at once).

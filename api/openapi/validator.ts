@@ -73,6 +73,8 @@ function newAjv(useDefaults: boolean): Ajv2020 {
   ajv.addVocabulary(OPENAPI_KEYS);
   ajv.addKeyword({ keyword: 'x-required-scope' });
   ajv.addKeyword({ keyword: 'x-sandbox-only' });
+  // OpenAPI's discriminator (response unions such as Transaction) only names the branch; `oneOf` does the validating.
+  ajv.addKeyword({ keyword: 'discriminator' });
   return ajv;
 }
 

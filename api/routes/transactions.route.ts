@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { SETTLEMENT_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
+import { TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
@@ -10,100 +10,10 @@ import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
-
-const NULLABLE_STRING = { type: ['string', 'null'] };
-const NULLABLE_TIME = { type: ['string', 'null'], format: 'date-time' };
-const MONEY_SIDE = {
-  type: 'object',
-  required: ['amount'],
-  properties: {
-    asset: { type: 'string', enum: ['USDC'], description: 'Present on the USDC side (an off-ramp\'s source, an on-ramp\'s destination).' },
-    currency: { type: 'string', description: 'Present on the fiat side (an off-ramp\'s destination, an on-ramp\'s source).', examples: ['KES'] },
-    amount: { type: 'string', description: 'Decimal string at the side\'s scale (USDC 6 decimals, KES 2).', examples: ['50.000000'] },
-    total_required: { type: 'string', description: 'Source side: the amount plus fees, what must arrive.', examples: ['50.750000'] },
-    chain: ref('Chain'),
-    wallet_address: { type: 'string' },
-    transaction_hash: NULLABLE_STRING,
-  },
-};
+import { schemas as transactionSchemas } from './transactions.schemas.js';
 
 export const schemas: Record<string, JsonSchema> = {
-  Settlement: {
-    type: 'object',
-    required: ['id', 'transaction_id', 'status', 'chain', 'asset', 'token_address', 'from_address', 'to_address', 'amount', 'fee_address', 'fee_amount', 'total_required',
-      'received_amount', 'overpaid_amount', 'confirmations', 'required_confirmations', 'execution', 'transaction_hash', 'expires_at', 'detected_at', 'confirmed_at', 'created_at', 'updated_at'],
-    properties: {
-      id: ref('Uuid'),
-      transaction_id: ref('Uuid'),
-      status: { type: 'string', enum: [...SETTLEMENT_STATUSES] },
-      chain: ref('Chain'),
-      asset: { type: 'string', enum: ['USDC'] },
-      token_address: { type: 'string' },
-      from_address: { type: 'string', description: 'The funding wallet.' },
-      to_address: { type: 'string', description: 'This settlement\'s own deposit address.' },
-      amount: { type: 'string' },
-      fee_address: { type: 'string', description: 'The platform\'s treasury, where the swept deposit (and so the fee) ends up.' },
-      fee_amount: { type: 'string' },
-      total_required: { type: 'string', description: 'amount + fee_amount: send exactly this, in one transfer or several.' },
-      received_amount: { type: 'string' },
-      overpaid_amount: NULLABLE_STRING,
-      confirmations: { type: 'integer' },
-      required_confirmations: { type: 'integer' },
-      execution: { type: 'object', description: '`{ method: "erc20_transfer", to, data, value }` ready to sign; for managed wallets also `submitted { transaction_hash, nonce }`.' },
-      transaction_hash: NULLABLE_STRING,
-      expires_at: ref('Timestamp'),
-      detected_at: NULLABLE_TIME,
-      confirmed_at: NULLABLE_TIME,
-      created_at: ref('Timestamp'),
-      updated_at: ref('Timestamp'),
-    },
-  },
-  Transaction: {
-    type: 'object',
-    required: ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-      'payment_intent_id', 'payout_batch_id', 'funding_source', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'],
-    properties: {
-      id: ref('Uuid'),
-      direction: { type: 'string', enum: ['offramp', 'onramp'] },
-      quote_id: ref('Uuid'),
-      status: { type: 'string', enum: [...TRANSACTION_STATUSES] },
-      source: MONEY_SIDE,
-      destination: MONEY_SIDE,
-      fees: { type: 'object', required: ['provider', 'platform', 'currency'], properties: { provider: { type: 'string' }, platform: { type: 'string' }, currency: { type: 'string' } } },
-      exchange_rate: { type: 'string' },
-      external_reference: NULLABLE_STRING,
-      beneficiary_id: { type: ['string', 'null'], format: 'uuid' },
-      wallet_id: { type: ['string', 'null'], format: 'uuid', description: 'Null for a payout funded from the treasury.' },
-      customer_id: { type: ['string', 'null'], format: 'uuid' },
-      payment_intent_id: { type: ['string', 'null'], format: 'uuid', description: 'The payment intent whose payment a treasury-funded payout spends.' },
-      payout_batch_id: { type: ['string', 'null'], format: 'uuid', description: 'The payout batch a treasury-funded payout is an item of.' },
-      funding_source: {
-        type: ['object', 'null'],
-        description: 'Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id or the payout batch id.',
-        properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
-      },
-      payment_source: { type: ['object', 'null'], properties: { type: { type: 'string', enum: ['mobile_money'] }, reference: NULLABLE_STRING, phone_number: { type: 'string', description: 'The payer, redacted: country code and last 4 digits (`+254*****3344`).' }, mobile_network: NULLABLE_STRING } },
-      provider_reference: { ...NULLABLE_STRING, description: 'The provider\'s receipt for the money it moved, once known: M-Pesa\'s MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S).' },
-      failure: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
-      refund: {
-        type: ['object', 'null'],
-        description: 'Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury\'s balance); ' +
-          '`transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet\'s balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, ' +
-          'paid back to the payer\'s phone (`currency`, `phone_number` redacted as `payment_source`\'s, `provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it).',
-        required: ['status', 'amount', 'to_address', 'transaction_hash'],
-        properties: {
-          status: { type: 'string', enum: ['pending', 'completed', 'failed'] }, amount: { type: 'string' }, to_address: NULLABLE_STRING, transaction_hash: NULLABLE_STRING,
-          currency: { type: 'string' }, phone_number: NULLABLE_STRING, provider_reference: NULLABLE_STRING,
-          failure: { type: ['object', 'null'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
-        },
-      },
-      refund_address: { type: ['string', 'null'], description: 'External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`).' },
-      settlement: ref('Settlement'),
-      completed_at: NULLABLE_TIME,
-      created_at: ref('Timestamp'),
-      updated_at: ref('Timestamp'),
-    },
-  },
+  ...transactionSchemas,
   TransactionList: listOf('Transaction'),
   RefundTransactionRequest: {
     type: 'object',

@@ -11,6 +11,7 @@ import { fromMinor, USDC_SCALE } from '../domain/money.js';
 import { observeTransfer } from '../domain/offramps.js';
 import { loadSettlement } from '../domain/settlements.js';
 import { recordPayment } from '../domain/treasury-deposits.js';
+import { receiveLiquidationTransfer } from '../domain/liquidation-transfers.js';
 
 // The core of the live settlement watcher: one pass over a chain for one environment.
 //
@@ -23,7 +24,9 @@ import { recordPayment } from '../domain/treasury-deposits.js';
 //   to one block, and the rest of the range is then asked for in pieces of the width that worked.
 // - The distinct recipients are matched in one query against every open deposit address of the environment and
 //   chain: settlements awaiting a transfer (or closed, so that a late deposit is still recorded) and every payment
-//   intent's deposit address (late payments are recorded and flagged by recordPayment).
+//   intent's deposit address (late payments are recorded and flagged by recordPayment), and every liquidation address,
+//   archived ones included (a transfer to one is returned to its sender). A settlement of a liquidation transfer is
+//   never matched itself: its address is the liquidation address, and each transfer to it is one off-ramp.
 // - Each matching log is applied in its own unit of work, in chain order. Applying is idempotent by
 //   (transaction hash, log index), so a range scanned twice (a crash before the cursor moved, two scanners) counts
 //   every transfer once. A log that fails to apply fails the scan before the cursor moves: the next scan retries it.
@@ -75,7 +78,7 @@ export interface TransferLog {
 
 interface Match {
   /** A deposit address (a settlement's, a payment intent's), or live custody: a managed wallet, the treasury hot wallet. */
-  kind: 'settlement' | 'payment_intent' | 'wallet' | 'treasury';
+  kind: 'settlement' | 'payment_intent' | 'liquidation_address' | 'wallet' | 'treasury';
   id: string;
   address: string;
 }
@@ -166,7 +169,10 @@ export async function matchDepositAddresses(deps: Pick<UnitDeps, 'ds'> & { confi
   const hot = custody ? deps.config!.wallets[environment]!.treasuryAddress.toLowerCase() : null;
   const matches: Match[] = await deps.ds.query(
     `SELECT 'settlement' AS kind, s.id, lower(s.to_address) AS address FROM settlements s
-      WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[])
+      WHERE s.environment = $1 AND s.chain = $2 AND s.status = ANY($3::text[]) AND lower(s.to_address) = ANY($4::text[]) AND s.liquidation_address_id IS NULL
+     UNION ALL
+     SELECT 'liquidation_address' AS kind, l.id, lower(l.address) AS address FROM liquidation_addresses l
+      WHERE l.environment = $1 AND l.chain = $2 AND lower(l.address) = ANY($4::text[])
      UNION ALL
      SELECT 'payment_intent' AS kind, i.id, lower(i.deposit_address) AS address FROM payment_intents i
       WHERE i.environment = $1 AND i.chain = $2 AND lower(i.deposit_address) = ANY($4::text[])
@@ -222,7 +228,8 @@ export async function scanChain(deps: UnitDeps & { config: Config }, input: Scan
 async function oldestIssuedBlock(deps: Pick<UnitDeps, 'ds'>, environment: Environment, chain: Chain): Promise<bigint | null> {
   const [{ block }]: { block: string | null }[] = await deps.ds.query(
     `SELECT least((SELECT min(issued_block) FROM settlements WHERE environment = $1 AND chain = $2 AND status = ANY($3::text[])),
-                  (SELECT min(issued_block) FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')))::text AS block`,
+                  (SELECT min(issued_block) FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing')),
+                  (SELECT min(issued_block) FROM liquidation_addresses WHERE environment = $1 AND chain = $2 AND status = 'active'))::text AS block`,
     [environment, chain, OPEN_SETTLEMENT_STATUSES],
   );
   return block === null ? null : BigInt(block);
@@ -255,6 +262,12 @@ export async function applyReceipt(deps: UnitDeps & { config: Config }, input: O
 async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, log: TransferLog, environment: Environment, chain: Chain): Promise<void> {
   if (match.kind === 'wallet' || match.kind === 'treasury') {
     await inUnit(deps, (unit) => recordInflow(unit, environment, chain, match, log));
+    return;
+  }
+  if (match.kind === 'liquidation_address') {
+    await inUnit(deps, (unit) => receiveLiquidationTransfer(unit, deps.config, match.id, {
+      transactionHash: log.transactionHash, logIndex: log.logIndex, amount: log.value, blockNumber: log.blockNumber, blockHash: log.blockHash, from: log.from,
+    }));
     return;
   }
   if (match.kind === 'settlement') {

@@ -12,6 +12,7 @@ export const SCOPES = [
   'treasury:read', 'treasury:write',
   'payouts:read', 'payouts:write',
   'webhooks:read', 'webhooks:write',
+  'liquidation_addresses:read', 'liquidation_addresses:write',
   'sandbox:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

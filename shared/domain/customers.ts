@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
-import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
+import { walletOf } from '../chain/hd-wallet.js';
+import { claimAddress } from '../chain/address-pool.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
@@ -80,8 +81,7 @@ const MAX_INDEX_SKIPS = 16;
  */
 async function insertManagedWallet(em: EntityManager, xpub: string, scope: EventScope, customerId: string): Promise<void> {
   for (let attempt = 0; attempt < MAX_INDEX_SKIPS; attempt++) {
-    const index = await allocateHdIndex(em);
-    const address = managedWalletAddress(xpub, index);
+    const { index, address } = await claimAddress(em, scope.environment, xpub);
     const inserted: unknown[] = await em.query(
       `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
        SELECT $1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed'

@@ -30,7 +30,7 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'payout_batch' | 'webhook_endpoint' | 'webhook_message';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -202,6 +202,11 @@ export type RecordStatus = 'active' | 'archived';
 export const WALLET_STATUS_MACHINE: Machine<RecordStatus> = { resource: 'wallet', table: 'wallets', column: 'status', moves: { active: ['archived'] }, announced: [] };
 export const BENEFICIARY_STATUS_MACHINE: Machine<RecordStatus> = {
   resource: 'beneficiary', table: 'beneficiaries', column: 'status', moves: { active: ['archived'] }, announced: [],
+};
+
+/** A liquidation address is archived once, for good; transfers that still arrive go back to their senders. */
+export const LIQUIDATION_ADDRESS_MACHINE: Machine<RecordStatus> = {
+  resource: 'liquidation_address', table: 'liquidation_addresses', column: 'status', moves: { active: ['archived'] }, announced: [],
 };
 
 /** The statuses from which `to` may be reached. */

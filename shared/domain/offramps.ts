@@ -16,6 +16,7 @@ import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scop
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
+import { payOrReturn } from './liquidation-returns.js';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -227,7 +228,7 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
   // Live: the deposit address's USDC goes on to the treasury hot wallet, beside the payout (never before it).
   if (confirmed && chain.live) await unit.stage(sweepJob('settlement', settlement.id, minor(confirmed.row.received_amount).toString()), scopeOf(tx));
   const funded = await moveTransaction(unit, tx, 'funded');
-  if (funded) await unit.stage(txJobs.payout(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
+  if (funded) await payOrReturn(unit, config, chain, funded.row);
   return 'funded';
 }
 

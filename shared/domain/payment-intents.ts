@@ -5,7 +5,8 @@ import type { Unit } from '../db/unit-of-work.js';
 import { findScoped } from '../db/pagination.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
+import { walletOf } from '../chain/hd-wallet.js';
+import { claimAddress } from '../chain/address-pool.js';
 import { issuedBlock } from './confirmations.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { Chain } from './chains.js';
@@ -216,7 +217,7 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
     if (rows[0].status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be paid.', { beneficiary_id: beneficiaryId });
   }
   const { xpub } = walletOf(config, scope.environment, 'Live deposit addresses');
-  const index = await allocateHdIndex(unit.em);
+  const { index, address: depositAddress } = await claimAddress(unit.em, scope.environment, xpub);
   const chain = input.settlement.chain;
   const expiresIn = input.expires_in_seconds ?? 3600;
   // The customer as given is sealed; its clear copy keeps phone_number and email only redacted.
@@ -229,7 +230,7 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
      VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17), $18${sealed.map((_, i) => `, $${19 + i}`).join('')})
      RETURNING ${INTENT_COLUMNS}`,
     [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(redactCustomer(input.customer)) : null,
-      JSON.stringify(input.metadata ?? {}), chain, rate.rate, fromMinor(usdcMinor, USDC_SCALE), managedWalletAddress(xpub, index), index,
+      JSON.stringify(input.metadata ?? {}), chain, rate.rate, fromMinor(usdcMinor, USDC_SCALE), depositAddress, index,
       config.chains[chain].confirmations, beneficiaryId, expiresIn, (await issuedBlock(config, scope, chain))?.toString() ?? null, ...sealed.map(([, v]) => v)],
   );
   const row = rows[0];

@@ -215,7 +215,7 @@ export async function createPayoutBatch(
     throw err;
   });
   await recordCreation(unit, PAYOUT_BATCH_MACHINE, { scope, id, status: 'processing', view: () => ({}) });
-  const quotes = await insertConsumedQuotes(unit, scope, priced.map((p) => ({ chain: BATCH_CHAIN, beneficiary_id: p.input.beneficiary_id, requested_side: p.side, priced: p.priced, rate: p.rate })));
+  const quotes = await insertConsumedQuotes(unit, scope, priced.map((p) => ({ chain: BATCH_CHAIN, beneficiaryId: p.input.beneficiary_id, requestedSide: p.side, priced: p.priced, rateAsOf: p.rate.as_of })));
   const created = await insertTransactions(unit, scope, quotes.map((quote, index) => ({
     quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury',
     payoutBatch: { id, index }, externalReference: priced[index].input.external_reference ?? null,

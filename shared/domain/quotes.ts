@@ -152,18 +152,26 @@ export async function createQuote(unit: Unit, scope: EventScope, id: string, inp
   return rows[0];
 }
 
-/** A price a treasury-funded payout starts from at once: its quote is written already consumed. */
+/** What a payout priced by the service itself (not asked for by a quote request) is priced at. */
+export type ServicePrice = Pick<PricedQuote, 'currency' | 'payment_method' | 'exchange_rate'> & {
+  source: { amount: string; total_required: string };
+  destination: { amount: string };
+  fees: { provider: string; platform: string };
+};
+
+/** A payout the service prices itself and starts at once (an intent's payout, a liquidation transfer, a batch item). */
 export interface ConsumedQuote {
   chain: Chain;
-  beneficiary_id: string;
-  requested_side: 'source' | 'destination';
-  priced: PricedQuote;
-  rate: RateQuote;
+  beneficiaryId: string;
+  priced: ServicePrice;
+  rateAsOf: string;
+  /** Which side the amount was given for (a batch item in fiat: `destination`); `source` by default. */
+  requestedSide?: 'source' | 'destination';
 }
 
 /**
- * Writes already consumed off-ramp quotes (a treasury payout is priced and started in one unit: its price is the
- * quote's) with their creation history, in one statement each; the rows in the order given.
+ * The quotes of payouts the service prices itself, written already consumed with their creation history, in one
+ * statement each: the transactions that follow in the same unit copy their price. The rows in the order given.
  */
 export async function insertConsumedQuotes(unit: Unit, scope: EventScope, quotes: ConsumedQuote[]): Promise<QuoteRow[]> {
   if (!quotes.length) return [];
@@ -177,14 +185,19 @@ export async function insertConsumedQuotes(unit: Unit, scope: EventScope, quotes
                    $14::numeric[], $15::numeric[]) WITH ORDINALITY AS x(id, chain, currency, method, side, ben, rate, as_of, src, total, dst, pfee, plat, o)
       ORDER BY o
      RETURNING ${COLUMNS}`,
-    [scope.businessId, scope.environment, ids, col((q) => q.chain), col((q) => q.priced.currency), col((q) => q.priced.payment_method), col((q) => q.requested_side),
-      col((q) => q.beneficiary_id), col((q) => q.priced.exchange_rate), col((q) => q.rate.as_of), col((q) => q.priced.source.amount), col((q) => q.priced.source.total_required),
+    [scope.businessId, scope.environment, ids, col((q) => q.chain), col((q) => q.priced.currency), col((q) => q.priced.payment_method), col((q) => q.requestedSide ?? 'source'),
+      col((q) => q.beneficiaryId), col((q) => q.priced.exchange_rate), col((q) => q.rateAsOf), col((q) => q.priced.source.amount), col((q) => q.priced.source.total_required),
       col((q) => q.priced.destination.amount), col((q) => q.priced.fees.provider), col((q) => q.priced.fees.platform)],
   );
   const order = new Map<string, number>(ids.map((id, i) => [id, i]));
   rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   await recordCreations(unit, QUOTE_MACHINE, scope, 'consumed', rows.map((r) => ({ id: r.id, view: () => ({}) })));
   return rows;
+}
+
+/** One such quote. */
+export async function insertConsumedQuote(unit: Unit, scope: EventScope, quote: ConsumedQuote): Promise<QuoteRow> {
+  return (await insertConsumedQuotes(unit, scope, [quote]))[0];
 }
 
 export async function findQuote(q: Queryable, scope: EventScope, id: string): Promise<QuoteRow> {

@@ -4,7 +4,8 @@ import { encodeFunctionData, erc20Abi, type Address } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
-import { allocateHdIndex, managedWalletAddress, walletOf } from '../chain/hd-wallet.js';
+import { walletOf } from '../chain/hd-wallet.js';
+import { claimAddress } from '../chain/address-pool.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
@@ -97,13 +98,19 @@ export interface NewSettlement {
   totalRequired: string;
   /** The chain head as the address is issued (live), where the watcher's first scan may have to start; null in the sandbox. */
   issuedBlock: bigint | null;
+  /** A transfer into a liquidation address: that (shared) address, not a fresh one. */
+  liquidationAddress?: { id: string; address: string; hdIndex: number };
 }
 
-/** A unique HD-derived deposit address and the ready-to-sign ERC-20 transfer of total_required to it. */
+/**
+ * A unique HD-derived deposit address (or the liquidation address the transfer went to) and the ready-to-sign ERC-20
+ * transfer of total_required to it.
+ */
 export async function createSettlement(unit: Unit, config: Config, scope: EventScope, input: NewSettlement): Promise<SettlementRow> {
   const wallet = walletOf(config, scope.environment, 'Live deposit addresses');
-  const index = await allocateHdIndex(unit.em);
-  const toAddress = managedWalletAddress(wallet.xpub, index);
+  const { index, address: toAddress } = input.liquidationAddress
+    ? { index: input.liquidationAddress.hdIndex, address: input.liquidationAddress.address as Address }
+    : await claimAddress(unit.em, scope.environment, wallet.xpub);
   const token = config.chains[input.chain].usdcAddress as Address;
   const total = toMinor(input.totalRequired, USDC_SCALE);
   const execution = {
@@ -115,11 +122,11 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
   const id = randomUUID();
   const rows: SettlementRow[] = await unit.em.query(
     `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
-       amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block)
-     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17) RETURNING ${COLUMNS}`,
+       amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block, liquidation_address_id)
+     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`,
     [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
       input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
-      input.issuedBlock?.toString() ?? null],
+      input.issuedBlock?.toString() ?? null, input.liquidationAddress?.id ?? null],
   );
   await recordCreation(unit, SETTLEMENT_MACHINE, { scope, id, status: 'awaiting_transfer', view: () => settlementView(rows[0]) });
   return rows[0];

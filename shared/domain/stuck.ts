@@ -11,6 +11,7 @@ import { webhookJobs } from '../webhooks/delivery.js';
 import { MAX_CHECK_ROUNDS, providerJobs } from './provider-results.js';
 import type { Config } from '../config.js';
 import { AUTO_REFUND_CODES, refundJob } from './refunds.js';
+import { liquidationJob } from './liquidation-transfers.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
 // Redis lost it, it failed for good without a handler). Each rule finds them by age and names the job, with the same
@@ -142,6 +143,10 @@ export const STUCK_RULES: StuckRule[] = [
     (r) => intentJobs.collect(r.id, r.collection_attempts)),
   rule<{ id: string }>('paid payment intents whose payout never started', STEP,
     `SELECT id FROM payment_intents WHERE payout_status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => intentJobs.payout(r.id)),
+  // A transfer to a liquidation address not yet priced into its off-ramp (its job lost, or out of attempts while the
+  // rate source was down): priced again under the same id, until it is.
+  rule<{ id: string }>('liquidation transfers not yet priced', STEP,
+    `SELECT id FROM liquidation_transfers WHERE transaction_id IS NULL AND created_at < ${STALE} ORDER BY created_at LIMIT $2`, (r) => liquidationJob(r.id)),
   // A withdrawal debited the treasury when it was written: its send is staged again until it completes or fails (live,
   // that stages the hot wallet's chain.send under the same reference; the rule below retries one that gave up).
   rule<{ id: string }>('treasury withdrawals still pending', STEP,

@@ -45,7 +45,9 @@ export interface TransactionRow {
   /** The payout batch a treasury-funded payout is an item of, and its 0-based position there. */
   payout_batch_id: string | null;
   payout_batch_index: number | null;
-  funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | null;
+  funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | 'liquidation_address' | null;
+  /** The liquidation address whose incoming transfer this off-ramp pays out (CONTRACT section 16). */
+  liquidation_address_id: string | null;
   /** The payer's phone as shown (`+254*****3344`); the number itself is sealed (payer-data.ts). */
   payer_phone_redacted: string | null;
   payer_network: string | null;
@@ -83,7 +85,7 @@ export interface RefundState {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.payout_batch_id, t.payout_batch_index, t.funding_type, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.payout_batch_id, t.payout_batch_index, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -124,8 +126,11 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     funding_source: offramp
       ? row.funding_type === 'treasury'
         ? { type: 'treasury', reference: row.payment_intent_id ?? row.payout_batch_id, address: row.wallet_address }
-        : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
+        : row.funding_type === 'liquidation_address'
+          ? { type: 'liquidation_address', reference: row.liquidation_address_id, address: row.wallet_address }
+          : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
       : null,
+    liquidation_address_id: row.liquidation_address_id,
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: row.payer_phone_redacted, mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
@@ -193,6 +198,7 @@ export interface NewTransaction {
   /** An on-ramp's payer: the phone is sealed under `keys` and kept only redacted in the clear. */
   payer?: { phone_number: string; mobile_network: string; keys: KeyConfig };
   refundAddress?: string | null;
+  liquidationAddressId?: string;
 }
 
 /** Inserts the transaction (copying the quote's price) and records its creation: history row and event. */
@@ -202,7 +208,7 @@ export async function insertTransaction(unit: Unit, scope: EventScope, input: Ne
 
 const INSERTED_COLUMNS = ['id', 'business_id', 'environment', 'direction', 'status', 'quote_id', 'external_reference', 'chain', 'currency', 'payment_method', 'exchange_rate',
   'source_amount', 'total_required', 'destination_amount', 'provider_fee', 'platform_fee', 'beneficiary_id', 'wallet_id', 'wallet_address', 'customer_id', 'funding_type',
-  'payer_phone_redacted', 'payer_network', 'payment_intent_id', 'payout_batch_id', 'payout_batch_index', 'refund_address'];
+  'payer_phone_redacted', 'payer_network', 'payment_intent_id', 'payout_batch_id', 'payout_batch_index', 'refund_address', 'liquidation_address_id'];
 
 /**
  * insertTransaction() for several transactions of one scope created in the same status (a payout batch's items): one
@@ -221,7 +227,7 @@ export async function insertTransactions(unit: Unit, scope: EventScope, inputs: 
       q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
       input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
       input.payer ? redactPhone(input.payer.phone_number) : null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null,
-      input.payoutBatch?.id ?? null, input.payoutBatch?.index ?? null, input.refundAddress ?? null];
+      input.payoutBatch?.id ?? null, input.payoutBatch?.index ?? null, input.refundAddress ?? null, input.liquidationAddressId ?? null];
     return { row, sealed: sealed as Record<string, unknown> };
   });
   const sealedColumns = [...new Set(values.flatMap((v) => Object.keys(v.sealed)))];

@@ -11,7 +11,7 @@ import { freshRateFromSource } from './rates.js';
 import { transition } from './transition.js';
 import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
-import { insertConsumedQuotes } from './quotes.js';
+import { insertConsumedQuote } from './quotes.js';
 import { followBatch } from './payout-batches.js';
 
 // The automatic payout of a paid intent (CONTRACT section 8): with settlement.beneficiary_id set, what the payment
@@ -84,7 +84,7 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
   return inUnit(deps, async (unit) => {
     const locked = (await loadPaymentIntent(unit.em, intentId, true))!;
     if (locked.payout_status !== 'pending') return `not pending (${locked.payout_status})`;
-    const [quote] = await insertConsumedQuotes(unit, scope, [{ chain: intent.chain, beneficiary_id: intent.beneficiary_id!, requested_side: 'source', priced, rate }]);
+    const quote = await insertConsumedQuote(unit, scope, { chain: intent.chain, beneficiaryId: intent.beneficiary_id!, priced, rateAsOf: rate.as_of });
     const tx = await insertTransaction(unit, scope, {
       quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
       externalReference: null, customerId: typeof intent.customer?.id === 'string' ? intent.customer.id : null,

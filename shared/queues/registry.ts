@@ -10,6 +10,8 @@ export type QueueName = Pool;
 export interface JobPayloads {
   /** Bookkeeping: removes outbox rows that were dispatched long ago. */
   'outbox.cleanup': { olderThanHours: number };
+  /** Derives managed-wallet and deposit addresses ahead of need, up to ADDRESS_POOL_SIZE for the environment. */
+  'addresses.refill': { environment: 'sandbox' | 'live' };
   /** Finds rows stuck in a pending state and enqueues their job again (same deterministic id). */
   'engine.sweep': Record<string, never>;
   /** Prices a pending quote. */
@@ -68,6 +70,10 @@ export interface JobPayloads {
   'onramp.refund': { transactionId: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
   'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
+  /** A transfer to a liquidation address, recorded: priced now into its off-ramp to the address's beneficiary. */
+  'liquidation.offramp': { transferId: string };
+  /** Sandbox: a transfer from the fixed sandbox sender to a liquidation address reaches the chain watcher. */
+  'sandbox.liquidation_transfer': { liquidationAddressId: string; amount: string; transactionHash: string };
 }
 export type JobName = keyof JobPayloads;
 
@@ -81,6 +87,7 @@ export interface JobSpec {
 
 export const JOBS: { [N in JobName]: JobSpec } = {
   'outbox.cleanup': { queue: 'webhooks', attempts: 3, backoffMs: 60_000 },
+  'addresses.refill': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'engine.sweep': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'quote.price': { queue: 'pricing', attempts: 5, backoffMs: 200 },
   'quote.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
@@ -96,6 +103,8 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'intent.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
   'intent.collect': { queue: 'providers', attempts: 'provider', backoffMs: 'provider' },
   'intent.payout': { queue: 'pricing', attempts: 5, backoffMs: 500 },
+  'liquidation.offramp': { queue: 'pricing', attempts: 5, backoffMs: 500 },
+  'sandbox.liquidation_transfer': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   'deposit.confirm': { queue: 'settlement', attempts: 8, backoffMs: 500 },
   'sandbox.pay': { queue: 'sandbox', attempts: 5, backoffMs: 200 },
   // Its own retry schedule (WEBHOOK_RETRY_SCHEDULE_MS) is a new job per attempt; these attempts cover a failing database.

@@ -97,9 +97,22 @@ export async function noPurposeSentTwice(facts: Facts): Promise<Verdict> {
     const n = facts.transfers.filter((x) => x.from === hot && x.to === t.wallet_address.toLowerCase()).length;
     if (n > 1) examples.push(`on-ramp ${t.id}: ${n} USDC deliveries from the hot wallet on chain`);
   }
-  for (const payer of facts.lives.filter((l) => l.kind.startsWith('offramp_external')).flatMap((l) => l.payers)) {
-    const n = facts.transfers.filter((x) => x.from === hot && x.to === payer).length;
-    if (n > 1) examples.push(`external payer ${payer}: ${n} refunds from the hot wallet on chain`);
+  // Each external payer: every refund on chain is one recorded refund send (a payer can be owed several: an underpaid
+  // transfer returned, then a late one), and together they never return more than the payer sent beyond what a
+  // completed payout used.
+  const refundRows: { to_address: string; n: number }[] = await (await getDs()).query(
+    `SELECT to_address, count(*)::int AS n FROM chain_sends WHERE environment = 'live' AND chain = 'base' AND purpose = 'refund' AND status = 'mined' AND created_at >= $1 GROUP BY to_address`,
+    [facts.runStarted]);
+  for (const life of facts.lives.filter((l) => l.kind.startsWith('offramp_external'))) {
+    for (const payer of life.payers) {
+      const refunds = facts.transfers.filter((x) => x.from === hot && x.to === payer);
+      const recorded = refundRows.find((r) => r.to_address === payer)?.n ?? 0;
+      const paidIn = facts.transfers.filter((x) => x.from === payer).reduce((s, x) => s + x.value, 0n);
+      const used = rows.filter((t) => life.transactions.includes(t.id) && t.status === 'completed').reduce((s, t) => s + minor(t.total_required), 0n);
+      const returned = refunds.reduce((s, x) => s + x.value, 0n);
+      if (refunds.length > recorded) examples.push(`external payer ${payer}: ${refunds.length} refunds from the hot wallet on chain, ${recorded} recorded`);
+      if (returned > paidIn - used) examples.push(`external payer ${payer}: ${returned} returned on chain, but paid ${paidIn} of which ${used} was used`);
+    }
   }
   return verdict('no purpose (delivery, refund, sweep, top-up) sent on chain twice', sends.length, examples);
 }

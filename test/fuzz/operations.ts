@@ -33,9 +33,9 @@ export interface Operation {
   produces: string;
 }
 
-/** A collection's name from a resource's: `beneficiary` -> `beneficiaries`, `quote` -> `quotes`. */
+/** A collection's name from a resource's: `beneficiary` -> `beneficiaries`, `quote` -> `quotes`, `address` -> `addresses`. */
 export function plural(word: string): string {
-  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : `${word}s`;
+  return word.endsWith('y') ? `${word.slice(0, -1)}ies` : word.endsWith('s') ? `${word}es` : `${word}s`;
 }
 
 /** JSON pointer segment escaping. */

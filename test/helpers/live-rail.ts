@@ -179,5 +179,5 @@ async function forgetLiveChain(): Promise<void> {
   for (const table of ['chain_cursors', 'chain_sends', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
   // Addresses earlier rails left open were issued on chains that are gone: their heights mean nothing on this one (the
   // watcher's first scan would start at them).
-  for (const table of ['settlements', 'payment_intents']) await ds.query(`UPDATE ${table} SET issued_block = NULL WHERE environment = 'live' AND chain = 'base' AND issued_block IS NOT NULL`);
+  for (const table of ['settlements', 'payment_intents', 'liquidation_addresses']) await ds.query(`UPDATE ${table} SET issued_block = NULL WHERE environment = 'live' AND chain = 'base' AND issued_block IS NOT NULL`);
 }

@@ -13,20 +13,32 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-/** The service as a client meets it: the web process listening on a real port, and every worker pool running. */
-export async function startService(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<RunningService> {
+/** The web process alone, listening on a real port (no worker pools): what a client that only reads and writes rows meets. */
+export async function startWebApi(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<{ api: ApiHarness; baseUrl: string; close(): Promise<void> }> {
   const api = await startApi({ env: options.env, log: options.log });
-  const pools = await startPools([...POOLS], { env: options.env });
   const server = httpServer(api.app, api.deps.log);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     api,
-    pools,
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await pools.close();
       await api.close();
+    },
+  };
+}
+
+/** The service as a client meets it: the web process listening on a real port, and every worker pool running. */
+export async function startService(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<RunningService> {
+  const web = await startWebApi(options);
+  const pools = await startPools([...POOLS], { env: options.env });
+  return {
+    api: web.api,
+    pools,
+    baseUrl: web.baseUrl,
+    async close() {
+      await pools.close();
+      await web.close();
     },
   };
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders, type TestBusiness } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
+import { refillAddressPool } from '../../shared/chain/address-pool.js';
 import { getConfig } from '../../shared/config.js';
 import { mnemonicToAccount } from 'viem/accounts';
 import { managedWalletAddress } from '../../shared/chain/hd-wallet.js';
@@ -77,18 +78,20 @@ describe('customers', () => {
     it('skips an HD index whose address this business already registered as an external wallet (any chain)', async () => {
       const ds = await getDs();
       const own = await makeBusiness();
-      const [{ last_value: last, is_called: called }] = await ds.query(`SELECT last_value::int, is_called FROM hd_address_index`);
-      const next = called ? last + 1 : last;
-      // The sandbox seed is public: someone can register the next managed addresses before the platform derives them.
       const { xpub } = getConfig().wallets.sandbox;
+      // The next addresses a create claims: the pool's oldest (section 15).
+      await ds.query(`DELETE FROM hd_address_pool`);
+      await refillAddressPool(ds, 'sandbox', xpub, 3);
+      const pooled: { hd_index: number; address: string }[] = await ds.query(`SELECT hd_index, address FROM hd_address_pool ORDER BY hd_index`);
+      // The sandbox seed is public: someone can register the next managed addresses before the platform derives them.
       for (const [offset, chain] of [[0, 'base'], [1, 'polygon']] as const) {
-        const res = await api.http.post('/api/v1/business/wallets').set(writeHeaders(own.sandboxKey)).send({ address: managedWalletAddress(xpub, next + offset), chain });
+        const res = await api.http.post('/api/v1/business/wallets').set(writeHeaders(own.sandboxKey)).send({ address: pooled[offset].address, chain });
         expect(res.status, res.text).to.equal(201);
       }
       const res = await create(own.sandboxKey, { external_reference: `skip-${randomUUID()}` });
       expect(res.status, res.text).to.equal(201);
       const [{ hd_index: index }] = await ds.query(`SELECT hd_index FROM wallets WHERE id = $1`, [res.body.wallet.id]);
-      expect(index).to.be.at.least(next + 2);
+      expect(index).to.equal(pooled[2].hd_index);
       expect(res.body.wallet.address).to.equal(managedWalletAddress(xpub, index));
       const holders = await ds.query(`SELECT count(*)::int AS n FROM wallets WHERE business_id = $1 AND lower(address) = lower($2)`, [own.businessId, res.body.wallet.address]);
       expect(holders[0].n).to.equal(1);

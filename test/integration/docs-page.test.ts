@@ -1,12 +1,10 @@
 // GET /docs in a real browser (Debian's Chromium, driven by playwright-core): it renders every operation of
 // /openapi.json, logs no error, fails no request and asks nothing of any host but ours.
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { chromium, type Browser } from 'playwright-core';
-import { startApi, type ApiHarness } from '../helpers/harness.js';
-import { httpServer } from '../../api/http-server.js';
+import { startWebApi } from '../helpers/service.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SCREENSHOT = join(import.meta.dirname, '..', 'artifacts', 'docs.png');
@@ -27,22 +25,18 @@ function operationsOf(doc: OpenApi): Operation[] {
 
 describe('GET /docs: the API reference page', function () {
   this.timeout(90_000);
-  let api: ApiHarness;
-  let server: ReturnType<typeof httpServer>;
+  let web: Awaited<ReturnType<typeof startWebApi>>;
   let origin: string;
   let browser: Browser;
 
   before(async () => {
-    api = await startApi();
-    server = httpServer(api.app, api.deps.log);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    web = await startWebApi();
+    origin = web.baseUrl;
   });
 
   after(async () => {
     await browser?.close();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    await api?.close();
+    await web?.close();
   });
 
   it('answers without an API key, with a Content-Security-Policy that allows nothing outside the service', async () => {
@@ -96,6 +90,7 @@ describe('GET /docs: the API reference page', function () {
     });
 
     let missing: string[] = [];
+    let sample = '';
     try {
       const page = await context.newPage();
       const response = await page.goto(`${origin}/docs`, { waitUntil: 'networkidle' });
@@ -117,6 +112,8 @@ describe('GET /docs: the API reference page', function () {
           return text === undefined || (op.summary !== undefined && !text.includes(op.summary));
         })
         .map((op) => `${op.label} (${op.operationId ?? 'no operationId'}: ${op.summary ?? 'no summary'})`);
+      // A transaction's response sample: the document's example of each direction.
+      sample = byId.get('getTransaction') ?? '';
 
       // Search runs in Redoc's worker (worker-src blob:): it must answer under the CSP too.
       const probe = operations.find((op) => op.summary)?.summary;
@@ -134,5 +131,8 @@ describe('GET /docs: the API reference page', function () {
     expect(outside, 'requests to hosts other than the service').to.deep.equal([]);
     expect(problems, 'console errors and failed requests').to.deep.equal([]);
     expect(missing, 'operations the page does not show').to.deep.equal([]);
+    // Redoc offers both shapes (by direction) and shows the off-ramp example: real amounts, not "string".
+    expect(sample).to.match(/Response samples[\s\S]*Example\s*offramp\s*onramp/);
+    expect(sample).to.include('"total_required": "101.500000"').and.include('"amount": "12935.00"').and.not.include('"amount": "string"');
   });
 });

@@ -42,11 +42,13 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   // Only where the chain's RPC is configured: a send is made only there.
   const sends = deps.config.chains[chain].rpcUrl ? await recheckSends(deps, environment, chain) : null;
   // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
-  // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open.
+  // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open. A
+  // liquidation address is permanent: a chain with one (archived too: its transfers go back) is always scanned.
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
     `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND (status = ANY($3::text[]) OR updated_at > now() - make_interval(secs => $4)))
          OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2
-                     AND (status IN ('awaiting_payment', 'processing') OR updated_at > now() - make_interval(secs => $4))) AS open`,
+                     AND (status IN ('awaiting_payment', 'processing') OR updated_at > now() - make_interval(secs => $4)))
+         OR EXISTS (SELECT 1 FROM liquidation_addresses WHERE environment = $1 AND chain = $2) AS open`,
     [environment, chain, OPEN_SETTLEMENT_STATUSES, deps.config.lateDepositWatchSeconds],
   );
   if (!open) return 'nothing open';

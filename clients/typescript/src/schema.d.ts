@@ -1054,6 +1054,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/business/liquidation-addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List liquidation addresses, newest first.
+         * @description Scope: `liquidation_addresses:read`. A page, newest first: `limit` 1..100 (default 25), then `starting_after` = `next_cursor`.
+         */
+        get: operations["listLiquidationAddresses"];
+        put?: never;
+        /**
+         * Create a liquidation address: send USDC to it, and the beneficiary is paid.
+         * @description A permanent USDC deposit address on `chain`, tied to `beneficiary_id`. Each confirmed transfer to it becomes an off-ramp to the beneficiary priced at that moment, the fees taken from what arrived (`source.total_required` is the amount received). A transfer whose payout would fall outside the corridor's limits, or that arrives after the address was archived, is returned to its sender (the off-ramp ends `failed` with its `refund`). An archived beneficiary or customer: 409 `resource_archived`.
+         *
+         *     Scope: `liquidation_addresses:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
+         */
+        post: operations["createLiquidationAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/liquidation-addresses/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a liquidation address.
+         * @description Scope: `liquidation_addresses:read`.
+         */
+        get: operations["getLiquidationAddress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/liquidation-addresses/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a liquidation address.
+         * @description For good: transfers that still arrive are returned to their senders. Archiving an archived address answers it unchanged.
+         *
+         *     Scope: `liquidation_addresses:write`. Needs an `Idempotency-Key`.
+         */
+        post: operations["archiveLiquidationAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/sandbox/liquidation-addresses/{id}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Play a USDC transfer to a liquidation address (sandbox only).
+         * @description Answers 202 with the address; a step later the transfer from the fixed sandbox sender `0x5A0b54D5dc17e0AadC383d2db43B0a0D3E029c4c` is observed, priced into an off-ramp and confirmed one step at a time. An archived address takes it too: the transfer is returned to the sender.
+         *
+         *     Scope: `sandbox:write`. Needs an `Idempotency-Key`. Sandbox keys only (a live key gets 404).
+         */
+        post: operations["sandboxLiquidationTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1947,26 +2037,78 @@ export interface components {
             phone_number: string;
             mobile_network: string;
         };
+        /**
+         * @example {
+         *       "id": "b1b99056-bde2-433f-a733-73be429c34ea",
+         *       "transaction_id": "a5bcef65-64da-4bb9-82fe-967cee728ce8",
+         *       "status": "confirmed",
+         *       "chain": "base",
+         *       "asset": "USDC",
+         *       "token_address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *       "from_address": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+         *       "to_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+         *       "amount": "100.000000",
+         *       "fee_address": "0x8C8d35429F74ec245F8Ef2f4Fd1e551cFF97d650",
+         *       "fee_amount": "1.500000",
+         *       "total_required": "101.500000",
+         *       "received_amount": "101.500000",
+         *       "overpaid_amount": null,
+         *       "confirmations": 12,
+         *       "required_confirmations": 12,
+         *       "execution": {
+         *         "method": "erc20_transfer",
+         *         "to": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *         "data": "0xa9059cbb00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c800000000000000000000000000000000000000000000000000000000060cc460",
+         *         "value": "0",
+         *         "submitted": {
+         *           "nonce": 0,
+         *           "transaction_hash": "0xfbad307ac0df2d82685aa9231ece0661c867cf87606c1a63a3043a98e8a66a4e"
+         *         }
+         *       },
+         *       "transaction_hash": "0xfbad307ac0df2d82685aa9231ece0661c867cf87606c1a63a3043a98e8a66a4e",
+         *       "expires_at": "2026-11-26T01:35:45.959Z",
+         *       "detected_at": "2026-11-26T01:05:46.008Z",
+         *       "confirmed_at": "2026-11-26T01:05:46.080Z",
+         *       "created_at": "2026-11-26T01:05:45.959Z",
+         *       "updated_at": "2026-11-26T01:05:46.080Z"
+         *     }
+         */
         Settlement: {
             id: components["schemas"]["Uuid"];
             transaction_id: components["schemas"]["Uuid"];
             /** @enum {string} */
             status: "awaiting_transfer" | "confirming" | "confirmed" | "expired" | "underpaid";
             chain: components["schemas"]["Chain"];
-            /** @enum {string} */
+            /** @constant */
             asset: "USDC";
             token_address: string;
             /** @description The funding wallet. */
             from_address: string;
             /** @description This settlement's own deposit address. */
             to_address: string;
+            /**
+             * @description What the payout is priced on: USDC, 6 decimals.
+             * @example 100.000000
+             */
             amount: string;
             /** @description The platform's treasury, where the swept deposit (and so the fee) ends up. */
             fee_address: string;
+            /**
+             * @description The fees: USDC, 6 decimals.
+             * @example 100.000000
+             */
             fee_amount: string;
-            /** @description amount + fee_amount: send exactly this, in one transfer or several. */
+            /**
+             * @description amount + fee_amount: send exactly this, in one transfer or several; USDC, 6 decimals.
+             * @example 100.000000
+             */
             total_required: string;
+            /**
+             * @description Matching transfers so far: USDC, 6 decimals.
+             * @example 100.000000
+             */
             received_amount: string;
+            /** @description USDC received beyond `total_required` (returned on its own), else null. */
             overpaid_amount: string | null;
             /** Format: int32 */
             confirmations: number;
@@ -1983,79 +2125,158 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
-        Transaction: {
+        /**
+         * @description USDC in, fiat paid out to a beneficiary. The creation answer and GET /transactions/{id} embed the `settlement`; lists and the other actions leave it out.
+         * @example {
+         *       "id": "a5bcef65-64da-4bb9-82fe-967cee728ce8",
+         *       "direction": "offramp",
+         *       "quote_id": "f314909c-8002-40ee-898a-3e2366feb749",
+         *       "status": "completed",
+         *       "source": {
+         *         "asset": "USDC",
+         *         "amount": "100.000000",
+         *         "total_required": "101.500000",
+         *         "chain": "base"
+         *       },
+         *       "destination": {
+         *         "currency": "KES",
+         *         "amount": "12935.00"
+         *       },
+         *       "fees": {
+         *         "provider": "1.000000",
+         *         "platform": "0.500000",
+         *         "currency": "USDC"
+         *       },
+         *       "exchange_rate": "129.35",
+         *       "external_reference": "payout-1042",
+         *       "beneficiary_id": "d6a4a74e-d382-4dda-9dd9-7b27770d3405",
+         *       "wallet_id": "1502df9c-ad90-4b68-97e0-ee250b68eccc",
+         *       "customer_id": "e68c69d0-1ab1-4464-9ba3-a689ab215f45",
+         *       "payment_intent_id": null,
+         *       "payout_batch_id": null,
+         *       "liquidation_address_id": null,
+         *       "funding_source": {
+         *         "type": "managed_wallet",
+         *         "reference": "1502df9c-ad90-4b68-97e0-ee250b68eccc",
+         *         "address": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+         *       },
+         *       "payment_source": null,
+         *       "provider_reference": "SBA8DBE26C",
+         *       "failure": null,
+         *       "refund": null,
+         *       "refund_address": null,
+         *       "settlement": {
+         *         "id": "b1b99056-bde2-433f-a733-73be429c34ea",
+         *         "transaction_id": "a5bcef65-64da-4bb9-82fe-967cee728ce8",
+         *         "status": "confirmed",
+         *         "chain": "base",
+         *         "asset": "USDC",
+         *         "token_address": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *         "from_address": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+         *         "to_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+         *         "amount": "100.000000",
+         *         "fee_address": "0x8C8d35429F74ec245F8Ef2f4Fd1e551cFF97d650",
+         *         "fee_amount": "1.500000",
+         *         "total_required": "101.500000",
+         *         "received_amount": "101.500000",
+         *         "overpaid_amount": null,
+         *         "confirmations": 12,
+         *         "required_confirmations": 12,
+         *         "execution": {
+         *           "method": "erc20_transfer",
+         *           "to": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+         *           "data": "0xa9059cbb00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c800000000000000000000000000000000000000000000000000000000060cc460",
+         *           "value": "0",
+         *           "submitted": {
+         *             "nonce": 0,
+         *             "transaction_hash": "0xfbad307ac0df2d82685aa9231ece0661c867cf87606c1a63a3043a98e8a66a4e"
+         *           }
+         *         },
+         *         "transaction_hash": "0xfbad307ac0df2d82685aa9231ece0661c867cf87606c1a63a3043a98e8a66a4e",
+         *         "expires_at": "2026-11-26T01:35:45.959Z",
+         *         "detected_at": "2026-11-26T01:05:46.008Z",
+         *         "confirmed_at": "2026-11-26T01:05:46.080Z",
+         *         "created_at": "2026-11-26T01:05:45.959Z",
+         *         "updated_at": "2026-11-26T01:05:46.080Z"
+         *       },
+         *       "completed_at": "2026-11-26T01:05:46.109Z",
+         *       "created_at": "2026-11-26T01:05:45.959Z",
+         *       "updated_at": "2026-11-26T01:05:46.109Z"
+         *     }
+         */
+        OfframpTransaction: {
             id: components["schemas"]["Uuid"];
-            /** @enum {string} */
-            direction: "offramp" | "onramp";
             quote_id: components["schemas"]["Uuid"];
             /** @enum {string} */
             status: "created" | "awaiting_funds" | "funded" | "signing" | "submitting" | "processing" | "action_required" | "completed" | "failed";
-            source: {
-                /**
-                 * @description Present on the USDC side (an off-ramp's source, an on-ramp's destination).
-                 * @enum {string}
-                 */
-                asset?: "USDC";
-                /**
-                 * @description Present on the fiat side (an off-ramp's destination, an on-ramp's source).
-                 * @example KES
-                 */
-                currency?: string;
-                /**
-                 * @description Decimal string at the side's scale (USDC 6 decimals, KES 2).
-                 * @example 50.000000
-                 */
-                amount: string;
-                /**
-                 * @description Source side: the amount plus fees, what must arrive.
-                 * @example 50.750000
-                 */
-                total_required?: string;
-                chain?: components["schemas"]["Chain"];
-                wallet_address?: string;
-                transaction_hash?: string | null;
-            };
-            destination: {
-                /**
-                 * @description Present on the USDC side (an off-ramp's source, an on-ramp's destination).
-                 * @enum {string}
-                 */
-                asset?: "USDC";
-                /**
-                 * @description Present on the fiat side (an off-ramp's destination, an on-ramp's source).
-                 * @example KES
-                 */
-                currency?: string;
-                /**
-                 * @description Decimal string at the side's scale (USDC 6 decimals, KES 2).
-                 * @example 50.000000
-                 */
-                amount: string;
-                /**
-                 * @description Source side: the amount plus fees, what must arrive.
-                 * @example 50.750000
-                 */
-                total_required?: string;
-                chain?: components["schemas"]["Chain"];
-                wallet_address?: string;
-                transaction_hash?: string | null;
-            };
-            fees: {
-                provider: string;
-                platform: string;
-                currency: string;
-            };
+            /**
+             * @description Fiat units per 1 USDC.
+             * @example 129.35
+             */
             exchange_rate: string;
             external_reference: string | null;
-            /** Format: uuid */
-            beneficiary_id: string | null;
             /**
              * Format: uuid
-             * @description Null for a payout funded from the treasury.
+             * @description Off-ramp: the funding wallet (null for a payout funded from the treasury). On-ramp: the wallet the USDC goes to.
              */
             wallet_id: string | null;
             /** Format: uuid */
             customer_id: string | null;
+            /** @description The provider's receipt for the money it moved, once known: M-Pesa's MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S). */
+            provider_reference: string | null;
+            /** @description Set in `action_required` and `failed`. */
+            failure: {
+                code: string;
+                message: string;
+                details?: unknown;
+            } | null;
+            /** Format: date-time */
+            completed_at: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "offramp";
+            source: {
+                /** @constant */
+                asset: "USDC";
+                /**
+                 * @description Converted to fiat: USDC, 6 decimals.
+                 * @example 100.000000
+                 */
+                amount: string;
+                /**
+                 * @description amount plus fees, what must arrive: USDC, 6 decimals.
+                 * @example 100.000000
+                 */
+                total_required: string;
+                chain: components["schemas"]["Chain"];
+            };
+            destination: {
+                /** @description ISO 4217 code of the corridor's currency. */
+                currency: string;
+                /**
+                 * @description Paid out to the beneficiary. At the currency's scale (KES 2, UGX 0).
+                 * @example 12935.00
+                 */
+                amount: string;
+            };
+            /** @description In the source's unit (USDC). */
+            fees: {
+                /** @example 1.000000 */
+                provider: string;
+                /** @example 1.000000 */
+                platform: string;
+                /** @constant */
+                currency: "USDC";
+            };
+            /**
+             * Format: uuid
+             * @description Who is paid.
+             */
+            beneficiary_id: string | null;
             /**
              * Format: uuid
              * @description The payment intent whose payment a treasury-funded payout spends.
@@ -2066,51 +2287,212 @@ export interface components {
              * @description The payout batch a treasury-funded payout is an item of.
              */
             payout_batch_id: string | null;
-            /** @description Off-ramps: where the USDC comes from; `reference` is the wallet id, or for `treasury` the payment intent id or the payout batch id. */
+            /** @description Where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id or the payout batch id, for `liquidation_address` the liquidation address id (`address` its address). */
             funding_source: {
                 /** @enum {string} */
-                type?: "managed_wallet" | "external_wallet" | "treasury";
-                reference?: string | null;
-                address?: string | null;
-            } | null;
-            payment_source: {
+                type: "managed_wallet" | "external_wallet" | "treasury" | "liquidation_address";
+                reference: string | null;
+                address: string | null;
+            };
+            /**
+             * Format: uuid
+             * @description The liquidation address whose incoming transfer this off-ramp pays out.
+             */
+            liquidation_address_id: string | null;
+            /** @description Always null for an off-ramp (on-ramps name their payer here). */
+            payment_source: Record<string, unknown> | null;
+            /** @description USDC given back (CONTRACT: every unit of money has an exit). `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. */
+            refund: {
                 /** @enum {string} */
-                type?: "mobile_money";
-                reference?: string | null;
-                /** @description The payer, redacted: country code and last 4 digits (`+254*****3344`). */
-                phone_number?: string;
-                mobile_network?: string | null;
+                status: "pending" | "completed" | "failed";
+                to_address: string | null;
+                transaction_hash: string | null;
+                /**
+                 * @description Returned so far: USDC, 6 decimals.
+                 * @example 100.000000
+                 */
+                amount: string;
             } | null;
+            /** @description External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`). */
+            refund_address: string | null;
+            settlement?: components["schemas"]["Settlement"];
+        };
+        /**
+         * @description Mobile money in, USDC delivered to a wallet.
+         * @example {
+         *       "id": "6d1401d8-397b-4e3b-9081-de9fa15875be",
+         *       "direction": "onramp",
+         *       "quote_id": "7d1eae5b-07e6-4310-8e32-cabd9bf7393e",
+         *       "status": "completed",
+         *       "source": {
+         *         "currency": "KES",
+         *         "amount": "12935.00",
+         *         "total_required": "13129.03"
+         *       },
+         *       "destination": {
+         *         "asset": "USDC",
+         *         "amount": "100.000000",
+         *         "chain": "base",
+         *         "wallet_address": "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+         *         "transaction_hash": "0xee9f98883f3d6766b43d74531644a0d1b8762e16b6d1b235b2a6a3392f238497"
+         *       },
+         *       "fees": {
+         *         "provider": "129.35",
+         *         "platform": "64.68",
+         *         "currency": "KES"
+         *       },
+         *       "exchange_rate": "129.35",
+         *       "external_reference": null,
+         *       "beneficiary_id": null,
+         *       "wallet_id": "1502df9c-ad90-4b68-97e0-ee250b68eccc",
+         *       "customer_id": "e68c69d0-1ab1-4464-9ba3-a689ab215f45",
+         *       "payment_intent_id": null,
+         *       "payout_batch_id": null,
+         *       "liquidation_address_id": null,
+         *       "funding_source": null,
+         *       "payment_source": {
+         *         "type": "mobile_money",
+         *         "reference": "SBX4F1B9BCB18D97581",
+         *         "phone_number": "+254*****5678",
+         *         "mobile_network": "safaricom"
+         *       },
+         *       "provider_reference": "S4F1B9BCB1",
+         *       "failure": null,
+         *       "refund": null,
+         *       "refund_address": null,
+         *       "completed_at": "2026-11-26T01:05:45.876Z",
+         *       "created_at": "2026-11-26T01:05:45.814Z",
+         *       "updated_at": "2026-11-26T01:05:45.876Z"
+         *     }
+         */
+        OnrampTransaction: {
+            id: components["schemas"]["Uuid"];
+            quote_id: components["schemas"]["Uuid"];
+            /** @enum {string} */
+            status: "created" | "awaiting_funds" | "funded" | "signing" | "submitting" | "processing" | "action_required" | "completed" | "failed";
+            /**
+             * @description Fiat units per 1 USDC.
+             * @example 129.35
+             */
+            exchange_rate: string;
+            external_reference: string | null;
+            /**
+             * Format: uuid
+             * @description Off-ramp: the funding wallet (null for a payout funded from the treasury). On-ramp: the wallet the USDC goes to.
+             */
+            wallet_id: string | null;
+            /** Format: uuid */
+            customer_id: string | null;
             /** @description The provider's receipt for the money it moved, once known: M-Pesa's MpesaReceiptNumber for a collection, its TransactionID for a payout (sandbox makes one up: 10 upper-case letters and digits starting with S). */
             provider_reference: string | null;
+            /** @description Set in `action_required` and `failed`. */
             failure: {
                 code: string;
                 message: string;
                 details?: unknown;
             } | null;
-            /** @description Money given back (CONTRACT: every unit of money has an exit). Off-ramps: USDC; `amount`: everything returned so far; `to_address`: where (null: the treasury's balance); `transaction_hash`: null while pending, and for a sandbox refund credited to a managed wallet's balance. On-ramps whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`currency`, `phone_number` redacted as `payment_source`'s, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
-            refund: {
-                /** @enum {string} */
-                status: "pending" | "completed" | "failed";
-                amount: string;
-                to_address: string | null;
-                transaction_hash: string | null;
-                currency?: string;
-                phone_number?: string | null;
-                provider_reference?: string | null;
-                failure?: {
-                    code?: string;
-                    message?: string;
-                } | null;
-            } | null;
-            /** @description External-wallet off-ramps: where refunds go (null: back to `settlement.from_address`). */
-            refund_address: string | null;
-            settlement?: components["schemas"]["Settlement"];
             /** Format: date-time */
             completed_at: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "onramp";
+            source: {
+                /** @description ISO 4217 code of the corridor's currency. */
+                currency: string;
+                /**
+                 * @description Converted to USDC. At the currency's scale (KES 2, UGX 0).
+                 * @example 12935.00
+                 */
+                amount: string;
+                /**
+                 * @description amount plus fees, what the payer is asked for. At the currency's scale (KES 2, UGX 0).
+                 * @example 13129.03
+                 */
+                total_required: string;
+            };
+            destination: {
+                /** @constant */
+                asset: "USDC";
+                /**
+                 * @description Delivered: USDC, 6 decimals.
+                 * @example 100.000000
+                 */
+                amount: string;
+                chain: components["schemas"]["Chain"];
+                /** @description Where the USDC goes. */
+                wallet_address: string;
+                /** @description The delivery transfer, once sent. */
+                transaction_hash: string | null;
+            };
+            /** @description In the source's unit (the fiat currency). */
+            fees: {
+                /** @example 129.35 */
+                provider: string;
+                /** @example 129.35 */
+                platform: string;
+                /** @description ISO 4217 code of the corridor's currency. */
+                currency: string;
+            };
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            beneficiary_id: string | null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            payment_intent_id: string | null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            payout_batch_id: string | null;
+            /** @description Always null for an on-ramp: its payer is `payment_source`. */
+            funding_source: Record<string, unknown> | null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            liquidation_address_id: string | null;
+            payment_source: {
+                /** @constant */
+                type: "mobile_money";
+                /** @description The provider's reference for the collection. */
+                reference: string | null;
+                /** @description The payer, redacted: country code and last 4 digits (`+254*****3344`). */
+                phone_number: string;
+                mobile_network: string | null;
+            };
+            /** @description An on-ramp whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`phone_number` redacted as `payment_source`'s, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
+            refund: {
+                /** @enum {string} */
+                status: "pending" | "completed" | "failed";
+                to_address: string | null;
+                transaction_hash: string | null;
+                /**
+                 * @description Paid back. At the currency's scale (KES 2, UGX 0).
+                 * @example 12935.00
+                 */
+                amount: string;
+                /** @description ISO 4217 code of the corridor's currency. */
+                currency: string;
+                phone_number: string | null;
+                provider_reference: string | null;
+                failure: {
+                    code?: string;
+                    message?: string;
+                } | null;
+            } | null;
+            /** @description Always null for an on-ramp. */
+            refund_address: string | null;
         };
+        /** @description An off-ramp or an on-ramp: `direction` says which shape it has. */
+        Transaction: components["schemas"]["OfframpTransaction"] | components["schemas"]["OnrampTransaction"];
         TransactionList: {
             data: components["schemas"]["Transaction"][];
             has_more: boolean;
@@ -2543,6 +2925,43 @@ export interface components {
         Redelivery: {
             event_id: components["schemas"]["Uuid"];
             endpoint_ids: components["schemas"]["Uuid"][];
+        };
+        LiquidationAddress: {
+            id: components["schemas"]["Uuid"];
+            chain: components["schemas"]["Chain"];
+            /** @enum {string} */
+            asset: "USDC";
+            /** @description EIP-55 checksummed. Every confirmed USDC transfer to it becomes an off-ramp to the beneficiary (`funding_source.type` `liquidation_address`). */
+            address: string;
+            beneficiary_id: components["schemas"]["Uuid"];
+            /** Format: uuid */
+            customer_id: string | null;
+            external_reference: string | null;
+            /**
+             * @description `archived`: transfers that still arrive are returned to their senders.
+             * @enum {string}
+             */
+            status: "active" | "archived";
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        LiquidationAddressList: {
+            data: components["schemas"]["LiquidationAddress"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        CreateLiquidationAddressRequest: {
+            chain: components["schemas"]["Chain"];
+            /** @description An active beneficiary of yours: who every transfer to the address pays. */
+            beneficiary_id: components["schemas"]["Uuid"];
+            /** @description An active customer of yours; copied onto each off-ramp. */
+            customer_id?: components["schemas"]["Uuid"];
+            /** @description Your own reference for the address. */
+            external_reference?: string;
+        };
+        SandboxLiquidationTransferRequest: {
+            /** @description USDC sent, more than 0, at most 6 decimals and 1000000000. */
+            amount: components["schemas"]["DecimalAmount"];
         };
     };
     responses: {
@@ -5354,6 +5773,207 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
             404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLiquidationAddresses: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 25). */
+                limit?: number;
+                /** @description Cursor from `next_cursor` of the previous page. */
+                starting_after?: string;
+                /** @description Only the addresses that pay this beneficiary. */
+                beneficiary_id?: string;
+                /** @description Only addresses in this status. */
+                status?: "active" | "archived";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of liquidation addresses. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddressList"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateLiquidationAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The liquidation address. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_ResourceArchived"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The liquidation address. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    archiveLiquidationAddress: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archived liquidation address. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sandboxLiquidationTransfer: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SandboxLiquidationTransferRequest"];
+            };
+        };
+        responses: {
+            /** @description The liquidation address; the transfer lands a step later. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiquidationAddress"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
