@@ -29,6 +29,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   invalid_signature: 422,
   challenge_expired: 422,
   wallet_not_verified: 422,
+  invalid_batch: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

@@ -8,7 +8,7 @@ export const ERROR_CODES = [
   'payload_too_large',
   'idempotency_key_reused', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch',
   'unsupported_corridor', 'amount_out_of_range', 'requirements_not_met', 'invalid_signature',
-  'challenge_expired', 'wallet_not_verified',
+  'challenge_expired', 'wallet_not_verified', 'invalid_batch',
   'rate_limited',
   'internal_error',
   'service_unavailable',

@@ -14,6 +14,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   'Payment intents': 'Collect a customer\'s payment (mobile money or USDC) into your treasury, optionally paid straight out to a beneficiary.',
   Treasury: 'Your USDC treasury: balance, deposits and the ledger entries behind them.',
   'Liquidation addresses': 'Permanent USDC deposit addresses tied to a beneficiary: every confirmed transfer to one is paid out as an off-ramp.',
+  'Payout batches': 'Many payouts from your treasury in one request, checked and priced whole before anything moves.',
   Events: 'Every state change, as it happened; the bodies webhooks deliver.',
   Webhooks: 'Endpoints that receive events, signed per Standard Webhooks, and their delivery attempts.',
   Sandbox: 'Controls that play the outside world in sandbox: fund wallets, send transfers, pay intents, force outcomes. Sandbox keys only.',

@@ -85,6 +85,16 @@ const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
   invalid_signature: { type: 'object', required: ['challenge_id'], properties: { challenge_id: ID } },
   challenge_expired: { type: 'object', required: ['challenge_id'], properties: { challenge_id: ID } },
   wallet_not_verified: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },
+  invalid_batch: {
+    type: 'array',
+    maxItems: MAX_DETAIL_ITEMS,
+    description: 'One entry per bad item, in item order (the first 20): its 0-based `index` in `items`, the `code` the same fault answers for a single payout, and why.',
+    items: {
+      type: 'object',
+      required: ['index', 'code', 'message'],
+      properties: { index: { type: 'integer', minimum: 0 }, code: { type: 'string', maxLength: MAX_DETAIL_CHARS }, message: { type: 'string', maxLength: MAX_DETAIL_CHARS } },
+    },
+  },
   resource_archived: OBJECT_OR_NULL('The archived resource\'s id (`wallet_id`, `beneficiary_id`, `customer_id`).'),
   invalid_state: OBJECT_OR_NULL('The resource\'s current `status` and related ids, when they help.', { status: TEXT }),
   transaction_not_retryable: OBJECT_OR_NULL('The transaction\'s `status` and funding; `reason` when it is refunded rather than retried (`underpaid`, `late_deposit`).', { status: TEXT, reason: TEXT }),

@@ -14,11 +14,12 @@ import * as transactions from './transactions.route.js';
 import * as paymentIntents from './payment-intents.route.js';
 import * as treasury from './treasury.route.js';
 import * as treasuryWithdrawals from './treasury-withdrawals.route.js';
+import * as payoutBatches from './payout-batches.route.js';
 import * as webhooks from './webhooks.route.js';
 import * as liquidationAddresses from './liquidation-addresses.route.js';
 
 // Every resource module exports `routes` and `schemas`; add new ones here.
-const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes, ramps, transactions, paymentIntents, treasury, treasuryWithdrawals, webhooks, liquidationAddresses];
+const modules: { routes: RouteDef[]; schemas: Record<string, JsonSchema> }[] = [account, customers, wallets, beneficiaries, walletBalance, sandbox, walletVerification, corridors, onrampsReadiness, quotes, ramps, transactions, paymentIntents, treasury, treasuryWithdrawals, payoutBatches, webhooks, liquidationAddresses];
 
 export const routes: RouteDef[] = modules.flatMap((m) => m.routes);
 export const schemas: Record<string, JsonSchema> = Object.assign({}, ...modules.map((m) => m.schemas));

@@ -8,10 +8,9 @@ import {
   type CollectInput, type CreatePaymentIntentInput, type PaymentIntentRow,
 } from '../../shared/domain/payment-intents.js';
 import { DEPOSIT_COLUMNS, depositView, findDeposit, type DepositRow } from '../../shared/domain/treasury-deposits.js';
-import { refreshRateJob, storedFreshRate, type RateQuote } from '../../shared/domain/rates.js';
 import { providerFor } from '../../shared/providers/provider.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import type { AppDeps, AuthContext } from '../context.js';
+import { freshRate } from '../fresh-rate.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
 const NULLABLE_STRING = { type: ['string', 'null'] };
@@ -158,29 +157,6 @@ export const schemas: Record<string, JsonSchema> = {
 
 const byId = (params: unknown) => (params as { id: string }).id;
 
-/**
- * A fresh rate for the intent's currency: the one the pricing pool stored, or, if none is fresh, one the pricing pool
- * fetches now (waited for briefly, like a quote's price). The web process never calls the rate source itself.
- */
-async function intentRate(deps: AppDeps, auth: AuthContext, currency: string): Promise<RateQuote> {
-  // A deployment without a rate source prices nothing live, whatever another deployment on this database stored.
-  if (auth.environment === 'live' && !deps.config.rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment yet.', 60);
-  const stored = await storedFreshRate(deps.ds, auth.environment, currency, deps.config.rateMaxAgeSeconds);
-  if (stored) return stored;
-  const job = refreshRateJob(auth.environment, currency);
-  const waiting = deps.pricingWaiters.wait(job.id, deps.config.quoteWaitMs);
-  try {
-    await inUnit(deps, (unit) => unit.stage(job, auth));
-  } catch (err) {
-    waiting.cancel();
-    throw err;
-  }
-  await waiting.done;
-  const fresh = await storedFreshRate(deps.ds, auth.environment, currency, deps.config.rateMaxAgeSeconds);
-  if (!fresh) throw AppError.unavailable(`No fresh ${currency} rate is available right now; try again shortly.`, 2);
-  return fresh;
-}
-
 interface IntentListQuery extends PageQuery {
   status?: string;
   external_reference?: string;
@@ -227,7 +203,7 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, body }) => {
       const input = body as CreatePaymentIntentInput;
       const { currency } = checkIntentAmount(input, auth.environment);
-      const rate = await intentRate(deps, auth, currency);
+      const rate = await freshRate(deps, auth, currency);
       const intent = await inUnit(deps, (unit) => createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate));
       return { status: 201, body: paymentIntentView(intent) };
     },

@@ -43,6 +43,7 @@ interface ListQuery extends PageQuery {
   wallet_id?: string;
   beneficiary_id?: string;
   customer_id?: string;
+  payout_batch_id?: string;
   external_reference?: string;
   created_gte?: string;
   created_lte?: string;
@@ -50,7 +51,7 @@ interface ListQuery extends PageQuery {
 
 const FILTERS: [keyof ListQuery, string][] = [
   ['direction', 't.direction = $'], ['status', 't.status = $'], ['wallet_id', 't.wallet_id = $'], ['beneficiary_id', 't.beneficiary_id = $'],
-  ['customer_id', 't.customer_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
+  ['customer_id', 't.customer_id = $'], ['payout_batch_id', 't.payout_batch_id = $'], ['external_reference', 't.external_reference = $'], ['created_gte', 't.created_at >= $'], ['created_lte', 't.created_at <= $'],
 ];
 
 /** The columns of a transactions export (CONTRACT 16). */
@@ -87,6 +88,7 @@ export const routes: RouteDef[] = [
       wallet_id: { schema: ref('Uuid') },
       beneficiary_id: { schema: ref('Uuid') },
       customer_id: { schema: ref('Uuid') },
+      payout_batch_id: { schema: ref('Uuid'), description: 'The items of one payout batch.' },
       external_reference: { schema: { type: 'string', minLength: 1, maxLength: 128 } },
       created_gte: { schema: TIME, description: 'Created at or after this instant.' },
       created_lte: { schema: TIME, description: 'Created at or before this instant.' },

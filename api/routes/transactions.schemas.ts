@@ -44,7 +44,7 @@ const COMMON: Record<string, JsonSchema> = {
   updated_at: ref('Timestamp'),
 };
 const REQUIRED = ['id', 'direction', 'quote_id', 'status', 'source', 'destination', 'fees', 'exchange_rate', 'external_reference', 'beneficiary_id', 'wallet_id', 'customer_id',
-  'payment_intent_id', 'funding_source', 'liquidation_address_id', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'];
+  'payment_intent_id', 'payout_batch_id', 'funding_source', 'liquidation_address_id', 'payment_source', 'provider_reference', 'failure', 'refund', 'refund_address', 'completed_at', 'created_at', 'updated_at'];
 
 const SETTLEMENT_EXAMPLE = {
   id: 'b1b99056-bde2-433f-a733-73be429c34ea',
@@ -93,6 +93,7 @@ export const OFFRAMP_EXAMPLE = {
   wallet_id: '1502df9c-ad90-4b68-97e0-ee250b68eccc',
   customer_id: 'e68c69d0-1ab1-4464-9ba3-a689ab215f45',
   payment_intent_id: null,
+  payout_batch_id: null,
   liquidation_address_id: null,
   funding_source: { type: 'managed_wallet', reference: '1502df9c-ad90-4b68-97e0-ee250b68eccc', address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' },
   payment_source: null,
@@ -124,6 +125,7 @@ export const ONRAMP_EXAMPLE = {
   wallet_id: '1502df9c-ad90-4b68-97e0-ee250b68eccc',
   customer_id: 'e68c69d0-1ab1-4464-9ba3-a689ab215f45',
   payment_intent_id: null,
+  payout_batch_id: null,
   liquidation_address_id: null,
   funding_source: null,
   payment_source: { type: 'mobile_money', reference: 'SBX4F1B9BCB18D97581', phone_number: '+254*****5678', mobile_network: 'safaricom' },
@@ -184,10 +186,11 @@ export const schemas: Record<string, JsonSchema> = {
       fees: fees('USDC', '1.000000'),
       beneficiary_id: { ...NULLABLE_UUID, description: 'Who is paid.' },
       payment_intent_id: { ...NULLABLE_UUID, description: 'The payment intent whose payment a treasury-funded payout spends.' },
+      payout_batch_id: { ...NULLABLE_UUID, description: 'The payout batch a treasury-funded payout is an item of.' },
       funding_source: {
         type: 'object',
         required: ['type', 'reference', 'address'],
-        description: 'Where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id, for `liquidation_address` the liquidation address id (`address` its address).',
+        description: 'Where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id or the payout batch id, for `liquidation_address` the liquidation address id (`address` its address).',
         properties: { type: { type: 'string', enum: ['managed_wallet', 'external_wallet', 'treasury', 'liquidation_address'] }, reference: NULLABLE_STRING, address: NULLABLE_STRING },
       },
       liquidation_address_id: { ...NULLABLE_UUID, description: 'The liquidation address whose incoming transfer this off-ramp pays out.' },
@@ -230,6 +233,7 @@ export const schemas: Record<string, JsonSchema> = {
       fees: fees('the fiat currency', '129.35'),
       beneficiary_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
       payment_intent_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
+      payout_batch_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
       funding_source: { type: ['object', 'null'], description: 'Always null for an on-ramp: its payer is `payment_source`.' },
       liquidation_address_id: { ...NULLABLE_UUID, description: ALWAYS_NULL },
       payment_source: {

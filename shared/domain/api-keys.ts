@@ -10,6 +10,7 @@ export const SCOPES = [
   'transactions:read', 'transactions:write',
   'payment_intents:read', 'payment_intents:write',
   'treasury:read', 'treasury:write',
+  'payouts:read', 'payouts:write',
   'webhooks:read', 'webhooks:write',
   'liquidation_addresses:read', 'liquidation_addresses:write',
   'sandbox:write',

@@ -16,7 +16,7 @@ import { priceQuote, wholeFiatRail } from './pricing.js';
 import { freshRateFromSource } from './rates.js';
 import { createSettlement, settlementOf } from './settlements.js';
 import { insertTransaction } from './transactions.js';
-import { insertConsumedQuote, type ServicePrice } from './treasury-payouts.js';
+import { insertConsumedQuote, type ServicePrice } from './quotes.js';
 
 // A USDC transfer to a liquidation address (CONTRACT section 16), seen by the chain watcher (live) or played by the
 // sandbox control: recorded once per log, then priced at that moment by the pricing pool into one off-ramp to the

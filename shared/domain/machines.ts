@@ -22,12 +22,15 @@ export type TreasuryWithdrawalStatus = (typeof TREASURY_WITHDRAWAL_STATUSES)[num
 export const PAYOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
 export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
+export const PAYOUT_BATCH_STATUSES = ['processing', 'completed'] as const;
+export type PayoutBatchStatus = (typeof PAYOUT_BATCH_STATUSES)[number];
+
 export const OWNERSHIP_STATUSES = ['managed', 'unverified', 'verified'] as const;
 export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch';
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -143,6 +146,15 @@ export const TREASURY_WITHDRAWAL_MACHINE: Machine<TreasuryWithdrawalStatus> = {
   announced: TREASURY_WITHDRAWAL_STATUSES,
 };
 
+/** CONTRACT section 16: a payout batch is processing until every item (a transaction) is completed or failed. */
+export const PAYOUT_BATCH_MACHINE: Machine<PayoutBatchStatus> = {
+  resource: 'payout_batch',
+  table: 'payout_batches',
+  column: 'status',
+  moves: { processing: ['completed'] },
+  announced: ['completed'],
+};
+
 /** An intent's automatic payout (settlement.payout_status): recorded in history; its transaction announces each step. */
 export const INTENT_PAYOUT_MACHINE: Machine<PayoutStatus> = {
   resource: 'payment_intent',
@@ -209,10 +221,11 @@ export type EventType =
   | `payment_intent.${PaymentIntentStatus}`
   | `treasury_deposit.${TreasuryDepositStatus}`
   | `treasury_withdrawal.${TreasuryWithdrawalStatus}`
+  | 'payout_batch.completed'
   | 'quote.available'
   | 'wallet.verified';
 
 const MACHINES: Machine[] = [TRANSACTION_MACHINE, SETTLEMENT_MACHINE, QUOTE_MACHINE, WALLET_OWNERSHIP_MACHINE, PAYMENT_INTENT_MACHINE, TREASURY_DEPOSIT_MACHINE,
-  TREASURY_WITHDRAWAL_MACHINE] as Machine[];
+  TREASURY_WITHDRAWAL_MACHINE, PAYOUT_BATCH_MACHINE] as Machine[];
 
 export const EVENT_TYPES: readonly EventType[] = MACHINES.flatMap((m) => m.announced.map((s) => `${m.resource}.${s}` as EventType));

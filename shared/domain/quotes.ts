@@ -1,14 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { jobId } from '../queues/registry.js';
 import type { JobRequest } from '../queues/producer.js';
-import type { Chain } from './chains.js';
+import type { Chain, Environment } from './chains.js';
 import type { EventScope } from './events.js';
-import { requireCorridor, type Direction, type PaymentMethod } from './corridors.js';
+import { requireCorridor, type Corridor, type Direction, type PaymentMethod } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, renderAmount, scaleOf, toMinor, unitOf } from './money.js';
 import { QUOTE_MACHINE, type QuoteStatus } from './machines.js';
-import { transition } from './transition.js';
+import { recordCreations, transition } from './transition.js';
 import type { PricedQuote } from './pricing.js';
 import type { RateQuote } from './rates.js';
 import { assertActive, findWallet } from './wallets.js';
@@ -114,16 +115,22 @@ async function checkDestinationWallet(em: EntityManager, scope: EventScope, id: 
   }
 }
 
+/** The corridor a ramp of `direction` runs through in this environment, or 422 `unsupported_corridor` saying why not. */
+export function rampCorridor(environment: Environment, currency: string, paymentMethod: string, direction: Direction): Corridor {
+  const corridor = requireCorridor(currency, paymentMethod);
+  if (!corridor.directions.includes(direction)) {
+    throw new AppError('unsupported_corridor', `We do not run ${direction}s in ${currency} by ${paymentMethod}.`, { reason: 'direction_not_supported' });
+  }
+  if (environment === 'live' && corridor.provider !== 'mpesa_daraja') {
+    throw new AppError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
+  }
+  return corridor;
+}
+
 /** Checks what needs no price, writes the quote `pending` and stages its pricing job, in the caller's transaction. */
 export async function createQuote(unit: Unit, scope: EventScope, id: string, input: CreateQuoteInput): Promise<QuoteRow> {
   const currency = input.currency.toUpperCase();
-  const corridor = requireCorridor(currency, input.payment_method);
-  if (!corridor.directions.includes(input.direction)) {
-    throw new AppError('unsupported_corridor', `We do not run ${input.direction}s in ${currency} by ${input.payment_method}.`, { reason: 'direction_not_supported' });
-  }
-  if (scope.environment === 'live' && corridor.provider !== 'mpesa_daraja') {
-    throw new AppError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
-  }
+  const corridor = rampCorridor(scope.environment, currency, input.payment_method, input.direction);
   const units = sidesOf(input.direction, currency);
   const requested = requestedAmount(input, units);
   if (input.direction === 'offramp') {
@@ -143,6 +150,54 @@ export async function createQuote(unit: Unit, scope: EventScope, id: string, inp
   );
   await unit.stage(quoteJobs.price(id), scope);
   return rows[0];
+}
+
+/** What a payout priced by the service itself (not asked for by a quote request) is priced at. */
+export type ServicePrice = Pick<PricedQuote, 'currency' | 'payment_method' | 'exchange_rate'> & {
+  source: { amount: string; total_required: string };
+  destination: { amount: string };
+  fees: { provider: string; platform: string };
+};
+
+/** A payout the service prices itself and starts at once (an intent's payout, a liquidation transfer, a batch item). */
+export interface ConsumedQuote {
+  chain: Chain;
+  beneficiaryId: string;
+  priced: ServicePrice;
+  rateAsOf: string;
+  /** Which side the amount was given for (a batch item in fiat: `destination`); `source` by default. */
+  requestedSide?: 'source' | 'destination';
+}
+
+/**
+ * The quotes of payouts the service prices itself, written already consumed with their creation history, in one
+ * statement each: the transactions that follow in the same unit copy their price. The rows in the order given.
+ */
+export async function insertConsumedQuotes(unit: Unit, scope: EventScope, quotes: ConsumedQuote[]): Promise<QuoteRow[]> {
+  if (!quotes.length) return [];
+  const ids = quotes.map(() => randomUUID());
+  const col = <T>(f: (q: ConsumedQuote) => T) => quotes.map(f);
+  const rows: QuoteRow[] = await unit.em.query(
+    `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
+       exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
+     SELECT id, $1, $2, 'offramp', 'consumed', chain, currency, method, side, CASE side WHEN 'source' THEN src ELSE dst END, ben, rate, as_of, src, total, dst, pfee, plat, now()
+       FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::uuid[], $9::numeric[], $10::timestamptz[], $11::numeric[], $12::numeric[], $13::numeric[],
+                   $14::numeric[], $15::numeric[]) WITH ORDINALITY AS x(id, chain, currency, method, side, ben, rate, as_of, src, total, dst, pfee, plat, o)
+      ORDER BY o
+     RETURNING ${COLUMNS}`,
+    [scope.businessId, scope.environment, ids, col((q) => q.chain), col((q) => q.priced.currency), col((q) => q.priced.payment_method), col((q) => q.requestedSide ?? 'source'),
+      col((q) => q.beneficiaryId), col((q) => q.priced.exchange_rate), col((q) => q.rateAsOf), col((q) => q.priced.source.amount), col((q) => q.priced.source.total_required),
+      col((q) => q.priced.destination.amount), col((q) => q.priced.fees.provider), col((q) => q.priced.fees.platform)],
+  );
+  const order = new Map<string, number>(ids.map((id, i) => [id, i]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  await recordCreations(unit, QUOTE_MACHINE, scope, 'consumed', rows.map((r) => ({ id: r.id, view: () => ({}) })));
+  return rows;
+}
+
+/** One such quote. */
+export async function insertConsumedQuote(unit: Unit, scope: EventScope, quote: ConsumedQuote): Promise<QuoteRow> {
+  return (await insertConsumedQuotes(unit, scope, [quote]))[0];
 }
 
 export async function findQuote(q: Queryable, scope: EventScope, id: string): Promise<QuoteRow> {

@@ -3,12 +3,13 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { findScoped } from '../db/pagination.js';
+import type { JobRequest } from '../queues/producer.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
 import { redactPhone, sealedPayerColumns, type KeyConfig } from './payer-data.js';
 import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
-import { recordCreation, transition } from './transition.js';
+import { recordCreations, transition, transitionAll } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import { followPayout } from './treasury-payouts.js';
@@ -41,6 +42,9 @@ export interface TransactionRow {
   customer_id: string | null;
   /** The payment intent whose payment a treasury-funded payout spends. */
   payment_intent_id: string | null;
+  /** The payout batch a treasury-funded payout is an item of, and its 0-based position there. */
+  payout_batch_id: string | null;
+  payout_batch_index: number | null;
   funding_type: 'managed_wallet' | 'external_wallet' | 'treasury' | 'liquidation_address' | null;
   /** The liquidation address whose incoming transfer this off-ramp pays out (CONTRACT section 16). */
   liquidation_address_id: string | null;
@@ -81,7 +85,7 @@ export interface RefundState {
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
-  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
+  t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.payout_batch_id, t.payout_batch_index, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
@@ -118,9 +122,10 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     wallet_id: row.wallet_id,
     customer_id: row.customer_id,
     payment_intent_id: row.payment_intent_id,
+    payout_batch_id: row.payout_batch_id,
     funding_source: offramp
       ? row.funding_type === 'treasury'
-        ? { type: 'treasury', reference: row.payment_intent_id, address: row.wallet_address }
+        ? { type: 'treasury', reference: row.payment_intent_id ?? row.payout_batch_id, address: row.wallet_address }
         : row.funding_type === 'liquidation_address'
           ? { type: 'liquidation_address', reference: row.liquidation_address_id, address: row.wallet_address }
           : { type: row.funding_type, reference: row.wallet_id, address: row.wallet_address }
@@ -180,10 +185,12 @@ export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: strin
 
 export interface NewTransaction {
   quote: QuoteRow;
-  /** Null for a treasury-funded payout, which names its funding address and intent instead. */
+  /** Null for a treasury-funded payout, which names its funding address and intent (or batch) instead. */
   wallet: { id: string; address: string; customer_id: string | null } | null;
   fundingAddress?: string | null;
   paymentIntentId?: string;
+  /** A payout batch's item: the batch and the item's 0-based position in it. */
+  payoutBatch?: { id: string; index: number };
   customerId?: string | null;
   status: TransactionStatus;
   externalReference?: string | null;
@@ -196,31 +203,53 @@ export interface NewTransaction {
 
 /** Inserts the transaction (copying the quote's price) and records its creation: history row and event. */
 export async function insertTransaction(unit: Unit, scope: EventScope, input: NewTransaction): Promise<TransactionRow> {
-  const q = input.quote;
-  const id = randomUUID();
-  const owner = { id, business_id: scope.businessId, environment: scope.environment };
-  const sealed = input.payer ? Object.entries(sealedPayerColumns(input.payer.keys, 'transactions', 'payer_phone', owner, input.payer.phone_number)) : [];
+  return (await insertTransactions(unit, scope, [input]))[0];
+}
+
+const INSERTED_COLUMNS = ['id', 'business_id', 'environment', 'direction', 'status', 'quote_id', 'external_reference', 'chain', 'currency', 'payment_method', 'exchange_rate',
+  'source_amount', 'total_required', 'destination_amount', 'provider_fee', 'platform_fee', 'beneficiary_id', 'wallet_id', 'wallet_address', 'customer_id', 'funding_type',
+  'payer_phone_redacted', 'payer_network', 'payment_intent_id', 'payout_batch_id', 'payout_batch_index', 'refund_address', 'liquidation_address_id'];
+
+/**
+ * insertTransaction() for several transactions of one scope created in the same status (a payout batch's items): one
+ * INSERT and one history statement, the rows in the order given.
+ */
+export async function insertTransactions(unit: Unit, scope: EventScope, inputs: NewTransaction[]): Promise<TransactionRow[]> {
+  if (!inputs.length) return [];
+  const status = inputs[0].status;
+  if (inputs.some((i) => i.status !== status)) throw new Error('insertTransactions: one status for all');
+  const values = inputs.map((input) => {
+    const q = input.quote;
+    const id = randomUUID();
+    const owner = { id, business_id: scope.businessId, environment: scope.environment };
+    const sealed = input.payer ? sealedPayerColumns(input.payer.keys, 'transactions', 'payer_phone', owner, input.payer.phone_number) : {};
+    const row: unknown[] = [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
+      q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
+      input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
+      input.payer ? redactPhone(input.payer.phone_number) : null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null,
+      input.payoutBatch?.id ?? null, input.payoutBatch?.index ?? null, input.refundAddress ?? null, input.liquidationAddressId ?? null];
+    return { row, sealed: sealed as Record<string, unknown> };
+  });
+  const sealedColumns = [...new Set(values.flatMap((v) => Object.keys(v.sealed)))];
+  const width = INSERTED_COLUMNS.length + sealedColumns.length;
+  const params = values.flatMap((v) => [...v.row, ...sealedColumns.map((c) => v.sealed[c] ?? null)]);
+  const tuples = values.map((_, r) => `(${Array.from({ length: width }, (_, i) => `$${r * width + i + 1}`).join(', ')})`);
+  let rows: TransactionRow[];
   try {
-    await unit.em.query(
-      `INSERT INTO transactions (id, business_id, environment, direction, status, quote_id, external_reference, chain, currency, payment_method, exchange_rate,
-         source_amount, total_required, destination_amount, provider_fee, platform_fee, beneficiary_id, wallet_id, wallet_address, customer_id, funding_type,
-         payer_phone_redacted, payer_network, payment_intent_id, refund_address, liquidation_address_id${sealed.length ? `, ${sealed.map(([c]) => c).join(', ')}` : ''})
-       VALUES (${Array.from({ length: 26 + sealed.length }, (_, i) => `$${i + 1}`).join(', ')})`,
-      [id, scope.businessId, scope.environment, q.direction, input.status, q.id, input.externalReference ?? null, q.chain, q.currency, q.payment_method,
-        q.exchange_rate, q.source_amount, q.total_required, q.destination_amount, q.provider_fee, q.platform_fee, q.beneficiary_id, input.wallet?.id ?? null,
-        input.wallet?.address ?? input.fundingAddress ?? null, input.wallet?.customer_id ?? input.customerId ?? null, input.fundingType ?? null,
-        input.payer ? redactPhone(input.payer.phone_number) : null, input.payer?.mobile_network ?? null, input.paymentIntentId ?? null, input.refundAddress ?? null,
-        input.liquidationAddressId ?? null, ...sealed.map(([, v]) => v)],
+    rows = await unit.em.query(
+      `INSERT INTO transactions AS t (${[...INSERTED_COLUMNS, ...sealedColumns].join(', ')}) VALUES ${tuples.join(', ')} RETURNING ${TRANSACTION_COLUMNS}`,
+      params,
     );
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
-      throw new AppError('invalid_state', 'A transaction with this external_reference already exists.', { external_reference: input.externalReference });
+      throw new AppError('invalid_state', 'A transaction with this external_reference already exists.', { external_reference: inputs.length === 1 ? inputs[0].externalReference : undefined });
     }
     throw err;
   }
-  const row = (await findTransaction(unit.em, scope, id))!;
-  await recordCreation(unit, TRANSACTION_MACHINE, { scope, id, status: input.status, view: () => transactionView(row) });
-  return row;
+  const order = new Map(values.map((v, i) => [v.row[0] as string, i]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  await recordCreations(unit, TRANSACTION_MACHINE, scope, status, rows.map((row) => ({ id: row.id, view: () => transactionView(row) })));
+  return rows;
 }
 
 /** The wallet an off-ramp is funded from, or an on-ramp delivers to: active, and proven if external. */
@@ -255,6 +284,17 @@ export async function moveTransaction(unit: Unit, row: TransactionRow, to: Trans
   // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
   if (moved && to === 'completed' && moved.row.direction === 'offramp') await scheduleExcessReturn(unit, moved.row);
   return moved;
+}
+
+/**
+ * moveTransaction() for several rows of one scope all seen in `from`, moving on together to a status that is not an
+ * end (a payout batch's items, funded at once): one statement; the rows that moved, in the order given.
+ */
+export async function moveTransactions(unit: Unit, scope: EventScope, rows: TransactionRow[], from: TransactionStatus, to: 'funded', opts: { jobs?: (row: TransactionRow) => JobRequest[] } = {}): Promise<TransactionRow[]> {
+  const moved = await transitionAll<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
+    ...opts, expected: from, scope, ids: rows.map((r) => r.id), to, view: (updated) => transactionView(updated),
+  });
+  return moved.map((m) => m.row);
 }
 
 /**

@@ -46,11 +46,24 @@ export async function transition<S extends string, R extends Record<string, any>
   machine: Machine<S>,
   input: TransitionInput<S, R>,
 ): Promise<Moved<S, R> | null> {
+  const { id, ...rest } = input;
+  return (await transitionAll(unit, machine, { ...rest, ids: [id] }))[0] ?? null;
+}
+
+/**
+ * transition() for several rows of one scope making the same move in one round trip (a payout batch's items): the
+ * rows that moved, in the order of `ids`, each with its history row, event, ledger entry and jobs.
+ */
+export async function transitionAll<S extends string, R extends Record<string, any>>(
+  unit: Unit,
+  machine: Machine<S>,
+  input: Omit<TransitionInput<S, R>, 'id'> & { ids: string[] },
+): Promise<Moved<S, R>[]> {
   const allowed = sourcesOf(machine, input.to);
   if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
   const from = input.expected === undefined ? allowed : allowed.filter((s) => s === input.expected);
-  if (!from.length) return null;
-  const params: unknown[] = [input.id, input.scope.businessId, input.scope.environment, from, input.to];
+  if (!from.length || !input.ids.length) return [];
+  const params: unknown[] = [input.ids, input.scope.businessId, input.scope.environment, from, input.to];
   const sets = [`${machine.column} = $5`, 'updated_at = now()'];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
@@ -63,26 +76,29 @@ export async function transition<S extends string, R extends Record<string, any>
   const t = machine.table;
   params.push(machine.resource, input.reason ?? null);
   const [resourceParam, reasonParam] = [params.length - 1, params.length];
-  // One round trip: lock, conditional update and the history row. The lock is NO KEY UPDATE, as the UPDATE's own: a
-  // status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
+  // One round trip: lock (in id order), conditional update and the history rows. The lock is NO KEY UPDATE, as the
+  // UPDATE's own: a status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
-    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = $1 AND business_id = $2 AND environment = $3 FOR NO KEY UPDATE),
+    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = ANY($1::uuid[]) AND business_id = $2 AND environment = $3 ORDER BY id FOR NO KEY UPDATE),
      moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])${guarded(machine, from, input.to, t, input.reason)} RETURNING ${t}.*, prev.status AS previous_status),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
                  SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)
      SELECT * FROM moved`,
     params,
   );
-  const updated = rows[0];
-  if (!updated) return null;
-  const { previous_status: previous, ...rest } = updated;
-  const row = rest as unknown as R;
-
-  if (machine.announced.includes(input.to)) unit.event(input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
-  const entry = input.ledger?.(row);
-  if (entry) unit.post(input.scope, entry);
-  for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
-  return { row, from: previous };
+  const order = new Map(input.ids.map((id, i) => [id, i]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const out: Moved<S, R>[] = [];
+  for (const updated of rows) {
+    const { previous_status: previous, ...rest } = updated;
+    const row = rest as unknown as R;
+    if (machine.announced.includes(input.to)) unit.event(input.scope, `${machine.resource}.${input.to}` as EventType, await input.view(row));
+    const entry = input.ledger?.(row);
+    if (entry) unit.post(input.scope, entry);
+    for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
+    out.push({ row, from: previous });
+  }
+  return out;
 }
 
 /** The machine's guards on leaving `from` toward `to`, as a condition on the row (`t`) for the conditional UPDATE. */
@@ -100,9 +116,23 @@ export async function recordCreation<S extends string>(
   machine: Machine<S>,
   input: { scope: EventScope; id: string; status: S; view: () => Record<string, unknown> | Promise<Record<string, unknown>> },
 ): Promise<void> {
+  await recordCreations(unit, machine, input.scope, input.status, [{ id: input.id, view: input.view }]);
+}
+
+/** recordCreation() for several resources of one scope created in the same status: one statement for the history rows. */
+export async function recordCreations<S extends string>(
+  unit: Unit,
+  machine: Machine<S>,
+  scope: EventScope,
+  status: S,
+  created: { id: string; view: () => Record<string, unknown> | Promise<Record<string, unknown>> }[],
+): Promise<void> {
+  if (!created.length) return;
   await unit.em.query(
-    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status) VALUES ($1, $2, $3, $4, NULL, $5)`,
-    [input.scope.businessId, input.scope.environment, machine.resource, input.id, input.status],
+    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
+     SELECT $1, $2, $3, r, NULL, $4 FROM unnest($5::uuid[]) WITH ORDINALITY AS x(r, o) ORDER BY o`,
+    [scope.businessId, scope.environment, machine.resource, status, created.map((c) => c.id)],
   );
-  if (machine.announced.includes(input.status)) unit.event(input.scope, `${machine.resource}.${input.status}` as EventType, await input.view());
+  if (!machine.announced.includes(status)) return;
+  for (const c of created) unit.event(scope, `${machine.resource}.${status}` as EventType, await c.view());
 }

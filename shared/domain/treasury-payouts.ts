@@ -1,20 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import { platformFeeOf } from './fees.js';
 import { InsufficientFundsError, postEntry } from './ledger.js';
-import { INTENT_PAYOUT_MACHINE, QUOTE_MACHINE, type PayoutStatus } from './machines.js';
+import { INTENT_PAYOUT_MACHINE, type PayoutStatus } from './machines.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { intentScope, loadPaymentIntent, paymentIntentView, type PaymentIntentRow } from './payment-intents.js';
-import { priceQuote, wholeFiatRail, type PricedQuote } from './pricing.js';
-import type { Chain } from './chains.js';
-import type { EventScope } from './events.js';
+import { priceQuote, wholeFiatRail } from './pricing.js';
 import { freshRateFromSource } from './rates.js';
-import { recordCreation, transition } from './transition.js';
+import { transition } from './transition.js';
 import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
-import type { QuoteRow } from './quotes.js';
+import { insertConsumedQuote } from './quotes.js';
+import { followBatch } from './payout-batches.js';
 
 // The automatic payout of a paid intent (CONTRACT section 8): with settlement.beneficiary_id set, what the payment
 // brought into the treasury is paid out to the beneficiary by an off-ramp transaction funded from the treasury
@@ -116,36 +114,14 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
   });
 }
 
-/** What a payout priced by the service itself (not asked for by a quote request) is priced at. */
-export type ServicePrice = Pick<PricedQuote, 'currency' | 'payment_method' | 'exchange_rate'> & {
-  source: { amount: string; total_required: string };
-  destination: { amount: string };
-  fees: { provider: string; platform: string };
-};
-
 /**
- * The quote of a payout the service prices itself (an intent's payout, a transfer to a liquidation address), written
- * already consumed: the transaction that follows in the same unit copies its price.
+ * A treasury-funded transaction ended (or needs attention): its intent's payout_status follows, or its payout batch
+ * completes with its last item, in the same transaction.
  */
-export async function insertConsumedQuote(unit: Unit, scope: EventScope, input: { chain: Chain; beneficiaryId: string; priced: ServicePrice; rateAsOf: string }): Promise<QuoteRow> {
-  const { priced } = input;
-  const quoteId = randomUUID();
-  const [quote]: QuoteRow[] = await unit.em.query(
-    `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
-       exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
-     VALUES ($1, $2, $3, 'offramp', 'consumed', $4, $5, $6, 'source', $7, $8, $9, $10, $7, $11, $12, $13, $14, now())
-     RETURNING id, business_id, environment, direction, status, chain, currency, payment_method, beneficiary_id, wallet_id, exchange_rate::text, source_amount::text,
-       total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, created_at, updated_at`,
-    [quoteId, scope.businessId, scope.environment, input.chain, priced.currency, priced.payment_method, priced.source.amount, input.beneficiaryId, priced.exchange_rate,
-      input.rateAsOf, priced.source.total_required, priced.destination.amount, priced.fees.provider, priced.fees.platform],
-  );
-  await recordCreation(unit, QUOTE_MACHINE, { scope, id: quoteId, status: 'consumed', view: () => ({}) });
-  return quote;
-}
-
-/** A treasury-funded transaction ended (or needs attention): its intent's payout_status follows, in the same transaction. */
 export async function followPayout(unit: Unit, tx: TransactionRow): Promise<void> {
-  if (tx.funding_type !== 'treasury' || !tx.payment_intent_id) return;
+  if (tx.funding_type !== 'treasury') return;
+  if (tx.payout_batch_id) return followBatch(unit, tx);
+  if (!tx.payment_intent_id) return;
   const intent = await loadPaymentIntent(unit.em, tx.payment_intent_id, true);
   if (!intent) return;
   if (tx.status === 'completed') await movePayout(unit, intent, 'completed', { payout_error: null }, 'payout_completed');

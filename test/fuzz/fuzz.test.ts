@@ -27,6 +27,8 @@ const NEEDS_STATE_OR_PROOF = new Set([
   'collectPaymentIntent', 'cancelPaymentIntent', 'sandboxPayPaymentIntent',
   // A withdrawal goes only to a wallet whose ownership was proven (a signature), from a funded treasury.
   'createTreasuryWithdrawal', 'getTreasuryWithdrawal',
+  // A payout batch is paid from a treasury holding every item's USDC, to beneficiaries the items must all name rightly.
+  'createPayoutBatch', 'getPayoutBatch',
 ]);
 // Codes answered before an operation's handler runs: an answer with only these never reached the handler.
 const BEFORE_HANDLER = new Set(['invalid_request', 'idempotency_key_required', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_key_in_use',

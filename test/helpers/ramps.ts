@@ -5,7 +5,10 @@ import type { ApiHarness } from './harness.js';
 import { bearer, writeHeaders } from './factories.js';
 import { BASE, externalWallet } from './wallets.js';
 import { getDs } from './shared.js';
-import { findLedgerInconsistencies } from '../../shared/domain/ledger.js';
+import { findLedgerInconsistencies, postEntry } from '../../shared/domain/ledger.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { responseAjv } from '../fuzz/operations.js';
 import { until } from './until.js';
 
 /** A KES M-Pesa beneficiary; `phone` decides the sandbox payout (0002 rejected, 0003 temporary). */
@@ -71,4 +74,22 @@ export async function expectLedgerSound(): Promise<void> {
   const found = await findLedgerInconsistencies(await getDs());
   expect(found.unbalancedEntries, 'unbalanced entries').to.deep.equal([]);
   expect(found.driftedAccounts, 'drifted balances').to.deep.equal([]);
+}
+
+/** Checks a body against a component schema of the document the service serves (`validate('PayoutBatch', body)`). */
+export async function schemaValidator(api: ApiHarness): Promise<(name: string, body: unknown) => void> {
+  const ajv = responseAjv((await api.http.get('/openapi.json')).body);
+  return (name, body) => {
+    const fn = ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` });
+    if (!fn(body)) expect.fail(`${name}: ${JSON.stringify(fn.errors)}`);
+  };
+}
+
+/** Credits a sandbox business's treasury as a confirmed deposit would (inbound clearing -> treasury). */
+export function fundTreasury(api: ApiHarness, businessId: string, amount: string): Promise<unknown> {
+  const minor = toMinor(amount, USDC_SCALE);
+  return inUnit(api.deps, (unit) => postEntry(unit.em, { businessId, environment: 'sandbox' }, {
+    kind: 'test_treasury_funding',
+    postings: [{ account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -minor }, { account: { kind: 'treasury', asset: 'USDC' }, amount: minor }],
+  }));
 }

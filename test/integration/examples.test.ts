@@ -13,6 +13,7 @@ import { createRampwayClient, idempotencyKey, unwrap } from '@rampway/client';
 import { quickstart } from '../../examples/quickstart.js';
 import { proveOwnership } from '../../examples/wallet-ownership.js';
 import { startReceiver, type RampwayEvent } from '../../examples/webhook-receiver.js';
+import { payoutBatch } from '../../examples/payout-batch.js';
 
 describe('examples/ through the typed client, against the running sandbox', function () {
   this.timeout(90_000);
@@ -54,6 +55,12 @@ describe('examples/ through the typed client, against the running sandbox', func
     const second = (await run()).trim().split('\n');
     expect(first.at(-1)).to.equal('completed');
     expect(second.at(-1)).to.equal('completed');
+  });
+
+  it('payout batch: the treasury funded by a sandbox M-Pesa payment pays three beneficiaries in one batch, completed', async () => {
+    const batch = await payoutBatch({ baseUrl, apiKey, log: quiet });
+    expect(batch).to.include({ status: 'completed', items_count: 3, completed_count: 3, failed_count: 0 });
+    expect(batch.items?.map((i) => i.status)).to.deep.equal(['completed', 'completed', 'completed']);
   });
 
   it('wallet ownership: a viem key signs the challenge and the wallet reads verified', async () => {

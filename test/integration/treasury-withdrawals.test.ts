@@ -4,10 +4,9 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
-import { balance, expectLedgerSound, history, verifiedWallet } from '../helpers/ramps.js';
+import { balance, expectLedgerSound, fundTreasury as fundTreasuryOf, history, schemaValidator, verifiedWallet } from '../helpers/ramps.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { until } from '../helpers/until.js';
-import { responseAjv } from '../fuzz/operations.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { postEntry } from '../../shared/domain/ledger.js';
 import { createWithdrawal } from '../../shared/domain/treasury-withdrawals.js';
@@ -35,11 +34,7 @@ describe('treasury withdrawals, in sandbox', function () {
     // Loopback webhook endpoints allowed: one test subscribes to withdrawal events.
     api = await startApi({ env: { WEBHOOKS_ALLOW_LOOPBACK: 'true' } });
     pools = await startPools(['settlement', 'pricing']);
-    const ajv = responseAjv((await api.http.get('/openapi.json')).body);
-    validate = (name, body) => {
-      const fn = ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` });
-      if (!fn(body)) expect.fail(`${name}: ${JSON.stringify(fn.errors)}`);
-    };
+    validate = await schemaValidator(api);
   });
   beforeEach(async () => {
     const biz = await makeBusiness();
@@ -51,11 +46,7 @@ describe('treasury withdrawals, in sandbox', function () {
   });
   afterEach(expectLedgerSound);
 
-  /** Credits the business's treasury as a confirmed deposit would (inbound clearing -> treasury). */
-  const fundTreasury = (amount: string) => inUnit(api.deps, (unit) => postEntry(unit.em, { businessId, environment: 'sandbox' }, {
-    kind: 'test_treasury_funding',
-    postings: [{ account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -toMinor(amount, USDC_SCALE) }, { account: { kind: 'treasury', asset: 'USDC' }, amount: toMinor(amount, USDC_SCALE) }],
-  }));
+  const fundTreasury = (amount: string) => fundTreasuryOf(api, businessId, amount);
   const available = async (k = key) => (await api.http.get(`${BASE}/treasury/balance`).set(bearer(k))).body.available as string;
   const withdraw = (body: Record<string, unknown>, headers = writeHeaders(key)) => api.http.post(WITHDRAWALS).set(headers).send(body);
   const get = async (id: string) => (await api.http.get(`${WITHDRAWALS}/${id}`).set(bearer(key))).body;

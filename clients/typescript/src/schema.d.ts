@@ -830,6 +830,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/business/payout-batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List payout batches, newest first (without their items).
+         * @description Scope: `payouts:read`. A page, newest first: `limit` 1..100 (default 25), then `starting_after` = `next_cursor`.
+         */
+        get: operations["listPayoutBatches"];
+        put?: never;
+        /**
+         * Pay up to 500 beneficiaries from the treasury in one request.
+         * @description The whole batch is checked and priced before anything moves: any bad item answers 422 `invalid_batch`, `details` naming each bad item by its `index` with the code the same fault answers for a single payout (`not_found`, `resource_archived`, `unsupported_corridor`, `amount_out_of_range`, `invalid_request`, `invalid_state` for an external_reference already used), and nothing is created. Then the treasury is debited once for `total_usdc` (409 `insufficient_funds` when it holds less, and nothing changes) and each item becomes a treasury-funded off-ramp (`funding_source.type` `treasury`, `payout_batch_id`), `funded` and on its way to the provider. Answers 201 `processing`; the batch is `completed` (event `payout_batch.completed`) once every item is `completed` or `failed`; a failed item's USDC returns to the treasury. Sandbox magic values behave as for single payouts (a beneficiary ending in 0002 is rejected, 0003 stalls in `action_required`).
+         *
+         *     Scope: `payouts:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
+         */
+        post: operations["createPayoutBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/business/payout-batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a payout batch with its items.
+         * @description Scope: `payouts:read`.
+         */
+        get: operations["getPayoutBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/business/events": {
         parameters: {
             query?: never;
@@ -1120,7 +1166,7 @@ export interface components {
              * @description Machine-readable code. Each operation's responses list the codes it can answer, each with its own `details` (the `<Code>Error` schemas).
              * @enum {string}
              */
-            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "insufficient_funds" | "wallet_already_registered" | "resource_archived" | "transaction_not_refundable" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "idempotency_key_required" | "invalid_idempotency_key" | "unauthorized" | "insufficient_scope" | "ip_not_allowed" | "live_not_enabled" | "not_found" | "idempotency_key_in_use" | "quote_already_used" | "invalid_state" | "transaction_not_retryable" | "insufficient_funds" | "wallet_already_registered" | "resource_archived" | "transaction_not_refundable" | "payload_too_large" | "idempotency_key_reused" | "quote_expired" | "quote_not_available" | "quote_direction_mismatch" | "unsupported_corridor" | "amount_out_of_range" | "requirements_not_met" | "invalid_signature" | "challenge_expired" | "wallet_not_verified" | "invalid_batch" | "rate_limited" | "internal_error" | "service_unavailable";
             message: string;
             /**
              * Format: uuid
@@ -1546,6 +1592,24 @@ export interface components {
                 /** Format: uuid */
                 wallet_id: string;
             };
+        };
+        InvalidBatchError: {
+            /** @constant */
+            code: "invalid_batch";
+            /** @description For people: may change; never parse it. */
+            message: string;
+            /**
+             * Format: uuid
+             * @description Equals the X-Request-Id response header.
+             */
+            requestId: string;
+            /** @description One entry per bad item, in item order (the first 20): its 0-based `index` in `items`, the `code` the same fault answers for a single payout, and why. */
+            details: {
+                /** Format: int32 */
+                index: number;
+                code: string;
+                message: string;
+            }[];
         };
         RateLimitedError: {
             /** @constant */
@@ -2089,6 +2153,7 @@ export interface components {
          *       "wallet_id": "1502df9c-ad90-4b68-97e0-ee250b68eccc",
          *       "customer_id": "e68c69d0-1ab1-4464-9ba3-a689ab215f45",
          *       "payment_intent_id": null,
+         *       "payout_batch_id": null,
          *       "liquidation_address_id": null,
          *       "funding_source": {
          *         "type": "managed_wallet",
@@ -2217,7 +2282,12 @@ export interface components {
              * @description The payment intent whose payment a treasury-funded payout spends.
              */
             payment_intent_id: string | null;
-            /** @description Where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id, for `liquidation_address` the liquidation address id (`address` its address). */
+            /**
+             * Format: uuid
+             * @description The payout batch a treasury-funded payout is an item of.
+             */
+            payout_batch_id: string | null;
+            /** @description Where the USDC comes from; `reference` is the wallet id, for `treasury` the payment intent id or the payout batch id, for `liquidation_address` the liquidation address id (`address` its address). */
             funding_source: {
                 /** @enum {string} */
                 type: "managed_wallet" | "external_wallet" | "treasury" | "liquidation_address";
@@ -2277,6 +2347,7 @@ export interface components {
          *       "wallet_id": "1502df9c-ad90-4b68-97e0-ee250b68eccc",
          *       "customer_id": "e68c69d0-1ab1-4464-9ba3-a689ab215f45",
          *       "payment_intent_id": null,
+         *       "payout_batch_id": null,
          *       "liquidation_address_id": null,
          *       "funding_source": null,
          *       "payment_source": {
@@ -2376,6 +2447,11 @@ export interface components {
              * @description Always null for an on-ramp.
              */
             payment_intent_id: string | null;
+            /**
+             * Format: uuid
+             * @description Always null for an on-ramp.
+             */
+            payout_batch_id: string | null;
             /** @description Always null for an on-ramp: its payer is `payment_source`. */
             funding_source: Record<string, unknown> | null;
             /**
@@ -2677,6 +2753,81 @@ export interface components {
             has_more: boolean;
             next_cursor: string | null;
         };
+        CreatePayoutBatchRequest: {
+            /** @description The payouts, 1 to 500; each is named by its 0-based position (`index`) in answers and in `invalid_batch` details. */
+            items: {
+                /** @description An active beneficiary of yours; it is paid in its own currency by its own payment method. */
+                beneficiary_id: components["schemas"]["Uuid"];
+                /** @description Fiat (`currency`, the beneficiary's): what the beneficiary receives, priced like a quote's `destination_amount`. USDC (`asset`): the payout's `source.amount`, fees on top. */
+                amount: {
+                    /** @description The beneficiary's currency (either case). */
+                    currency: string;
+                    /** @description At most the unit's scale of decimals (USDC 6, KES 2), more than zero. */
+                    value: components["schemas"]["DecimalAmount"];
+                } | {
+                    /** @enum {string} */
+                    asset: "USDC";
+                    /** @description At most the unit's scale of decimals (USDC 6, KES 2), more than zero. */
+                    value: components["schemas"]["DecimalAmount"];
+                };
+                /** @description Your reference for this payout: its transaction's `external_reference` (unique among your transactions). */
+                external_reference?: string;
+            }[];
+            /** @description Your reference for the batch (unique among your batches). */
+            external_reference?: string;
+        };
+        PayoutBatchItem: {
+            /**
+             * Format: int32
+             * @description The item's 0-based position in the request's `items`.
+             */
+            index: number;
+            beneficiary_id: components["schemas"]["Uuid"];
+            /** @description The item's treasury-funded off-ramp (GET /transactions/{id}); it carries `payout_batch_id`. */
+            transaction_id: components["schemas"]["Uuid"];
+            /**
+             * @description The transaction's status.
+             * @enum {string}
+             */
+            status: "created" | "awaiting_funds" | "funded" | "signing" | "submitting" | "processing" | "action_required" | "completed" | "failed";
+            external_reference: string | null;
+            /** @description Why it failed or waits (`failed`, `action_required`). */
+            failure: {
+                code: string;
+                message: string;
+            } | null;
+        };
+        PayoutBatch: {
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description `processing` while any item is under way (an item in `action_required` included); `completed` once every item is `completed` or `failed` (event `payout_batch.completed`).
+             * @enum {string}
+             */
+            status: "processing" | "completed";
+            /** Format: int32 */
+            items_count: number;
+            /** @description The sum of the items' `source.total_required`: what the treasury was debited, at once, for the batch. */
+            total_usdc: components["schemas"]["DecimalAmount"];
+            /** Format: int32 */
+            completed_count: number;
+            /**
+             * Format: int32
+             * @description Items that failed; each one's `total_required` went back to the treasury's `available`.
+             */
+            failed_count: number;
+            external_reference: string | null;
+            /** @description In `index` order. On creation, retrieval and the event; lists leave them out. */
+            items?: components["schemas"]["PayoutBatchItem"][];
+            /** Format: date-time */
+            completed_at: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        PayoutBatchList: {
+            data: components["schemas"]["PayoutBatch"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
         Event: {
             /** @description Also the `webhook-id` of every delivery of this event. */
             id: components["schemas"]["Uuid"];
@@ -2684,7 +2835,7 @@ export interface components {
              * @description `webhook.test`: an endpoint's test event (POST /webhook-endpoints/{id}/test), never listed.
              * @enum {string}
              */
-            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed" | "webhook.test";
+            type: "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed" | "payout_batch.completed" | "webhook.test";
             /**
              * Format: int32
              * @description Strictly increases across the events of one resource (`data.id`), in the order its changes happened: keep the event with the largest `sequence` per resource and drop an older one that arrives after it.
@@ -2712,7 +2863,7 @@ export interface components {
             /** @description https, on a public address (sandbox with WEBHOOKS_ALLOW_LOOPBACK=true: http and loopback too). */
             url: string;
             /** @description Event types, or wildcards such as `transaction.*`; omitted or `*`: every type. */
-            events?: ("*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed")[];
+            events?: ("*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "payout_batch.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed" | "payout_batch.completed")[];
             description?: string;
         };
         WebhookEndpoint: {
@@ -3272,6 +3423,37 @@ export interface components {
             content: {
                 "application/json": {
                     error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["WalletNotVerifiedError"];
+                };
+            };
+        };
+        /** @description Conflict: `idempotency_key_in_use`, `invalid_state`, `insufficient_funds`. */
+        Conflict_IdempotencyKeyInUse_InvalidState_InsufficientFunds: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyInUseError"] | components["schemas"]["InvalidStateError"] | components["schemas"]["InsufficientFundsError"];
+                };
+            };
+        };
+        /** @description Unprocessable: `idempotency_key_reused`, `invalid_batch`. */
+        Unprocessable_IdempotencyKeyReused_InvalidBatch: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["InvalidBatchError"];
                 };
             };
         };
@@ -4396,6 +4578,8 @@ export interface operations {
                 wallet_id?: components["schemas"]["Uuid"];
                 beneficiary_id?: components["schemas"]["Uuid"];
                 customer_id?: components["schemas"]["Uuid"];
+                /** @description The items of one payout batch. */
+                payout_batch_id?: components["schemas"]["Uuid"];
                 external_reference?: string;
                 /** @description Created at or after this instant. */
                 created_gte?: string;
@@ -5088,6 +5272,119 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listPayoutBatches: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 25). */
+                limit?: number;
+                /** @description Cursor from `next_cursor` of the previous page. */
+                starting_after?: string;
+                status?: "processing" | "completed";
+                external_reference?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payout batches. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatchList"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPayoutBatch: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Identifies one logical write; 8..255 printable ASCII characters; remembered 24 hours. Resend the same key to retry the same request. */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePayoutBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch, processing, with its items. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest_IdempotencyKeyRequired_InvalidIdempotencyKey"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed_LiveNotEnabled"];
+            404: components["responses"]["NotFound_NotFound"];
+            409: components["responses"]["Conflict_IdempotencyKeyInUse_InvalidState_InsufficientFunds"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_InvalidBatch"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPayoutBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payout batch. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            400: components["responses"]["BadRequest_InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden_InsufficientScope_IpNotAllowed"];
+            404: components["responses"]["NotFound_NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -5096,7 +5393,7 @@ export interface operations {
                 /** @description Cursor from `next_cursor` of the previous page. */
                 starting_after?: string;
                 /** @description An event type, or a wildcard such as `transaction.*` (`*`: every type). */
-                type?: "*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed";
+                type?: "*" | "transaction.*" | "settlement.*" | "quote.*" | "wallet.*" | "payment_intent.*" | "treasury_deposit.*" | "treasury_withdrawal.*" | "payout_batch.*" | "transaction.created" | "transaction.awaiting_funds" | "transaction.funded" | "transaction.signing" | "transaction.submitting" | "transaction.processing" | "transaction.action_required" | "transaction.completed" | "transaction.failed" | "settlement.awaiting_transfer" | "settlement.confirming" | "settlement.confirmed" | "settlement.expired" | "settlement.underpaid" | "quote.available" | "wallet.verified" | "payment_intent.awaiting_payment" | "payment_intent.processing" | "payment_intent.completed" | "payment_intent.cancelled" | "payment_intent.expired" | "treasury_deposit.pending" | "treasury_deposit.confirmed" | "treasury_deposit.failed" | "treasury_withdrawal.pending" | "treasury_withdrawal.completed" | "treasury_withdrawal.failed" | "payout_batch.completed";
                 /** @description Created at or after this instant. */
                 created_gte?: string;
                 /** @description Created at or before this instant. */
