@@ -9,7 +9,6 @@ import {
 } from '../../shared/domain/payment-intents.js';
 import { DEPOSIT_COLUMNS, depositView, findDeposit, type DepositRow } from '../../shared/domain/treasury-deposits.js';
 import { refreshRateJob, storedFreshRate, type RateQuote } from '../../shared/domain/rates.js';
-import { providerFor } from '../../shared/providers/provider.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { AppDeps, AuthContext } from '../context.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -267,7 +266,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/payment-intents/{id}/collect',
     operationId: 'collectPaymentIntent',
-    errors: ['invalid_state', 'requirements_not_met'],
+    errors: ['invalid_state', 'requirements_not_met', 'unsupported_corridor'],
     summary: 'Prompt the payer to pay by mobile money.',
     description:
       'Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent ' +
@@ -283,7 +282,6 @@ export const routes: RouteDef[] = [
     },
     responses: { '202': { description: 'Accepted; the intent as it now stands.', schema: ref('PaymentIntent') } },
     handler: async ({ deps, auth, params, body }) => {
-      providerFor(auth.environment, { db: deps.ds, config: deps.config });
       const intent = await inUnit(deps, (unit) => startIntentCollection(unit, deps.config, auth, byId(params), body as CollectInput));
       return { status: 202, body: paymentIntentView(intent) };
     },
