@@ -15,7 +15,7 @@
 //   collections: 0001 rejected by the payer (APPROVAL_REJECTED), 0002 PAYER_NOT_FOUND, 0037 EXPIRED, 0099 callback lost,
 //                0022 callback sent twice, 0044 PENDING for `pendingMs` with its callback lost, 0050 run and answered 500;
 //   payouts:     0002 PAYEE_NOT_FOUND, 0003 HTTP 503 on the first request (not run), 0006 run and answered 500,
-//                0008 run, its answer held `holdMs` (our request times out) and the first status GET 404 (not visible yet),
+//                0008 run, its answer held `holdMs` (our request times out), the first status GET 404 (not visible yet), no callback,
 //                0009 the first request of a payout FAILED INTERNAL_PROCESSING_ERROR (temporary), later ones paid,
 //                0011 FAILED NOT_ENOUGH_FUNDS every time, 0044 PENDING for `pendingMs` with its callback lost,
 //                0099 callback lost, 0022 callback sent twice.
@@ -198,7 +198,7 @@ export async function startFakeMomo(): Promise<FakeMomo> {
       };
       resources.set(referenceId, r);
       if (product === 'disbursement' && r.status === 'SUCCESSFUL') fake.executions.set(body.externalId, (fake.executions.get(body.externalId) ?? 0) + 1);
-      if (r.callbackUrl && !['0099', '0044'].includes(suffix)) {
+      if (r.callbackUrl && !['0099', '0044', '0008'].includes(suffix)) {
         void delay(fake.callbackDelayMs).then(async () => {
           await deliver(r.callbackUrl!, statusBody(r));
           if (suffix === '0022') await deliver(r.callbackUrl!, statusBody(r));
