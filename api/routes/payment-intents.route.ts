@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
+import { assertSomeProvider } from '../../shared/providers/provider.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYMENT_INTENT_STATUSES, PAYOUT_STATUSES, TREASURY_DEPOSIT_STATUSES } from '../../shared/domain/machines.js';
@@ -282,6 +283,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '202': { description: 'Accepted; the intent as it now stands.', schema: ref('PaymentIntent') } },
     handler: async ({ deps, auth, params, body }) => {
+      assertSomeProvider(auth.environment, deps.config);
       const intent = await inUnit(deps, (unit) => startIntentCollection(unit, deps.config, auth, byId(params), body as CollectInput));
       return { status: 202, body: paymentIntentView(intent) };
     },

@@ -1,5 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { assertSomeProvider } from '../../shared/providers/provider.js';
 import type { AppDeps } from '../context.js';
 import { startOfframp, type StartOfframpInput } from '../../shared/domain/offramps.js';
 import { startOnramp, type StartOnrampInput } from '../../shared/domain/fiat-steps.js';
@@ -10,9 +11,13 @@ import { ref, type JsonSchema, type RouteDef } from './route.js';
 const EXTERNAL_REFERENCE = { type: 'string', minLength: 1, maxLength: 128, description: 'Your own reference; unique per environment.' };
 const EXAMPLE_ID = '00000000-0000-4000-8000-000000000000';
 
-/** A live ramp needs its chain: refused (503) before the quote is consumed (its provider is checked with the quote). */
+/**
+ * A live ramp needs its rails: refused (503) before the quote is read while the chain or every provider adapter is
+ * missing; the provider of the quote's corridor and network is checked with the quote.
+ */
 function assertRails(deps: AppDeps, environment: 'sandbox' | 'live'): void {
   chainFor(environment, deps.config);
+  assertSomeProvider(environment, deps.config);
 }
 
 export const schemas: Record<string, JsonSchema> = {

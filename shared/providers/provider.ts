@@ -175,6 +175,13 @@ export function assertProvider(environment: Environment, deps: ProviderDeps, cur
   providerFor(environment, deps, currency);
 }
 
+/** Live: 503 before anything is read while no live provider at all is configured (neither Daraja nor MoMo). */
+export function assertSomeProvider(environment: Environment, config: Config): void {
+  if (environment === 'live' && !config.daraja.consumerKey && !config.momo.collection.apiUser) {
+    throw AppError.unavailable('No live mobile-money provider is configured on this deployment (DARAJA_CONSUMER_KEY, MOMO_COLLECTION_API_USER).', 60);
+  }
+}
+
 /** A live adapter by its id (a stored callback names its provider). */
 export function liveProvider(id: LiveProviderId, deps: ProviderDeps): PaymentProvider {
   return instrumented(id === 'mtn_momo' ? momo(deps) : daraja(deps));
