@@ -15,7 +15,7 @@ import { ApiKeyCache } from './middleware/api-key-cache.js';
 import { BOARD_PATH, queueBoard } from './admin-board.js';
 import { basicAuth, operatorFailures } from './middleware/basic-auth.js';
 import { mountDocsPage } from './docs-page.js';
-import { DARAJA_CALLBACK_BASE, darajaCallbacks } from './provider-callbacks.js';
+import { DARAJA_CALLBACK_BASE, darajaCallbacks, MOMO_CALLBACK_BASE, momoCallbacks } from './provider-callbacks.js';
 import { registry as metrics, reportQueueDepth } from '../shared/metrics.js';
 
 export interface BuiltApp {
@@ -84,6 +84,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   }
 
   app.use(DARAJA_CALLBACK_BASE, darajaCallbacks(deps));
+  app.use(MOMO_CALLBACK_BASE, momoCallbacks(deps));
   // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.
   app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gate(deps)));
   app.use(notFoundRoute);

@@ -1,6 +1,7 @@
-// Daraja posts its results to PUBLIC_BASE_URL/providers/daraja/<token>/<kind> (CONTRACT §13). Not a business API
-// operation (no API key, not in /openapi.json): authenticated by the secret path token and the optional IP
-// allowlist, stored raw once per body whatever its shape, acknowledged at once; the providers pool does the work.
+// Daraja posts its results to PUBLIC_BASE_URL/providers/daraja/<token>/<kind> (CONTRACT §13), MTN MoMo PUTs or POSTs
+// them to /providers/momo/<token>/<kind> (§17). Not a business API operation (no API key, not in /openapi.json):
+// authenticated by the secret path token (and Daraja's optional IP allowlist), stored once per body whatever its
+// shape, acknowledged at once; the providers pool does the work.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { AppDeps } from './context.js';
@@ -8,8 +9,11 @@ import { AppError } from '../shared/errors.js';
 import { inUnit } from '../shared/db/unit-of-work.js';
 import { providerJobs } from '../shared/domain/provider-results.js';
 import { isDarajaCallbackKind, parseDarajaCallback, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+import { redactMomoBody } from '../shared/providers/momo/momo-results.js';
+import type { LiveProviderId } from '../shared/providers/live-rails.js';
 
 export const DARAJA_CALLBACK_BASE = '/providers/daraja';
+export const MOMO_CALLBACK_BASE = '/providers/momo';
 
 function sameToken(given: string, expected: string | null): boolean {
   if (!expected) return false;
@@ -31,10 +35,33 @@ export function darajaCallbacks(deps: AppDeps): Router {
     if (!sameToken(token, deps.config.daraja.callbackToken) || !isDarajaCallbackKind(String(req.params.kind))) return next(notFound());
     if (allowed.size && !allowed.has(plainIp(req.ip))) return next(notFound());
     next();
-  }, express.text({ limit: '64kb', type: () => true }), async (req: Request, res: Response, next: NextFunction) => {
+  }, express.text({ limit: '64kb', type: () => true }), store(deps, 'mpesa_daraja', (kind, body) => ({
+    stored: redactCallbackBody(body), payer: parseDarajaCallback(kind as DarajaCallbackKind, body)?.payer ?? null,
+  }), () => ({ ResultCode: 0, ResultDesc: 'Accepted' })));
+  return router;
+}
+
+const MOMO_KINDS = new Set(['collection', 'payout']);
+
+/** MTN sends each result once, by PUT or POST, and expects a 200; it does not retry, so the status checks back it up. */
+export function momoCallbacks(deps: AppDeps): Router {
+  const router = express.Router();
+  const authenticate = (req: Request, _res: Response, next: NextFunction) => {
+    if (!sameToken(String(req.params.token), deps.config.momo.callbackToken) || !MOMO_KINDS.has(String(req.params.kind))) return next(notFound());
+    next();
+  };
+  const handle = store(deps, 'mtn_momo', (_kind, body) => ({ stored: redactMomoBody(body), payer: null }), () => ({}));
+  for (const method of ['put', 'post'] as const) router[method]('/:token/:kind', authenticate, express.text({ limit: '64kb', type: () => true }), handle);
+  return router;
+}
+
+/**
+ * Whatever arrives on a valid path is kept for operators and acknowledged, so nothing is lost to a shape we did not
+ * expect: the providers pool reads what it can (CONTRACT §14). One row per body (a duplicate is acknowledged alike).
+ */
+function store(deps: AppDeps, provider: LiveProviderId, keep: (kind: string, body: unknown) => { stored: unknown; payer: string | null }, ack: () => unknown) {
+  return async (req: Request, res: Response, next: NextFunction) => {
     const kind = String(req.params.kind);
-    // Whatever arrives on a valid path is kept for operators and acknowledged, so Daraja never retries it and nothing
-    // is lost to a shape we did not expect: the providers pool reads what it can (CONTRACT §14).
     const raw = typeof req.body === 'string' ? req.body : '';
     let body: unknown;
     try {
@@ -43,25 +70,22 @@ export function darajaCallbacks(deps: AppDeps): Router {
       body = { unparsed: raw };
     }
     try {
-      const hash = createHash('sha256').update(`${kind}\n${JSON.stringify(body)}`).digest('hex');
-      // Kept with its phone numbers redacted (CONTRACT §15); who paid is kept as the payer's digest, which is what an
-      // unnamed prompt's success is matched by (collectionRequestFor).
-      const payer = parseDarajaCallback(kind as DarajaCallbackKind, body)?.payer ?? null;
+      const hash = createHash('sha256').update(`${provider === 'mpesa_daraja' ? '' : `${provider}\n`}${kind}\n${JSON.stringify(body)}`).digest('hex');
+      // Kept with its phone numbers redacted (CONTRACT §15); who paid is kept as the payer's digest.
+      const { stored: redacted, payer } = keep(kind, body);
       const stored = await inUnit(deps, async (unit) => {
         const rows: { id: string }[] = await unit.em.query(
-          `INSERT INTO provider_callbacks (provider, kind, body, body_hash, source_ip, payer_key) VALUES ('mpesa_daraja', $1, $2, $3, $4, $5)
+          `INSERT INTO provider_callbacks (provider, kind, body, body_hash, source_ip, payer_key) VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT (body_hash) DO NOTHING RETURNING id`,
-          [kind, JSON.stringify(redactCallbackBody(body)), hash, plainIp(req.ip), payer],
+          [provider, kind, JSON.stringify(redacted), hash, plainIp(req.ip), payer],
         );
         if (rows[0]) await unit.stage(providerJobs.callback(rows[0].id));
         return rows.length > 0;
       });
-      req.state.log.info({ provider: 'mpesa_daraja', kind, duplicate: !stored }, 'provider callback');
-      // Daraja's expected acknowledgement; a duplicate is acknowledged the same, so it stops sending it.
-      res.status(200).json({ ResultCode: 0, ResultDesc: 'Accepted' });
+      req.state.log.info({ provider, kind, duplicate: !stored }, 'provider callback');
+      res.status(200).json(ack());
     } catch (err) {
       next(err);
     }
-  });
-  return router;
+  };
 }

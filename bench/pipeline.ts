@@ -97,7 +97,7 @@ const runtime = startWorkers({ pools: ['pricing', 'settlement', 'providers', 'sa
 const quoteIds: string[] = Array.from({ length: LIFECYCLES }, () => randomUUID());
 const quoteStart = performance.now();
 await parallel(LIFECYCLES, WIDTH, (i) =>
-  inUnit(deps, (unit) => createQuote(unit, scope, quoteIds[i], { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '10', beneficiary_id: beneficiary.beneficiary.id })).then(() => undefined),
+  inUnit(deps, (unit) => createQuote(unit, deps.config, scope, quoteIds[i], { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '10', beneficiary_id: beneficiary.beneficiary.id })).then(() => undefined),
 );
 await until(`SELECT count(*) AS n FROM quotes WHERE id = ANY($1) AND status = 'available'`, [quoteIds], LIFECYCLES, 'quotes');
 const quoteSeconds = (performance.now() - quoteStart) / 1000;

@@ -9,6 +9,7 @@ import {
   INTENT_PAYOUT_MACHINE, PAYOUT_BATCH_MACHINE, WEBHOOK_ENDPOINT_MACHINE, WALLET_OWNERSHIP_MACHINE, type Machine,
 } from '../shared/domain/machines.js';
 import { ERROR_CODES } from '../shared/errors.js';
+import { getConfig } from '../shared/config.js';
 import { HTTP_STATUS } from '../api/http-errors.js';
 import { routes } from '../api/routes/index.js';
 import type { HandlerContext } from '../api/routes/route.js';
@@ -36,8 +37,8 @@ function diagram(machine: Machine, initial: string[]): string {
 
 async function corridorTable(): Promise<string> {
   const list = routes.find((r) => r.operationId === 'listCorridors')!;
-  // GET /corridors takes nothing from its context: the table is exactly what it answers.
-  const reply = await list.handler({} as HandlerContext);
+  // The table is exactly what GET /corridors answers on a deployment with the default configuration.
+  const reply = await list.handler({ deps: { config: getConfig() } } as unknown as HandlerContext);
   const rows = (reply.body as { data: Record<string, any>[] }).data;
   const out = ['| currency | payment method | directions | min | max | scale | networks | live |', '|---|---|---|---|---|---|---|---|'];
   for (const c of rows) {

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { CHAINS, type Chain } from './domain/chains.js';
 import { checksumAddress } from './chain/address.js';
 import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
+import { checkMomo, momoSettings, type MomoSettings } from './config-momo.js';
 import { walletSettings, type WalletSettings } from './config-wallets.js';
 
 export interface Config {
@@ -121,6 +122,8 @@ export interface Config {
     /** Each call to Daraja (token, request, query) is abandoned after this long: a temporary failure. */
     requestTimeoutMs: number;
   };
+  /** MTN MoMo Open API (CONTRACT §17): null credentials and no currencies when the rail is not configured. */
+  momo: MomoSettings;
   /**
    * Tests only: live on-ramps and off-ramps run on the sandbox chain adapter (the live chain adapter is another
    * issue). Refused in production.
@@ -285,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
   const encryptionKeysConfigured = !encryptionKeys[0].key.equals(DEV_ENCRYPTION_KEY);
   const production = nodeEnv === 'production';
   checkDaraja(env);
+  checkMomo(env);
   if (production && (!env.ENCRYPTION_KEYS || !env.IDEMPOTENCY_SECRET)) {
     throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS and IDEMPOTENCY_SECRET');
   }
@@ -355,6 +359,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
       statusQueryAfterMs: int(env, 'DARAJA_STATUS_QUERY_AFTER_MS', 60_000, 10),
       requestTimeoutMs: int(env, 'DARAJA_REQUEST_TIMEOUT_MS', 10_000, 100),
     },
+    momo: momoSettings(env, (name, fallback, min) => int(env, name, fallback, min)),
     liveChainOverride: liveChainOverride(env.RAMPWAY_TEST_LIVE_CHAIN, production),
     rateSourceUrl: env.RATE_SOURCE_URL || null,
     webhooks: {

@@ -1,13 +1,9 @@
+import type { Config } from '../../shared/config.js';
 import { listCorridors, type Corridor } from '../../shared/domain/corridors.js';
+import { liveAvailable, liveNetworks } from '../../shared/providers/live-rails.js';
 import { formatAmount, scaleOf } from '../../shared/domain/money.js';
 import { listOf } from '../openapi/components.js';
 import { ref, type JsonSchema, type RouteDef } from './route.js';
-
-// Only M-Pesa Daraja has a live adapter; every other provider id names a partner slot a corridor waits for.
-const LIVE_PROVIDERS: ReadonlySet<Corridor['provider']> = new Set(['mpesa_daraja']);
-
-/** Whether live keys can use the corridor: a live provider adapter serves it. */
-export const liveAvailable = (c: Corridor): boolean => LIVE_PROVIDERS.has(c.provider);
 
 export const schemas: Record<string, JsonSchema> = {
   Corridor: {
@@ -26,12 +22,16 @@ export const schemas: Record<string, JsonSchema> = {
         description: '`offramp`: we pay out to it; `onramp`: we also collect from it.',
       },
       networks: { type: 'array', items: { type: 'string' }, description: 'Mobile money networks (`mobile_network` values), for mobile money corridors only.' },
+      live_networks: {
+        type: 'array', items: { type: 'string' },
+        description: 'The networks live keys can use, for mobile money corridors only (M-Pesa Daraja: every KES network; MTN MoMo: `mtn` in the currencies this deployment serves). Another network answers 422 `unsupported_corridor` with `details.reason = "no_live_provider"`.',
+      },
     },
   },
   CorridorList: { ...listOf('Corridor'), description: 'Every corridor, in one page (`has_more` is always false).' },
 };
 
-function corridorView(c: Corridor): Record<string, unknown> {
+function corridorView(c: Corridor, config: Config): Record<string, unknown> {
   const networks = c.fields.find((f) => f.name === 'mobile_network')?.enum;
   const scale = scaleOf(c.currency);
   return {
@@ -40,9 +40,9 @@ function corridorView(c: Corridor): Record<string, unknown> {
     currency_scale: scale,
     min_amount: formatAmount(c.min_amount, scale),
     max_amount: formatAmount(c.max_amount, scale),
-    live_available: liveAvailable(c),
+    live_available: liveAvailable(config, c),
     directions: [...c.directions],
-    ...(networks ? { networks: [...networks] } : {}),
+    ...(networks ? { networks: [...networks], live_networks: liveNetworks(config, c) } : {}),
   };
 }
 
@@ -57,6 +57,6 @@ export const routes: RouteDef[] = [
     tag: 'Corridors',
     scope: null,
     responses: { '200': { description: 'Every corridor.', schema: ref('CorridorList') } },
-    handler: async () => ({ status: 200, body: { data: listCorridors().map(corridorView), has_more: false, next_cursor: null } }),
+    handler: async ({ deps }) => ({ status: 200, body: { data: listCorridors().map((c) => corridorView(c, deps.config)), has_more: false, next_cursor: null } }),
   },
 ];

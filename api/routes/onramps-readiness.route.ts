@@ -5,7 +5,7 @@ import { publicClientFor } from '../../shared/chain/clients.js';
 import { CHAIN_IDS, type Chain } from '../../shared/domain/chains.js';
 import { listCorridors } from '../../shared/domain/corridors.js';
 import { httpRateSource } from '../../shared/domain/rates.js';
-import { liveAvailable } from './corridors.route.js';
+import { liveProviderOf, type LiveProviderId } from '../../shared/providers/live-rails.js';
 import { ref, type JsonSchema, type RouteDef } from './route.js';
 
 // GET /onramps/readiness (CONTRACT §13): what a live on-ramp needs. It quotes nothing, calls no payment provider
@@ -25,9 +25,23 @@ const pass: Check = { ok: true, message: null };
 const fail = (message: string): Check => ({ ok: false, message });
 const unset = (names: string[]): Check => fail(`${names.join(', ')} ${names.length === 1 ? 'is' : 'are'} not set.`);
 
-/** Fiat currencies with an on-ramp corridor; in live, only those a live provider serves. */
-function onrampCurrencies(live: boolean): string[] {
-  const corridors = listCorridors().filter((c) => c.directions.includes('onramp') && (!live || liveAvailable(c)));
+/**
+ * The live providers whose checks are listed: MTN MoMo once configured (MOMO_CURRENCIES); M-Pesa Daraja once
+ * configured, or when no provider is (its checks then name what is missing).
+ */
+function liveRails(config: Config): LiveProviderId[] {
+  const momo = config.momo.currencies.length > 0;
+  return [...(config.daraja.consumerKey || !momo ? ['mpesa_daraja' as const] : []), ...(momo ? ['mtn_momo' as const] : [])];
+}
+
+/** Fiat currencies with an on-ramp corridor; in live, only those a listed live provider serves. */
+function onrampCurrencies(config: Config, live: boolean): string[] {
+  const rails = liveRails(config);
+  const corridors = listCorridors().filter((c) => {
+    if (!c.directions.includes('onramp')) return false;
+    const provider = live ? liveProviderOf(config, c.currency, c.payment_method) : null;
+    return !live || (provider !== null && rails.includes(provider));
+  });
   return [...new Set(corridors.map((c) => c.currency))];
 }
 
@@ -129,21 +143,33 @@ function darajaCredentialsCheck(config: Config): Check {
   return missing.length ? unset(missing) : pass;
 }
 
-/** Whether Safaricom can reach the URL is not checked: only that there is one to hand it. */
-function callbackUrlCheck(config: Config): Check {
-  const missing = [...(config.publicBaseUrlConfigured ? [] : ['PUBLIC_BASE_URL']), ...(config.daraja.callbackToken ? [] : ['DARAJA_CALLBACK_TOKEN'])];
+function momoCredentialsCheck(config: Config): Check {
+  const { collection, disbursement } = config.momo;
+  const missing = Object.entries({
+    MOMO_COLLECTION_SUBSCRIPTION_KEY: collection.subscriptionKey, MOMO_COLLECTION_API_USER: collection.apiUser, MOMO_COLLECTION_API_KEY: collection.apiKey,
+    MOMO_DISBURSEMENT_SUBSCRIPTION_KEY: disbursement.subscriptionKey, MOMO_DISBURSEMENT_API_USER: disbursement.apiUser, MOMO_DISBURSEMENT_API_KEY: disbursement.apiKey,
+  })
+    .filter(([, value]) => !value)
+    .map(([name]) => name);
+  return missing.length ? unset(missing) : pass;
+}
+
+/** Whether the provider can reach the URL is not checked: only that there is one to hand it. */
+function callbackUrlCheck(config: Config, tokenName: string, token: string | null): Check {
+  const missing = [...(config.publicBaseUrlConfigured ? [] : ['PUBLIC_BASE_URL']), ...(token ? [] : [tokenName])];
   if (missing.length) return unset(missing);
-  if (!CALLBACK_TOKEN_RE.test(config.daraja.callbackToken!)) return fail('DARAJA_CALLBACK_TOKEN must be 16 to 200 characters of A-Z, a-z, 0-9, _ and - (it is a URL path segment).');
+  if (!CALLBACK_TOKEN_RE.test(token!)) return fail(`${tokenName} must be 16 to 200 characters of A-Z, a-z, 0-9, _ and - (it is a URL path segment).`);
   return pass;
 }
 
 async function liveChecks(config: Config, currencies: string[]): Promise<Checks> {
   const [chain, rates, treasury] = await Promise.all([chainCheck(config), rateSourceCheck(config, currencies), treasuryCheck(config)]);
+  const rails = liveRails(config);
   return {
     chain_rpc: chain,
     treasury_wallet: treasury,
-    daraja_credentials: darajaCredentialsCheck(config),
-    callback_url: callbackUrlCheck(config),
+    ...(rails.includes('mpesa_daraja') ? { daraja_credentials: darajaCredentialsCheck(config), callback_url: callbackUrlCheck(config, 'DARAJA_CALLBACK_TOKEN', config.daraja.callbackToken) } : {}),
+    ...(rails.includes('mtn_momo') ? { momo_credentials: momoCredentialsCheck(config), momo_callback_url: callbackUrlCheck(config, 'MOMO_CALLBACK_TOKEN', config.momo.callbackToken) } : {}),
     rate_source: rates,
   };
 }
@@ -159,11 +185,15 @@ export const schemas: Record<string, JsonSchema> = {
   },
   OnrampReadiness: {
     type: 'object',
-    required: ['environment', 'enabled', 'provider', 'chain', 'asset', 'currencies', 'checks'],
+    required: ['environment', 'enabled', 'provider', 'providers', 'chain', 'asset', 'currencies', 'checks'],
     properties: {
       environment: ref('Environment'),
       enabled: { type: 'boolean', description: 'Every check is ok: on-ramps can be created with this key\'s environment.' },
-      provider: { type: 'string', enum: ['sandbox', 'mpesa_daraja'], description: 'Who collects the fiat payment.' },
+      provider: { type: 'string', enum: ['sandbox', 'mpesa_daraja', 'mtn_momo'], description: 'Who collects the fiat payment (live: the first of `providers`).' },
+      providers: {
+        type: 'array', items: { type: 'string', enum: ['sandbox', 'mpesa_daraja', 'mtn_momo'] },
+        description: 'Every provider whose checks are listed: live, M-Pesa Daraja (KES) and MTN MoMo (MOMO_CURRENCIES, network `mtn`) once configured.',
+      },
       chain: ref('Chain'),
       asset: { type: 'string', enum: ['USDC'] },
       currencies: { type: 'array', items: { type: 'string' }, description: 'Fiat currencies an on-ramp can collect in this environment.' },
@@ -172,7 +202,8 @@ export const schemas: Record<string, JsonSchema> = {
         additionalProperties: ref('ReadinessCheck'),
         description: 'Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), ' +
           '`daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), ' +
-          '`rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check.',
+          '`momo_credentials` (MOMO_COLLECTION_SUBSCRIPTION_KEY, MOMO_COLLECTION_API_USER, MOMO_COLLECTION_API_KEY and their MOMO_DISBURSEMENT_ twins) and `momo_callback_url` (PUBLIC_BASE_URL and MOMO_CALLBACK_TOKEN) once MTN MoMo is configured, ' +
+          '`rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS, for every currency). Sandbox: empty, nothing to check.',
       },
     },
   },
@@ -185,18 +216,19 @@ export const routes: RouteDef[] = [
     operationId: 'getOnrampReadiness',
     summary: 'Whether on-ramps can run in this key\'s environment, and what is missing if not.',
     description: 'No quote, no payment provider call, no write. Sandbox is always enabled. Live checks the base chain and the rate source (each bounded to 2 s, ' +
-      'answers reused for 5 s), the treasury hot wallet, and the M-Pesa Daraja credentials and callback URL. `enabled` is true when every check is ok.',
+      'answers reused for 5 s), the treasury hot wallet, and each configured provider\'s credentials and callback URL (M-Pesa Daraja, MTN MoMo). `enabled` is true when every check is ok.',
     tag: 'On-ramps',
     scope: 'transactions:read',
     responses: { '200': { description: 'The readiness of on-ramps.', schema: ref('OnrampReadiness') } },
     handler: async ({ deps, auth }) => {
       if (auth.environment === 'sandbox') {
-        return { status: 200, body: { environment: 'sandbox', enabled: true, provider: 'sandbox', chain: CHAIN, asset: 'USDC', currencies: onrampCurrencies(false), checks: {} } };
+        return { status: 200, body: { environment: 'sandbox', enabled: true, provider: 'sandbox', providers: ['sandbox'], chain: CHAIN, asset: 'USDC', currencies: onrampCurrencies(deps.config, false), checks: {} } };
       }
-      const currencies = onrampCurrencies(true);
+      const currencies = onrampCurrencies(deps.config, true);
       const checks = await liveChecks(deps.config, currencies);
       const enabled = Object.values(checks).every((c) => c.ok);
-      return { status: 200, body: { environment: 'live', enabled, provider: 'mpesa_daraja', chain: CHAIN, asset: 'USDC', currencies, checks } };
+      const providers = liveRails(deps.config);
+      return { status: 200, body: { environment: 'live', enabled, provider: providers[0], providers, chain: CHAIN, asset: 'USDC', currencies, checks } };
     },
   },
 ];

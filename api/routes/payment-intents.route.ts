@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
+import { assertSomeProvider } from '../../shared/providers/provider.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYMENT_INTENT_STATUSES, PAYOUT_STATUSES, TREASURY_DEPOSIT_STATUSES } from '../../shared/domain/machines.js';
@@ -8,7 +9,6 @@ import {
   type CollectInput, type CreatePaymentIntentInput, type PaymentIntentRow,
 } from '../../shared/domain/payment-intents.js';
 import { DEPOSIT_COLUMNS, depositView, findDeposit, type DepositRow } from '../../shared/domain/treasury-deposits.js';
-import { providerFor } from '../../shared/providers/provider.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { freshRate } from '../fresh-rate.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -243,7 +243,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/payment-intents/{id}/collect',
     operationId: 'collectPaymentIntent',
-    errors: ['invalid_state', 'requirements_not_met'],
+    errors: ['invalid_state', 'requirements_not_met', 'unsupported_corridor'],
     summary: 'Prompt the payer to pay by mobile money.',
     description:
       'Answers 202 with the intent `processing`; the payer is prompted (STK Push in live). Paid: a treasury deposit, and the intent completes. Declined or unanswered: the intent ' +
@@ -259,7 +259,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '202': { description: 'Accepted; the intent as it now stands.', schema: ref('PaymentIntent') } },
     handler: async ({ deps, auth, params, body }) => {
-      providerFor(auth.environment, { db: deps.ds, config: deps.config });
+      assertSomeProvider(auth.environment, deps.config);
       const intent = await inUnit(deps, (unit) => startIntentCollection(unit, deps.config, auth, byId(params), body as CollectInput));
       return { status: 202, body: paymentIntentView(intent) };
     },

@@ -129,7 +129,7 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, body }) => {
       const input = body as CreatePayoutBatchInput;
       // Rates first (the pricing pool may be asked for one), outside the unit that writes.
-      const currencies = await currenciesToPrice(deps.ds, auth, input);
+      const currencies = await currenciesToPrice(deps.ds, deps.config, auth, input);
       const rates = new Map(await Promise.all(currencies.map(async (c) => [c, await freshRate(deps, auth, c)] as const)));
       const batch = await inUnit(deps, (unit) => createPayoutBatch(unit, deps.config, auth, randomUUID(), input, rates));
       return { status: 201, body: batch };

@@ -109,7 +109,7 @@ export const routes: RouteDef[] = [
       const waiting = deps.pricingWaiters.wait(quoteJobs.price(id).id, deps.config.quoteWaitMs);
       let quote;
       try {
-        quote = await inUnit(deps, (unit) => createQuote(unit, auth, id, body as CreateQuoteInput));
+        quote = await inUnit(deps, (unit) => createQuote(unit, deps.config, auth, id, body as CreateQuoteInput));
       } catch (err) {
         waiting.cancel();
         throw err;

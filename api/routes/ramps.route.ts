@@ -1,6 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
-import { providerFor } from '../../shared/providers/provider.js';
+import { assertSomeProvider } from '../../shared/providers/provider.js';
 import type { AppDeps } from '../context.js';
 import { startOfframp, type StartOfframpInput } from '../../shared/domain/offramps.js';
 import { startOnramp, type StartOnrampInput } from '../../shared/domain/fiat-steps.js';
@@ -11,10 +11,13 @@ import { ref, type JsonSchema, type RouteDef } from './route.js';
 const EXTERNAL_REFERENCE = { type: 'string', minLength: 1, maxLength: 128, description: 'Your own reference; unique per environment.' };
 const EXAMPLE_ID = '00000000-0000-4000-8000-000000000000';
 
-/** A live ramp needs its rails: refused (503) before the quote is consumed while the chain or provider adapter is missing. */
+/**
+ * A live ramp needs its rails: refused (503) before the quote is read while the chain or every provider adapter is
+ * missing; the provider of the quote's corridor and network is checked with the quote.
+ */
 function assertRails(deps: AppDeps, environment: 'sandbox' | 'live'): void {
   chainFor(environment, deps.config);
-  providerFor(environment, { db: deps.ds, config: deps.config });
+  assertSomeProvider(environment, deps.config);
 }
 
 export const schemas: Record<string, JsonSchema> = {
@@ -65,7 +68,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/offramps',
     operationId: 'createOfframp',
-    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'wallet_not_verified'],
+    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'wallet_not_verified', 'unsupported_corridor'],
     summary: 'Start an off-ramp: USDC in, fiat paid out to the quote\'s beneficiary.',
     description:
       'Consumes the quote (409 `quote_already_used`; 422 `quote_expired`, `quote_not_available`, `quote_direction_mismatch`) and answers 201 with the transaction (`created`) and its ' +
@@ -89,7 +92,7 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/onramps',
     operationId: 'createOnramp',
-    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'requirements_not_met'],
+    errors: ['quote_already_used', 'invalid_state', 'resource_archived', 'quote_expired', 'quote_not_available', 'quote_direction_mismatch', 'requirements_not_met', 'unsupported_corridor'],
     summary: 'Start an on-ramp: mobile money in, USDC delivered to the quote\'s wallet.',
     description:
       'Consumes the quote (same refusals as off-ramps) and answers 201 with the transaction (`created`); the payer is then prompted to pay `source.total_required`. ' +

@@ -6,8 +6,11 @@ import { AppError } from '../errors.js';
 export const PAYMENT_METHODS = ['mobile_money', 'bank_transfer', 'paybill', 'buy_goods', 'email_transfer', 'swift_transfer'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 
-/** Live provider ids. Only mpesa_daraja has an adapter today; the others name the partner slot a corridor waits for. */
-export type ProviderId = 'mpesa_daraja' | 'mobile_money_partner' | 'local_bank_partner' | 'interac_partner' | 'swift_partner';
+/**
+ * Live provider ids. mpesa_daraja serves its corridors; mtn_momo serves a `mobile_money_partner` corridor on the `mtn`
+ * network when its currency is in MOMO_CURRENCIES (shared/providers/live-rails.ts); the others name a partner slot.
+ */
+export type ProviderId = 'mpesa_daraja' | 'mtn_momo' | 'mobile_money_partner' | 'local_bank_partner' | 'interac_partner' | 'swift_partner';
 export type Direction = 'offramp' | 'onramp';
 
 /** A percentage fee with a floor: `bps` basis points of the amount, at least `min`. */
@@ -128,10 +131,11 @@ const CORRIDOR_DEFS: CorridorDef[] = [
       accountNumber('Bank account number, 6 to 20 digits.', '^[0-9]{6,20}$'),
     ],
   },
-  mobileMoney('UGX', 'mobile_money_partner', ['500', '5000000'], fee(150, '500'), [phone('256', '7[0-9]{8}', '+256772123456'), network('mtn', 'airtel')]),
+  // UGX, RWF and GHS collect too where MTN MoMo serves them live (MOMO_CURRENCIES), and in sandbox.
+  mobileMoney('UGX', 'mobile_money_partner', ['500', '5000000'], fee(150, '500'), [phone('256', '7[0-9]{8}', '+256772123456'), network('mtn', 'airtel')], ['offramp', 'onramp']),
   mobileMoney('TZS', 'mobile_money_partner', ['1000.00', '5000000.00'], fee(150, '1000.00'), [phone('255', '[67][0-9]{8}', '+255712345678'), network('mtn', 'airtel', 'vodacom')]),
-  mobileMoney('RWF', 'mobile_money_partner', ['100', '2000000'], fee(150, '100'), [phone('250', '7[0-9]{8}', '+250781234567'), network('mtn', 'airtel')]),
-  mobileMoney('GHS', 'mobile_money_partner', ['1.00', '10000.00'], fee(100, '0.50'), [phone('233', '[235][0-9]{8}', '+233241234567'), network('mtn', 'vodafone', 'airteltigo')]),
+  mobileMoney('RWF', 'mobile_money_partner', ['100', '2000000'], fee(150, '100'), [phone('250', '7[0-9]{8}', '+250781234567'), network('mtn', 'airtel')], ['offramp', 'onramp']),
+  mobileMoney('GHS', 'mobile_money_partner', ['1.00', '10000.00'], fee(100, '0.50'), [phone('233', '[235][0-9]{8}', '+233241234567'), network('mtn', 'vodafone', 'airteltigo')], ['offramp', 'onramp']),
   {
     currency: 'GHS', payment_method: 'bank_transfer', provider: 'local_bank_partner', directions: ['offramp'], min_amount: '10.00', max_amount: '1000000.00',
     provider_fee: fee(50, '5.00'),

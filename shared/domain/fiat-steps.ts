@@ -4,6 +4,7 @@ import type { ChainAdapter } from '../chain/adapter.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import { AppError } from '../errors.js';
 import { sandboxReceipt } from '../providers/sandbox-provider.js';
+import { assertProvider } from '../providers/provider.js';
 import type { EventScope } from './events.js';
 import { checkPayer } from './corridor-details.js';
 import { requireCorridor } from './corridors.js';
@@ -65,6 +66,7 @@ export interface StartOnrampInput {
 export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
   const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method), input.payment_method);
+  assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method, payer.mobile_network);
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {
     quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network, keys: config },

@@ -15,6 +15,7 @@ import {
 import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
+import { assertProvider } from '../providers/provider.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 
@@ -37,6 +38,7 @@ const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
  */
 export async function startOfframp(unit: Unit, config: Config, scope: EventScope, input: StartOfframpInput): Promise<{ transaction: TransactionRow; settlement: SettlementRow }> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'offramp');
+  assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method);
   const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
   // Archived since the quote was priced: no new payout to it (one already under way still completes).
   const [beneficiary]: { status: string }[] = await unit.em.query(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`, [quote.beneficiary_id]);

@@ -8,7 +8,7 @@ import { jobId } from '../queues/registry.js';
 import { walletOf } from '../chain/hd-wallet.js';
 import { claimAddress } from '../chain/address-pool.js';
 import { issuedBlock } from './confirmations.js';
-import type { ProviderOutcome } from '../providers/provider.js';
+import { assertProvider, type ProviderOutcome } from '../providers/provider.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { checkPayer } from './corridor-details.js';
@@ -276,6 +276,7 @@ export async function startIntentCollection(unit: Unit, config: Config, scope: E
   if (intent.status !== 'awaiting_payment') throw AppError.invalidState(`This payment intent is ${intent.status}; only one awaiting_payment can collect.`, { status: intent.status });
   if (intent.expires_at <= new Date()) throw AppError.invalidState('This payment intent has expired.', { status: 'expired', expires_at: intent.expires_at.toISOString() });
   const payer = checkPayer(getCorridor(intent.currency, 'mobile_money')!, input.payment_method);
+  assertProvider(scope.environment, { db: unit.em, config }, intent.currency, 'mobile_money', payer.mobile_network);
   const attempt = intent.collection_attempts + 1;
   const moved = await moveIntent(
     unit, intent, 'processing',

@@ -104,14 +104,14 @@ export async function findBatchView(q: Queryable, scope: EventScope, id: string)
 }
 
 /** The currencies (with a usable off-ramp corridor here) of the batch's beneficiaries: the rates its pricing needs. */
-export async function currenciesToPrice(q: Queryable, scope: EventScope, input: CreatePayoutBatchInput): Promise<string[]> {
+export async function currenciesToPrice(q: Queryable, config: Config, scope: EventScope, input: CreatePayoutBatchInput): Promise<string[]> {
   const rows: { currency: string; payment_method: string }[] = await q.query(
     `SELECT DISTINCT currency, payment_method FROM beneficiaries WHERE id = ANY($1::uuid[]) AND business_id = $2 AND environment = $3 AND status = 'active'`,
     [[...new Set(input.items.map((i) => i.beneficiary_id))], scope.businessId, scope.environment],
   );
   const usable = rows.filter((r) => {
     try {
-      return Boolean(rampCorridor(scope.environment, r.currency, r.payment_method, 'offramp'));
+      return Boolean(rampCorridor(config, scope.environment, r.currency, r.payment_method, 'offramp'));
     } catch {
       return false;
     }
@@ -142,7 +142,7 @@ const isItemFault = (err: unknown): err is AppError => err instanceof AppError &
  * external_reference unused); the issues, one per bad item, or the priced items. Beneficiaries are locked against
  * archiving until the unit commits.
  */
-async function priceItems(unit: Unit, scope: EventScope, input: CreatePayoutBatchInput, rates: ReadonlyMap<string, RateQuote>): Promise<{ issues: BatchIssue[]; priced: PricedItem[] }> {
+async function priceItems(unit: Unit, config: Config, scope: EventScope, input: CreatePayoutBatchInput, rates: ReadonlyMap<string, RateQuote>): Promise<{ issues: BatchIssue[]; priced: PricedItem[] }> {
   const beneficiaries = new Map<string, { status: string; currency: string; payment_method: string }>(
     ((await unit.em.query(
       `SELECT id, status, currency, payment_method FROM beneficiaries WHERE id = ANY($1::uuid[]) AND business_id = $2 AND environment = $3 ORDER BY id FOR SHARE`,
@@ -164,7 +164,7 @@ async function priceItems(unit: Unit, scope: EventScope, input: CreatePayoutBatc
       const b = beneficiaries.get(item.beneficiary_id);
       if (!b) throw new AppError('not_found', 'No such beneficiary.');
       if (b.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be paid.');
-      const corridor = rampCorridor(scope.environment, b.currency, b.payment_method, 'offramp');
+      const corridor = rampCorridor(config, scope.environment, b.currency, b.payment_method, 'offramp');
       const fiat = 'currency' in item.amount ? item.amount.currency.toUpperCase() : null;
       if (fiat !== null && fiat !== b.currency) {
         throw new AppError('unsupported_corridor', `This beneficiary is paid in ${b.currency}, not ${fiat}.`);
@@ -202,7 +202,7 @@ export async function createPayoutBatch(
     const [used] = await unit.em.query(`SELECT id FROM payout_batches WHERE business_id = $1 AND environment = $2 AND external_reference = $3`, [scope.businessId, scope.environment, input.external_reference]);
     if (used) throw new AppError('invalid_state', 'A payout batch with this external_reference already exists.', { payout_batch_id: used.id });
   }
-  const { issues, priced } = await priceItems(unit, scope, input, rates);
+  const { issues, priced } = await priceItems(unit, config, scope, input, rates);
   if (issues.length) {
     throw new AppError('invalid_batch', `${issues.length} of the ${input.items.length} items cannot be paid (the first is item ${issues[0].index}: ${issues[0].message}); nothing was created.`, issues);
   }

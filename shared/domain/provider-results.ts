@@ -8,6 +8,7 @@ import { logger } from '../logger.js';
 import { callbacksContradicted } from '../metrics.js';
 import { isFinalOutcome, type ProviderCallback, type ProviderKind, type ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
+import { statusQueryAfterMs } from '../providers/live-rails.js';
 import { jobId } from '../queues/registry.js';
 import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
@@ -25,7 +26,7 @@ export { ResultTooEarlyError };
 export type CheckSubject = { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
 
 export const providerJobs = {
-  /** After DARAJA_STATUS_QUERY_AFTER_MS without a result, the provider is asked (STK Query, Transaction Status). */
+  /** After DARAJA_ (or MOMO_) STATUS_QUERY_AFTER_MS without a result, the provider is asked (STK Query, Transaction Status). */
   check: (subject: CheckSubject, delayMs: number): JobRequest<'provider.check'> => ({
     name: 'provider.check',
     id: 'transactionId' in subject
@@ -54,9 +55,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export type Corroboration = { request: CollectionRequest; confirmed: true } | { request?: CollectionRequest; contradicted: string };
 
 /** A callback the provider's query (or the request it names) contradicts changes nothing: logged and counted. */
-export function contradicted(kind: ProviderKind, reference: string | null, why: string): string {
-  callbacksContradicted.inc({ provider: 'mpesa_daraja', kind });
-  logger().warn({ provider: 'mpesa_daraja', kind, reference, why }, 'provider callback contradicted');
+export function contradicted(kind: ProviderKind, reference: string | null, why: string, provider = 'mpesa_daraja'): string {
+  callbacksContradicted.inc({ provider, kind });
+  logger().warn({ provider, kind, reference, why }, 'provider callback contradicted');
   return 'contradicted';
 }
 
@@ -211,6 +212,6 @@ async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outc
 export const MAX_CHECK_ROUNDS = 5;
 
 /** An accepted request (`pending`) waits for its callback; if none comes in time, the provider is asked. */
-export async function awaitResult(unit: Unit, config: Config, subject: CheckSubject, outcome: ProviderOutcome, scope: { businessId: string; environment: 'sandbox' | 'live' }): Promise<void> {
-  if (outcome.status === 'pending') await unit.stage(providerJobs.check(subject, config.daraja.statusQueryAfterMs), scope);
+export async function awaitResult(unit: Unit, config: Config, subject: CheckSubject, outcome: ProviderOutcome, scope: { businessId: string; environment: 'sandbox' | 'live' }, currency: string): Promise<void> {
+  if (outcome.status === 'pending') await unit.stage(providerJobs.check(subject, statusQueryAfterMs(config, currency)), scope);
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import type { Config } from '../config.js';
+import { momoServes, requireLiveProvider } from '../providers/live-rails.js';
+import { loadActiveBeneficiary } from './beneficiaries.js';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { jobId } from '../queues/registry.js';
@@ -116,27 +119,30 @@ async function checkDestinationWallet(em: EntityManager, scope: EventScope, id: 
 }
 
 /** The corridor a ramp of `direction` runs through in this environment, or 422 `unsupported_corridor` saying why not. */
-export function rampCorridor(environment: Environment, currency: string, paymentMethod: string, direction: Direction): Corridor {
+export function rampCorridor(config: Config, environment: Environment, currency: string, paymentMethod: string, direction: Direction): Corridor {
   const corridor = requireCorridor(currency, paymentMethod);
   if (!corridor.directions.includes(direction)) {
     throw new AppError('unsupported_corridor', `We do not run ${direction}s in ${currency} by ${paymentMethod}.`, { reason: 'direction_not_supported' });
   }
-  if (environment === 'live' && corridor.provider !== 'mpesa_daraja') {
-    throw new AppError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
-  }
+  if (environment === 'live') requireLiveProvider(config, currency, corridor.payment_method);
   return corridor;
 }
 
 /** Checks what needs no price, writes the quote `pending` and stages its pricing job, in the caller's transaction. */
-export async function createQuote(unit: Unit, scope: EventScope, id: string, input: CreateQuoteInput): Promise<QuoteRow> {
+export async function createQuote(unit: Unit, config: Config, scope: EventScope, id: string, input: CreateQuoteInput): Promise<QuoteRow> {
   const currency = input.currency.toUpperCase();
-  const corridor = rampCorridor(scope.environment, currency, input.payment_method, input.direction);
+  const corridor = rampCorridor(config, scope.environment, currency, input.payment_method, input.direction);
   const units = sidesOf(input.direction, currency);
   const requested = requestedAmount(input, units);
   if (input.direction === 'offramp') {
     if (!input.beneficiary_id) throw invalid('beneficiary_id', 'is required for an off-ramp quote');
     if (input.wallet_id) throw invalid('wallet_id', 'belongs to on-ramp quotes (the off-ramp names its funding wallet when it starts)');
     await checkBeneficiary(unit.em, scope, input.beneficiary_id, currency, corridor.payment_method);
+    // MTN MoMo pays its own network only: the beneficiary's network must be one a live provider serves.
+    if (scope.environment === 'live' && corridor.payment_method === 'mobile_money' && momoServes(config, currency)) {
+      const { details } = await loadActiveBeneficiary(unit.em, config.encryptionKeys, scope, input.beneficiary_id);
+      requireLiveProvider(config, currency, corridor.payment_method, details.mobile_network);
+    }
   } else {
     if (!input.wallet_id) throw invalid('wallet_id', 'is required for an on-ramp quote');
     if (input.beneficiary_id) throw invalid('beneficiary_id', 'belongs to off-ramp quotes');

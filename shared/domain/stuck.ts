@@ -31,7 +31,7 @@ const STEP: Stale = (config) => config.sweeperStaleSeconds;
  * Waiting on M-Pesa: longer than a live request's whole check schedule (MAX_CHECK_ROUNDS checks
  * DARAJA_STATUS_QUERY_AFTER_MS apart, then action_required): a transaction still waiting after it has lost its check.
  */
-const PROVIDER: Stale = (config) => config.sweeperStaleSeconds + Math.ceil((config.daraja.statusQueryAfterMs * (MAX_CHECK_ROUNDS + 1)) / 1000);
+const PROVIDER: Stale = (config) => config.sweeperStaleSeconds + Math.ceil((Math.max(config.daraja.statusQueryAfterMs, config.momo.statusQueryAfterMs) * (MAX_CHECK_ROUNDS + 1)) / 1000);
 
 interface StuckTransaction {
   id: string;

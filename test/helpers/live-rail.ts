@@ -22,13 +22,18 @@ import { startPools, type RunningPools } from './workers.js';
 import type { Pool } from '../../shared/queues/registry.js';
 import { BASE, createCustomer } from './wallets.js';
 import { darajaEnv, startFakeDaraja, startFakeRates, type FakeDaraja } from './fake-daraja.js';
+import { momoEnv, startFakeMomo, type FakeMomo } from './fake-momo.js';
+import { forgetMomoTokens } from '../../shared/providers/momo/momo-client.js';
 
 export const CALLBACK_TOKEN = `cbtok_${randomUUID().replace(/-/g, '')}`;
+export const MOMO_CALLBACK_TOKEN = `momotok_${randomUUID().replace(/-/g, '')}`;
 
 export interface LiveRail {
   api: ApiHarness;
   apiUrl: string;
   fake: FakeDaraja;
+  /** The MTN MoMo stand-in, when the rail was started with `momo` (MOMO_CURRENCIES=UGX). */
+  momo: FakeMomo | null;
   rates: Awaited<ReturnType<typeof startFakeRates>>;
   env: Record<string, string>;
   biz: TestBusiness;
@@ -37,11 +42,13 @@ export interface LiveRail {
   close(): Promise<void>;
 }
 
-export async function startLiveRail(options: { pools?: Pool[]; env?: Record<string, string> } = {}): Promise<LiveRail> {
+export async function startLiveRail(options: { pools?: Pool[]; env?: Record<string, string>; momo?: boolean } = {}): Promise<LiveRail> {
   forgetDarajaTokens();
-  const [fake, rates] = await Promise.all([startFakeDaraja(), startFakeRates()]);
+  forgetMomoTokens();
+  const [fake, rates, momo] = await Promise.all([startFakeDaraja(), startFakeRates(), options.momo ? startFakeMomo() : null]);
   const env: Record<string, string> = {
-    ...darajaEnv(fake, 'https://rampway.example', CALLBACK_TOKEN), RATE_SOURCE_URL: rates.url, RAMPWAY_TEST_LIVE_CHAIN: 'sandbox',
+    ...darajaEnv(fake, 'https://rampway.example', CALLBACK_TOKEN), ...(momo ? momoEnv(momo, 'https://rampway.example', MOMO_CALLBACK_TOKEN) : {}),
+    RATE_SOURCE_URL: rates.url, RAMPWAY_TEST_LIVE_CHAIN: 'sandbox',
     DARAJA_STATUS_QUERY_AFTER_MS: '400', QUOTE_WAIT_MS: '5000', ...options.env,
   };
   const api = await startApi({ env });
@@ -49,16 +56,17 @@ export async function startLiveRail(options: { pools?: Pool[]; env?: Record<stri
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.callbackOrigin = apiUrl;
+  if (momo) momo.callbackOrigin = apiUrl;
   const pools = await startPools(options.pools ?? ['pricing', 'settlement', 'providers'], { env });
   const biz = await makeBusiness();
   await enableLive({ ds: await getDs(), config: getConfig() }, { businessId: biz.businessId });
   return {
-    api, apiUrl, fake, rates, env, biz, key: biz.liveKey, pools,
+    api, apiUrl, fake, momo, rates, env, biz, key: biz.liveKey, pools,
     async close() {
       await pools.close();
       await new Promise((resolve) => server.close(resolve));
       await api.close();
-      await Promise.all([fake.close(), rates.close()]);
+      await Promise.all([fake.close(), rates.close(), momo?.close()]);
     },
   };
 }
@@ -109,7 +117,7 @@ export interface LiveChainRail extends LiveRail {
  * USDC, one block before the watcher's first scan, so unrecorded), and a live key no polling test meets the limit of.
  * The shared test database forgets what earlier runs' chains left (cursor, sends, nonces, inflows).
  */
-export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record<string, string>; float?: bigint } = {}): Promise<LiveChainRail> {
+export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record<string, string>; float?: bigint; momo?: boolean } = {}): Promise<LiveChainRail> {
   const anvil = await startAnvil({ chainId: 8453 });
   const token = await deployTestUsdc(anvil);
   const hot = getConfig().wallets.live!.treasuryAddress;
@@ -118,7 +126,7 @@ export async function startLiveChainRail(options: { pools?: Pool[]; env?: Record
   await anvil.publicClient.request({ method: 'anvil_mine' as never, params: ['0x1'] as never });
   await forgetLiveChain();
   const rail = await startLiveRail({
-    pools: options.pools,
+    pools: options.pools, momo: options.momo,
     env: { RAMPWAY_TEST_LIVE_CHAIN: '', RPC_URL_BASE: anvil.rpcUrl, USDC_ADDRESS_BASE: token, SETTLEMENT_POLL_MS: '150', ...options.env },
   });
   rail.key = (await makeKey(rail.biz.businessId, { environment: 'live', rateLimit: 1_000_000 })).key;

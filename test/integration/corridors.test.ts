@@ -49,7 +49,7 @@ describe('GET /api/v1/business/corridors', () => {
     const find = (currency: string, method: string) => data.find((c) => c.currency === currency && c.payment_method === method);
     expect(find('KES', 'mobile_money')).to.deep.equal({
       currency: 'KES', payment_method: 'mobile_money', currency_scale: 2, min_amount: '10.00', max_amount: '250000.00',
-      live_available: true, directions: ['offramp', 'onramp'], networks: ['safaricom', 'airtel'],
+      live_available: true, directions: ['offramp', 'onramp'], networks: ['safaricom', 'airtel'], live_networks: ['safaricom', 'airtel'],
     });
     expect(find('TZS', 'mobile_money')!.networks).to.deep.equal(['mtn', 'airtel', 'vodacom']);
     expect(find('UGX', 'mobile_money')).to.include({ currency_scale: 0, min_amount: '500', live_available: false });

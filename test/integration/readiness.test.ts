@@ -75,7 +75,7 @@ describe('GET /api/v1/business/onramps/readiness', function () {
     const res = await api.http.get(PATH).set(bearer(biz.sandboxKey));
     expect(res.status).to.equal(200);
     validate(res.body);
-    expect(res.body).to.deep.equal({ environment: 'sandbox', enabled: true, provider: 'sandbox', chain: 'base', asset: 'USDC', currencies: ['KES'], checks: {} });
+    expect(res.body).to.deep.equal({ environment: 'sandbox', enabled: true, provider: 'sandbox', providers: ['sandbox'], chain: 'base', asset: 'USDC', currencies: ['KES', 'UGX', 'RWF', 'GHS'], checks: {} });
   });
 
   it('needs transactions:read', async () => {
@@ -156,7 +156,7 @@ describe('GET /api/v1/business/onramps/readiness', function () {
       rates.requests.length = 0;
       const body = await readiness(configured());
       expect(body).to.deep.equal({
-        environment: 'live', enabled: true, provider: 'mpesa_daraja', chain: 'base', asset: 'USDC', currencies: ['KES'],
+        environment: 'live', enabled: true, provider: 'mpesa_daraja', providers: ['mpesa_daraja'], chain: 'base', asset: 'USDC', currencies: ['KES'],
         checks: Object.fromEntries(CHECKS.map((name) => [name, { ok: true, message: null }])),
       });
       // Asked again within a few seconds: the outside answers are reused.

@@ -183,14 +183,14 @@ describe('sandbox provider', () => {
   describe('providerFor', () => {
     it('gives the sandbox adapter for sandbox', () => {
       // Wrapped for metrics (providerFor instruments every adapter), so it is recognised by its id.
-      expect(providerFor('sandbox', { db: ds })).to.have.property('id', 'sandbox');
+      expect(providerFor('sandbox', { db: ds }, 'KES')).to.have.property('id', 'sandbox');
     });
 
     for (const environment of ['live', 'staging']) {
       it(`${environment}: service_unavailable until a provider is configured`, () => {
         let err: unknown;
         try {
-          providerFor(environment as Environment, { db: ds });
+          providerFor(environment as Environment, { db: ds }, 'KES');
         } catch (e) {
           err = e;
         }

@@ -3,7 +3,9 @@ import { AppError } from '../../shared/errors.js';
 import { collectionRequestFor, requestMismatch } from '../../shared/domain/collection-results.js';
 import { applyProviderResult, needsCorroboration, ResultTooEarlyError, type Corroboration } from '../../shared/domain/provider-results.js';
 import { parseDarajaCallback, type DarajaCallbackKind } from '../../shared/providers/daraja/callbacks.js';
-import { isFinalOutcome, providerFor, type ProviderCallback } from '../../shared/providers/provider.js';
+import { isFinalOutcome, liveProvider, type ProviderCallback } from '../../shared/providers/provider.js';
+import type { LiveProviderId } from '../../shared/providers/live-rails.js';
+import { corroborateMomo } from '../../shared/providers/momo/momo-corroboration.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
 /**
@@ -18,32 +20,44 @@ async function corroborate(deps: WorkerDeps, result: ProviderCallback): Promise<
   const paid = result.outcome.status === 'succeeded';
   const wrong = paid ? requestMismatch(request, result) : null;
   if (wrong) return { request, contradicted: `its ${wrong} is not the request's` };
-  const asked = await providerFor('live', { db: deps.ds, config: deps.config, log: deps.log }).queryStatus('collection', request.reference, result.outcome.provider_reference!);
+  const asked = await liveProvider('mpesa_daraja', { db: deps.ds, config: deps.config, log: deps.log }).queryStatus('collection', request.reference, result.outcome.provider_reference!);
   if (asked && isFinalOutcome(asked)) return (asked.status === 'succeeded') === paid ? { request, confirmed: true } : { request, contradicted: `STK Query says ${asked.status}` };
   throw new AppError('service_unavailable', 'M-Pesa has no final answer for the prompt yet; asking again shortly.');
 }
 
+interface StoredCallback {
+  provider: LiveProviderId;
+  kind: string;
+  body: unknown;
+  payer_key: string | null;
+  processed_at: Date | null;
+}
+
+/** Daraja: parsed, and a collection's claim corroborated by STK Query; what it names is then applied. */
+async function darajaResult(deps: WorkerDeps, stored: StoredCallback) {
+  // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
+  const parsed = parseDarajaCallback(stored.kind as DarajaCallbackKind, stored.body);
+  // The stored body's phone is redacted: who paid is the digest taken on receipt.
+  if (parsed) parsed.payer = stored.payer_key;
+  const check = parsed && needsCorroboration(parsed) ? await corroborate(deps, parsed) : undefined;
+  return parsed ? { result: parsed, check } : null;
+}
+
 /**
  * A callback the web process stored (raw, once per body) is applied here: parsed, corroborated when it claims money
- * came in, matched to its transaction or payment intent, and moved by a conditional transition in the same unit that
- * marks the callback processed.
+ * came in (MoMo: every final claim, by the status GET), matched to its transaction or payment intent, and moved by a
+ * conditional transition in the same unit that marks the callback processed.
  */
 export const applyCallbackJob = defineJob({
   name: 'provider.callback',
   async process(job, deps) {
-    const stored: { kind: DarajaCallbackKind; body: unknown; payer_key: string | null; processed_at: Date | null }[] = await deps.ds.query(
-      `SELECT kind, body, payer_key, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId],
-    );
+    const stored: StoredCallback[] = await deps.ds.query(`SELECT provider, kind, body, payer_key, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId]);
     if (!stored[0] || stored[0].processed_at) return 'already applied';
-    // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
-    const parsed = parseDarajaCallback(stored[0].kind, stored[0].body);
-    // The stored body's phone is redacted: who paid is the digest taken on receipt.
-    if (parsed) parsed.payer = stored[0].payer_key;
-    const check = parsed && needsCorroboration(parsed) ? await corroborate(deps, parsed) : undefined;
+    const read = stored[0].provider === 'mtn_momo' ? await corroborateMomo(deps, stored[0].kind, stored[0].body) : await darajaResult(deps, stored[0]);
     return inUnit(deps, async (unit) => {
       const rows: { processed_at: Date | null }[] = await unit.em.query(`SELECT processed_at FROM provider_callbacks WHERE id = $1 FOR UPDATE`, [job.data.callbackId]);
       if (!rows[0] || rows[0].processed_at) return 'already applied';
-      const result = parsed ? await applyProviderResult(unit, deps.config, parsed, check) : 'unparsed';
+      const result = typeof read === 'string' ? read : read ? await applyProviderResult(unit, deps.config, read.result, read.check) : 'unparsed';
       await unit.em.query(`UPDATE provider_callbacks SET processed_at = now(), result = $2 WHERE id = $1`, [job.data.callbackId, result]);
       return result;
     });

@@ -3,7 +3,10 @@ import { collectionCameToNothing, loadPaymentIntent } from '../../shared/domain/
 import { applyProviderResult, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
 import { loadTransaction, lockTransaction, moveTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
 import { providerFor, type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
+import { momoServes, statusQueryAfterMs } from '../../shared/providers/live-rails.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
+
+const NO_RECORD = { code: 'provider_unavailable', message: 'MTN MoMo has no record of the payout request; it is sent again.' };
 
 const PROMPT_TIMED_OUT = {
   code: 'collection_timeout',
@@ -13,6 +16,7 @@ const PROMPT_TIMED_OUT = {
 interface Asked {
   kind: ProviderKind;
   reference: string;
+  currency: string;
   scope: { businessId: string; environment: 'sandbox' | 'live' };
   outcome: ProviderOutcome | null;
 }
@@ -36,7 +40,7 @@ async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | nul
     const tx = await loadTransaction(deps.ds, subject.transactionId);
     if (!tx || !stillWaiting(tx)) return null;
     const kind: ProviderKind = tx.direction === 'onramp' ? 'collection' : 'payout';
-    return { kind, reference: tx.id, scope: scopeOf(tx), outcome: await providerFor(tx.environment, providerDeps).queryStatus(kind, tx.id) };
+    return { kind, reference: tx.id, currency: tx.currency, scope: scopeOf(tx), outcome: await providerFor(tx.environment, providerDeps, tx.currency).queryStatus(kind, tx.id) };
   }
   const intent = await loadPaymentIntent(deps.ds, subject.intentId);
   if (!intent) return null;
@@ -46,7 +50,7 @@ async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | nul
   // it reports is credited as a late one.
   const current = intent.status === 'processing' && intent.collection_attempts === subject.attempt;
   if (!current && (await promptAnswered(deps, reference))) return null;
-  return { kind: 'collection', reference, scope: { businessId: intent.business_id, environment: intent.environment }, outcome: await providerFor(intent.environment, providerDeps).queryStatus('collection', reference) };
+  return { kind: 'collection', reference, currency: intent.currency, scope: { businessId: intent.business_id, environment: intent.environment }, outcome: await providerFor(intent.environment, providerDeps, intent.currency).queryStatus('collection', reference) };
 }
 
 /**
@@ -62,11 +66,17 @@ export const checkProviderJob = defineJob({
     const { outcome } = asked;
     return inUnit(deps, async (unit) => {
       if (outcome && outcome.status !== 'pending') {
-        // The query's own answer: its corroboration is itself.
-        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference: asked.reference, outcome });
+        // The query's own answer: its corroboration is itself. A payout MTN says ended unpaid may be sent again.
+        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference: asked.reference, outcome, absent: (asked.kind === 'payout' && outcome.ended) || undefined });
+      }
+      // MTN answers its status at once: a payout it has no record of did not pay, and goes again under the same id.
+      if (!outcome && asked.kind === 'payout' && momoServes(deps.config, asked.currency) && asked.scope.environment === 'live') {
+        const [sent]: { id: string | null }[] = await unit.em.query(
+          `SELECT outcome->>'provider_reference' AS id FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [asked.reference]);
+        return applyProviderResult(unit, deps.config, { kind: 'payout', reference: asked.reference, absent: true, outcome: { status: 'temporary_failure', provider_reference: sent?.id ?? null, failure: NO_RECORD } });
       }
       if (subject.round < MAX_CHECK_ROUNDS) {
-        await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, deps.config.daraja.statusQueryAfterMs), asked.scope);
+        await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, statusQueryAfterMs(deps.config, asked.currency)), asked.scope);
         return 'still pending';
       }
       // A prompt M-Pesa never named (its answer lost, no callback) cannot be asked about, and its lifetime on the payer's

@@ -17,7 +17,7 @@ export const collectIntentJob = defineJob({
   async process(job, deps) {
     const intent = await loadPaymentIntent(deps.ds, job.data.intentId);
     if (!intent || intent.status !== 'processing' || intent.collection_attempts !== job.data.attempt) return `moved on (${intent?.status ?? 'gone'})`;
-    const outcome = await providerFor(intent.environment, { db: deps.ds, config: deps.config, log: deps.log }).collect({
+    const outcome = await providerFor(intent.environment, { db: deps.ds, config: deps.config, log: deps.log }, intent.currency).collect({
       reference: `${intent.id}-${job.data.attempt}`, scope: intentScope(intent), currency: intent.currency, amount: intent.amount,
       phone_number: await openPayerPhone(deps.ds, deps.config, 'payment_intents', intent.id), mobile_network: intent.payer_network!,
     });
@@ -30,7 +30,7 @@ export const collectIntentJob = defineJob({
       }
       // Accepted: the payer is prompted, and the provider's callback brings the result (live).
       if (outcome.status === 'pending') {
-        await awaitResult(unit, deps.config, { intentId: intent.id, attempt: job.data.attempt, round: 1 }, outcome, intentScope(intent));
+        await awaitResult(unit, deps.config, { intentId: intent.id, attempt: job.data.attempt, round: 1 }, outcome, intentScope(intent), intent.currency);
         return 'prompted';
       }
       return collectionCameToNothing(unit, intent, collectionFailure(outcome), outcome.provider_reference);

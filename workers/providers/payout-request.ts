@@ -6,7 +6,7 @@ import type { WorkerDeps } from '../job-definition.js';
 /** Asks the provider to pay an off-ramp out, with our transaction id as the reference (a repeat is the same payout). */
 export async function requestPayout(deps: WorkerDeps, tx: TransactionRow): Promise<ProviderOutcome> {
   const beneficiary = await loadActiveBeneficiary(deps.ds, deps.config.encryptionKeys, scopeOf(tx), tx.beneficiary_id!, { allowArchived: true });
-  return providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }).payout({
+  return providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }, tx.currency).payout({
     reference: tx.id,
     scope: scopeOf(tx),
     currency: tx.currency,

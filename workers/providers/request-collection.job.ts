@@ -14,13 +14,13 @@ export const requestCollectionJob = defineJob({
     if (!tx || tx.status !== 'created') return `not created (${tx?.status ?? 'gone'})`;
     const outcome =
       forcedSuccess(tx) ??
-      (await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }).collect({
+      (await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }, tx.currency).collect({
         reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, phone_number: await openPayerPhone(deps.ds, deps.config, 'transactions', tx.id), mobile_network: tx.payer_network!,
       }));
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {
       const applied = await applyCollectionOutcome(unit, deps.config, tx, outcome);
-      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `r${tx.retry_count}` }, outcome, scopeOf(tx));
+      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `r${tx.retry_count}` }, outcome, scopeOf(tx), tx.currency);
       return applied;
     });
   },

@@ -17,7 +17,7 @@ export const resendPayoutJob = defineJob({
     const outcome = await requestPayout(deps, tx);
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'M-Pesa is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {
-      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `s${job.data.send}` }, outcome, scopeOf(tx));
+      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `s${job.data.send}` }, outcome, scopeOf(tx), tx.currency);
       return outcome.status === 'pending' ? 'sent again' : settlePayout(unit, deps.config, tx, outcome);
     });
   },

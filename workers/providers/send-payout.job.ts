@@ -20,7 +20,7 @@ export const sendPayoutJob = defineJob({
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {
       const applied = await applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome);
-      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `r${tx.retry_count}` }, outcome, scopeOf(tx));
+      await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `r${tx.retry_count}` }, outcome, scopeOf(tx), tx.currency);
       return applied;
     });
   },

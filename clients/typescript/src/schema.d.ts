@@ -383,7 +383,7 @@ export interface paths {
         };
         /**
          * Whether on-ramps can run in this key's environment, and what is missing if not.
-         * @description No quote, no payment provider call, no write. Sandbox is always enabled. Live checks the base chain and the rate source (each bounded to 2 s, answers reused for 5 s), the treasury hot wallet, and the M-Pesa Daraja credentials and callback URL. `enabled` is true when every check is ok.
+         * @description No quote, no payment provider call, no write. Sandbox is always enabled. Live checks the base chain and the rate source (each bounded to 2 s, answers reused for 5 s), the treasury hot wallet, and each configured provider's credentials and callback URL (M-Pesa Daraja, MTN MoMo). `enabled` is true when every check is ok.
          *
          *     Scope: `transactions:read`.
          */
@@ -1912,6 +1912,8 @@ export interface components {
             directions: ("offramp" | "onramp")[];
             /** @description Mobile money networks (`mobile_network` values), for mobile money corridors only. */
             networks?: string[];
+            /** @description The networks live keys can use, for mobile money corridors only (M-Pesa Daraja: every KES network; MTN MoMo: `mtn` in the currencies this deployment serves). Another network answers 422 `unsupported_corridor` with `details.reason = "no_live_provider"`. */
+            live_networks?: string[];
         };
         /** @description Every corridor, in one page (`has_more` is always false). */
         CorridorList: {
@@ -1929,16 +1931,18 @@ export interface components {
             /** @description Every check is ok: on-ramps can be created with this key's environment. */
             enabled: boolean;
             /**
-             * @description Who collects the fiat payment.
+             * @description Who collects the fiat payment (live: the first of `providers`).
              * @enum {string}
              */
-            provider: "sandbox" | "mpesa_daraja";
+            provider: "sandbox" | "mpesa_daraja" | "mtn_momo";
+            /** @description Every provider whose checks are listed: live, M-Pesa Daraja (KES) and MTN MoMo (MOMO_CURRENCIES, network `mtn`) once configured. */
+            providers: ("sandbox" | "mpesa_daraja" | "mtn_momo")[];
             chain: components["schemas"]["Chain"];
             /** @enum {string} */
             asset: "USDC";
             /** @description Fiat currencies an on-ramp can collect in this environment. */
             currencies: string[];
-            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS). Sandbox: empty, nothing to check. */
+            /** @description Live: `chain_rpc` (RPC_URL_BASE answers with chain id 8453 and USDC_ADDRESS_BASE holds a contract), `treasury_wallet` (the live treasury hot wallet, WALLET_TREASURY_ADDRESS_LIVE, holds USDC and gas on base), `daraja_credentials` (DARAJA_CONSUMER_KEY, DARAJA_CONSUMER_SECRET, DARAJA_SHORTCODE, DARAJA_PASSKEY, DARAJA_B2C_SHORTCODE, DARAJA_INITIATOR_NAME, DARAJA_SECURITY_CREDENTIAL), `callback_url` (PUBLIC_BASE_URL and DARAJA_CALLBACK_TOKEN), `momo_credentials` (MOMO_COLLECTION_SUBSCRIPTION_KEY, MOMO_COLLECTION_API_USER, MOMO_COLLECTION_API_KEY and their MOMO_DISBURSEMENT_ twins) and `momo_callback_url` (PUBLIC_BASE_URL and MOMO_CALLBACK_TOKEN) once MTN MoMo is configured, `rate_source` (RATE_SOURCE_URL answers a rate no older than RATE_MAX_AGE_SECONDS, for every currency). Sandbox: empty, nothing to check. */
             checks: {
                 [key: string]: components["schemas"]["ReadinessCheck"];
             };
@@ -3303,8 +3307,8 @@ export interface components {
                 };
             };
         };
-        /** @description Unprocessable: `idempotency_key_reused`, `quote_expired`, `quote_not_available`, `quote_direction_mismatch`, `wallet_not_verified`. */
-        Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_WalletNotVerified: {
+        /** @description Unprocessable: `idempotency_key_reused`, `quote_expired`, `quote_not_available`, `quote_direction_mismatch`, `unsupported_corridor`, `wallet_not_verified`. */
+        Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_UnsupportedCorridor_WalletNotVerified: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3314,12 +3318,12 @@ export interface components {
             };
             content: {
                 "application/json": {
-                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteNotAvailableError"] | components["schemas"]["QuoteDirectionMismatchError"] | components["schemas"]["WalletNotVerifiedError"];
+                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteNotAvailableError"] | components["schemas"]["QuoteDirectionMismatchError"] | components["schemas"]["UnsupportedCorridorError"] | components["schemas"]["WalletNotVerifiedError"];
                 };
             };
         };
-        /** @description Unprocessable: `idempotency_key_reused`, `quote_expired`, `quote_not_available`, `quote_direction_mismatch`, `requirements_not_met`. */
-        Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_RequirementsNotMet: {
+        /** @description Unprocessable: `idempotency_key_reused`, `quote_expired`, `quote_not_available`, `quote_direction_mismatch`, `unsupported_corridor`, `requirements_not_met`. */
+        Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_UnsupportedCorridor_RequirementsNotMet: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3329,7 +3333,7 @@ export interface components {
             };
             content: {
                 "application/json": {
-                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteNotAvailableError"] | components["schemas"]["QuoteDirectionMismatchError"] | components["schemas"]["RequirementsNotMetError"];
+                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["QuoteExpiredError"] | components["schemas"]["QuoteNotAvailableError"] | components["schemas"]["QuoteDirectionMismatchError"] | components["schemas"]["UnsupportedCorridorError"] | components["schemas"]["RequirementsNotMetError"];
                 };
             };
         };
@@ -3377,21 +3381,6 @@ export interface components {
             content: {
                 "application/json": {
                     error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["UnsupportedCorridorError"] | components["schemas"]["AmountOutOfRangeError"] | components["schemas"]["RequirementsNotMetError"];
-                };
-            };
-        };
-        /** @description Unprocessable: `idempotency_key_reused`, `requirements_not_met`. */
-        Unprocessable_IdempotencyKeyReused_RequirementsNotMet: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": {
-                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["RequirementsNotMetError"];
                 };
             };
         };
@@ -4518,7 +4507,7 @@ export interface operations {
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse_QuoteAlreadyUsed_InvalidState_ResourceArchived"];
             413: components["responses"]["PayloadTooLarge"];
-            422: components["responses"]["Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_WalletNotVerified"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_UnsupportedCorridor_WalletNotVerified"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4560,7 +4549,7 @@ export interface operations {
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse_QuoteAlreadyUsed_InvalidState_ResourceArchived"];
             413: components["responses"]["PayloadTooLarge"];
-            422: components["responses"]["Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_RequirementsNotMet"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_QuoteExpired_QuoteNotAvailable_QuoteDirectionMismatch_UnsupportedCorridor_RequirementsNotMet"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -4965,7 +4954,7 @@ export interface operations {
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse_InvalidState"];
             413: components["responses"]["PayloadTooLarge"];
-            422: components["responses"]["Unprocessable_IdempotencyKeyReused_RequirementsNotMet"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_UnsupportedCorridor_RequirementsNotMet"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -3,31 +3,20 @@
 // Credentials, passkeys and phone numbers never reach a log line or an error message from here.
 import type { Config } from '../../config.js';
 import { ProviderError } from '../provider.js';
+import { TokenCache } from '../token-cache.js';
+import { callProvider, type ProviderAnswer } from '../http.js';
 
 export type DarajaSettings = Config['daraja'] & { publicBaseUrl: string };
 
 /** A Daraja answer we read: the HTTP status and its JSON body (null when it was not JSON). */
-export interface DarajaAnswer {
-  status: number;
-  body: Record<string, any> | null;
-}
+export type DarajaAnswer = ProviderAnswer;
 
-interface CachedToken {
-  token: string;
-  expiresAt: number;
-}
-
-// One token per (base URL, consumer key) in the process, shared by every job: Daraja rate-limits token requests,
-// and a token is good for expires_in seconds (3599 today). `pending` makes concurrent callers share one request.
-const tokens = new Map<string, CachedToken>();
-const pending = new Map<string, Promise<CachedToken>>();
-/** Renew a little early, so a token never expires between our check and Daraja's. */
-const EARLY_RENEWAL_MS = 30_000;
+// One token per (base URL, consumer key) in the process (Daraja's are good for 3599 s).
+const tokens = new TokenCache();
 
 /** Tests: forget every cached token. */
 export function forgetDarajaTokens(): void {
   tokens.clear();
-  pending.clear();
 }
 
 /** yyyyMMddHHmmss in Kenya's time (UTC+3, no daylight saving), as STK Push and STK Query expect. */
@@ -96,7 +85,7 @@ export class DarajaClient {
       const token = await this.token();
       const answer = await this.send(path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
       if (answer.status === 401 && attempt === 1) {
-        this.dropToken(token);
+        tokens.drop(this.cacheKey, token);
         continue;
       }
       if (answer.status >= 500 && !isProviderAnswer(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status}.`, String(answer.status));
@@ -108,24 +97,12 @@ export class DarajaClient {
     return `${this.settings.baseUrl}|${this.settings.consumerKey}`;
   }
 
-  private dropToken(token: string): void {
-    if (tokens.get(this.cacheKey)?.token === token) tokens.delete(this.cacheKey);
-  }
-
   /** The cached token, or one new token request however many callers wait for it. */
-  async token(): Promise<string> {
-    const key = this.cacheKey;
-    const cached = tokens.get(key);
-    if (cached && cached.expiresAt > Date.now()) return cached.token;
-    let request = pending.get(key);
-    if (!request) {
-      request = this.requestToken().finally(() => pending.delete(key));
-      pending.set(key, request);
-    }
-    return (await request).token;
+  token(): Promise<string> {
+    return tokens.get(this.cacheKey, () => this.requestToken());
   }
 
-  private async requestToken(): Promise<CachedToken> {
+  private async requestToken(): Promise<{ token: string; expiresIn: number }> {
     const basic = Buffer.from(`${this.settings.consumerKey}:${this.settings.consumerSecret}`, 'utf8').toString('base64');
     const answer = await this.send('/oauth/v1/generate?grant_type=client_credentials', { method: 'GET', headers: { Authorization: `Basic ${basic}` } });
     const token = answer.body?.access_token;
@@ -134,28 +111,11 @@ export class DarajaClient {
       // Wrong credentials are an operator's problem that retrying later may see fixed: temporary, never a payee's refusal.
       throw new ProviderError(`M-Pesa refused the OAuth token request (HTTP ${answer.status}).`, 'oauth');
     }
-    const entry = { token, expiresAt: Date.now() + Math.max(expiresIn * 1000 - EARLY_RENEWAL_MS, 1000) };
-    tokens.set(this.cacheKey, entry);
-    return entry;
+    return { token, expiresIn };
   }
 
-  private async send(path: string, init: RequestInit): Promise<DarajaAnswer> {
-    let res: Response;
-    try {
-      res = await fetch(`${this.settings.baseUrl}${path}`, { ...init, redirect: 'error', signal: AbortSignal.timeout(this.settings.requestTimeoutMs) });
-    } catch (err) {
-      const timedOut = (err as Error).name === 'TimeoutError';
-      throw new ProviderError(timedOut ? `M-Pesa did not answer within ${this.settings.requestTimeoutMs} ms.` : 'M-Pesa could not be reached.', timedOut ? 'timeout' : 'network');
-    }
-    const text = await res.text().catch(() => '');
-    let body: Record<string, any> | null = null;
-    try {
-      const parsed = JSON.parse(text);
-      body = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : null;
-    } catch {
-      body = null;
-    }
-    return { status: res.status, body };
+  private send(path: string, init: RequestInit): Promise<DarajaAnswer> {
+    return callProvider('M-Pesa', `${this.settings.baseUrl}${path}`, init, this.settings.requestTimeoutMs);
   }
 }
 

@@ -5,12 +5,12 @@ import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import { logger } from '../../logger.js';
 import { toMinor } from '../../domain/money.js';
-import { updateReturning } from '../../db/unit-of-work.js';
 import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
+import { ProviderRequests } from '../provider-requests.js';
 
 /**
  * `absent`: M-Pesa itself said the request did not pay and never will (its own temporary result, a status "not found"),
@@ -49,10 +49,12 @@ export class DarajaProvider implements PaymentProvider {
   readonly id = 'mpesa_daraja' as const;
   private readonly db: Queryable;
   private readonly log: Logger;
+  private readonly requests: ProviderRequests;
 
   constructor(deps: ProviderDeps, private readonly client: DarajaClient) {
     this.db = deps.db;
     this.log = deps.log ?? logger();
+    this.requests = new ProviderRequests(this.db, this.log, this.id);
   }
 
   async collect(req: CollectRequest): Promise<ProviderOutcome> {
@@ -168,48 +170,23 @@ export class DarajaProvider implements PaymentProvider {
     };
   }
 
-  /** Writes the request as `sending` unless its reference exists; answers what was stored before (null: first time). */
-  private async claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number }) | null> {
-    if (req.scope.environment !== 'live') throw new AppError('internal_error', 'M-Pesa only serves live requests.');
-    const rows = await updateReturning<{ outcome: Stored; sends: number; inserted: boolean }>(this.db,
-      `INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
-       VALUES ($1, 'live', $2, $3, $4, '{"status":"sending","provider_reference":null}')
-       ON CONFLICT (environment, kind, reference) DO UPDATE SET attempts = p.attempts + 1, updated_at = now()
-       WHERE p.business_id = EXCLUDED.business_id
-       RETURNING p.outcome, p.sends, (xmax = 0) AS inserted`,
-      [req.scope.businessId, kind, req.reference, JSON.stringify(request)],
-    );
-    if (rows.length === 0) throw AppError.invalidState(`The ${kind} reference ${req.reference} belongs to another business.`);
-    this.log.info({ provider: this.id, kind, reference: req.reference, first: rows[0].inserted }, 'provider request');
-    return rows[0].inserted ? null : { ...rows[0].outcome, sends: rows[0].sends };
+  private claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number }) | null> {
+    return this.requests.claim<Stored>(kind, req, request);
   }
 
   /**
    * The request leaves now: whatever was known of an earlier one (absent, queried) no longer describes it, so if this
    * one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
    */
-  private async sending(kind: ProviderKind, reference: string): Promise<void> {
-    await this.db.query(
-      `UPDATE provider_requests SET outcome = jsonb_build_object('status', 'sending', 'provider_reference', outcome->'provider_reference'), sends = sends + 1, updated_at = now()
-        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
-      [kind, reference],
-    );
+  private sending(kind: ProviderKind, reference: string): Promise<void> {
+    return this.requests.markSending(kind, reference);
   }
 
-  private async stored(kind: ProviderKind, reference: string): Promise<Stored | null> {
-    const rows: { outcome: Stored }[] = await this.db.query(`SELECT outcome FROM provider_requests WHERE environment = 'live' AND kind = $1 AND reference = $2`, [kind, reference]);
-    return rows[0]?.outcome ?? null;
+  private stored(kind: ProviderKind, reference: string): Promise<Stored | null> {
+    return this.requests.stored<Stored>(kind, reference);
   }
 
-  /** Keeps Daraja's answer; a final outcome already stored (a callback that came first) is never overwritten. */
-  private async store(kind: ProviderKind, reference: string, outcome: ProviderOutcome): Promise<ProviderOutcome> {
-    const rows = await updateReturning<{ outcome: ProviderOutcome }>(this.db,
-      `UPDATE provider_requests SET outcome = CASE WHEN outcome->>'status' IN ('succeeded', 'declined', 'rejected') THEN outcome ELSE $3::jsonb END,
-              updated_at = now()
-        WHERE environment = 'live' AND kind = $1 AND reference = $2 RETURNING outcome`,
-      [kind, reference, JSON.stringify(outcome)],
-    );
-    this.log.info({ provider: this.id, kind, reference, status: rows[0]?.outcome.status }, 'provider answer');
-    return rows[0]?.outcome ?? outcome;
+  private store(kind: ProviderKind, reference: string, outcome: ProviderOutcome): Promise<ProviderOutcome> {
+    return this.requests.store(kind, reference, outcome);
   }
 }
