@@ -205,9 +205,9 @@ async function jobCounts(): Promise<number> {
   for (const q of queueNames) n += await redis.zcard(`${prefix}:${q}:completed`);
   return n;
 }
-async function redisCalls(): Promise<number> {
+async function redisCalls(): Promise<Record<string, number>> {
   const info = await redis.info('commandstats');
-  return [...info.matchAll(/calls=(\d+)/g)].reduce((s, m) => s + Number(m[1]), 0);
+  return Object.fromEntries([...info.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)].map((m) => [m[1], Number(m[2])]));
 }
 async function dbCounters(): Promise<{ xacts: number; tables: Record<string, number> }> {
   const [{ xacts }] = (await db.query(`SELECT xact_commit + xact_rollback AS xacts FROM pg_stat_database WHERE datname = current_database()`)).rows;
@@ -224,7 +224,9 @@ const cpu1 = cpuByProcess();
 await new Promise((r) => setTimeout(r, 1500));
 const db1 = await dbCounters();
 const jobs = (await jobCounts()) - jobs0;
-const calls = (await redisCalls()) - calls0;
+const calls1 = await redisCalls();
+const byCommand = Object.entries(calls1).map(([c, n]) => [c, n - (calls0[c] ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+const calls = byCommand.reduce((s, [, n]) => s + n, 0);
 
 const perSecond = loaded.completed / loaded.seconds;
 const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, cpu1[k] - (cpu0[k] ?? 0)]));
@@ -242,6 +244,7 @@ const lines = [
   `  the figure is ${kind}`,
   `  CPU per lifecycle (ms): ${Object.entries(cpu).map(([k, v]) => `${k} ${((v * 1000) / LIFECYCLES).toFixed(1)}`).join(', ')}; total ${((cpuTotal * 1000) / LIFECYCLES).toFixed(1)} ms (${(cpuTotal / loaded.seconds).toFixed(2)} cores busy)`,
   `  per lifecycle: ${((db1.xacts - db0.xacts) / LIFECYCLES).toFixed(1)} database transactions, ${(jobs / LIFECYCLES).toFixed(1)} BullMQ jobs, ${(calls / LIFECYCLES).toFixed(0)} Redis commands`,
+  `  Redis commands per lifecycle by command: ${byCommand.slice(0, 8).map(([c, n]) => `${c} ${(n / LIFECYCLES).toFixed(0)}`).join(', ')}`,
   `  row writes per lifecycle by table: ${writes.map(([t, w]) => `${t} ${w.toFixed(1)}`).join(', ')}`,
   '',
 ];
