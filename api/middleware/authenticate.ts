@@ -8,6 +8,17 @@ import { FailedAuth, clientAddress } from './failed-auth.js';
 // RFC 7235: the auth scheme is case-insensitive.
 const BEARER = /^Bearer ([^\s]+)$/i;
 
+const HEADER_FORM = 'the header must be "Authorization: Bearer <key>"';
+const MALFORMED_KEY = 'Malformed API key: keys start with svc_test_ (sandbox) or svc_live_ (live); send "Authorization: Bearer <key>".';
+
+/** Why an Authorization header is not `Bearer <key>`, without repeating it (it may be a key). */
+function malformedHeader(header: string): string {
+  const value = header.trim();
+  if (keyEnvironment(value)) return `The Bearer prefix is missing: ${HEADER_FORM}.`;
+  if (/^Bearer$/i.test(value)) return `The API key is missing after Bearer: ${HEADER_FORM}.`;
+  return `Malformed Authorization header: ${HEADER_FORM}.`;
+}
+
 /**
  * Resolves the bearer key to a business and environment, and enforces the key's IP allowlist before anything else.
  * A key this process holds costs no I/O here; an unknown one is read from PostgreSQL only for an address that has
@@ -41,7 +52,8 @@ export function authenticate(deps: AppDeps, cache: ApiKeyCache) {
       const header = req.headers.authorization;
       if (!header) return next(await unauthorized(req, 'Missing API key: send Authorization: Bearer <key>.'));
       const key = BEARER.exec(header)?.[1];
-      if (!key || !keyEnvironment(key)) return next(await unauthorized(req, 'Malformed API key.'));
+      if (!key) return next(await unauthorized(req, malformedHeader(header)));
+      if (!keyEnvironment(key)) return next(await unauthorized(req, MALFORMED_KEY));
       const hash = hashApiKey(key);
       const seen = cache.peek(hash);
       let auth: AuthContext | null;

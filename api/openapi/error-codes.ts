@@ -78,8 +78,9 @@ const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
   quote_expired: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, expires_at: { type: 'string', format: 'date-time', maxLength: 40 } } },
   quote_not_available: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, status: TEXT } },
   quote_direction_mismatch: { type: 'object', required: ['quote_id', 'direction'], properties: { quote_id: ID, direction: { type: 'string', enum: ['offramp', 'onramp'] } } },
-  unsupported_corridor: OBJECT_OR_NULL('`reason` when the pair exists but not for this request: `beneficiary_mismatch`, `direction_not_supported`, `collection_not_supported`, `no_live_provider`; else the currency and what it supports.', {
-    reason: TEXT, currency: TEXT, payment_method: TEXT, supported_payment_methods: { type: 'array', maxItems: 10, items: TEXT },
+  unsupported_corridor: OBJECT_OR_NULL('`reason` when the pair exists but not for this request: `beneficiary_mismatch`, `direction_not_supported`, `collection_not_supported`, `no_live_provider`; else the currency and the payment methods it supports in the `direction` asked. The message names `GET /corridors`, which lists them all.', {
+    reason: TEXT, currency: TEXT, payment_method: TEXT, direction: { type: 'string', enum: ['offramp', 'onramp'] },
+    supported_payment_methods: { type: 'array', maxItems: 10, items: TEXT }, supported_directions: { type: 'array', maxItems: 2, items: { type: 'string', enum: ['offramp', 'onramp'] } },
   }),
   amount_out_of_range: OBJECT_OR_NULL('The corridor\'s bounds, in its fiat currency, where they apply.', { min_amount: TEXT, max_amount: TEXT, currency: TEXT, max_usdc: TEXT }),
   invalid_signature: { type: 'object', required: ['challenge_id'], properties: { challenge_id: ID } },

@@ -121,7 +121,7 @@ export const routes: RouteDef[] = [
     },
     responses: { '200': { description: 'The corridor\'s requirements.', schema: ref('BeneficiaryRequirements') } },
     handler: async ({ query }) => {
-      const corridor = requireCorridor(query.currency.toUpperCase(), query.payment_method);
+      const corridor = requireCorridor(query.currency.toUpperCase(), query.payment_method, 'offramp');
       return { status: 200, body: { currency: corridor.currency, payment_method: corridor.payment_method, fields: corridor.fields, schema: corridor.schema } };
     },
   },

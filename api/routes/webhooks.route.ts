@@ -7,7 +7,7 @@ import {
   type CreateEndpointInput, type EndpointRow,
 } from '../../shared/webhooks/endpoints.js';
 import { EVENT_COLUMNS, eventView, redeliverEvent, sendTestEvent, TEST_EVENT_TYPE, type EventRow } from '../../shared/webhooks/delivery.js';
-import { checkEndpointUrl } from '../../shared/webhooks/http-delivery.js';
+import { checkEndpointUrl, endpointPolicy } from '../../shared/webhooks/http-delivery.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
@@ -197,7 +197,7 @@ export const routes: RouteDef[] = [
     responses: { '201': { description: 'The endpoint, with its secret.', schema: ref('WebhookEndpoint') } },
     handler: async ({ deps, auth, body }) => {
       const input = body as CreateEndpointInput;
-      const url = await checkEndpointUrl(input.url, { environment: auth.environment, allowLoopback: auth.environment === 'sandbox' && deps.config.webhooks.allowLoopback });
+      const url = await checkEndpointUrl(input.url, endpointPolicy(deps.config, auth.environment));
       const { row, secret } = await inUnit(deps, (unit) => createEndpoint(unit, deps.config.encryptionKeys, auth, url, input));
       return { status: 201, body: endpointView(row, secret), replayBody: endpointView(row) };
     },

@@ -95,7 +95,7 @@ export async function createBeneficiary(
   input: CreateBeneficiaryInput,
 ): Promise<{ beneficiary: BeneficiaryRow; details: Details }> {
   // The currency is matched, and stored, upper-cased: `kes` is KES.
-  const corridor = requireCorridor(input.currency.toUpperCase(), input.payment_method);
+  const corridor = requireCorridor(input.currency.toUpperCase(), input.payment_method, 'offramp');
   const details = checkDetails(corridor, input.details);
   if (input.customer_id) await assertActiveCustomer(ds, tenant, input.customer_id);
   const id = randomUUID();
@@ -157,6 +157,6 @@ export async function loadActiveBeneficiary(
   if (!row) throw AppError.notFound('beneficiary');
   // A payout already under way still reaches the beneficiary it was started for, archived since or not.
   if (row.status === 'archived' && !opts.allowArchived) throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
-  const corridor = requireCorridor(row.currency, row.payment_method);
+  const corridor = requireCorridor(row.currency, row.payment_method, 'offramp');
   return { beneficiary: withoutSealed(row), corridor, details: decryptDetails(row, keys) };
 }

@@ -199,17 +199,44 @@ export function getCorridor(currency: string, paymentMethod: string): Corridor |
   return REGISTRY.get(key(currency, paymentMethod));
 }
 
-export function paymentMethodsFor(currency: string): PaymentMethod[] {
-  return listCorridors().filter((c) => c.currency === currency).map((c) => c.payment_method);
+export function paymentMethodsFor(currency: string, direction?: Direction): PaymentMethod[] {
+  return listCorridors().filter((c) => c.currency === currency && (!direction || c.directions.includes(direction))).map((c) => c.payment_method);
 }
 
-/** The corridor, or 422 unsupported_corridor naming what this currency does support. */
-export function requireCorridor(currency: string, paymentMethod: string): Corridor {
+/** Where every 4xx about a corridor sends the caller: the list of what is served. */
+export const CORRIDORS_POINTER = 'GET /corridors lists every currency, payment method and direction we serve.';
+
+/** A 4xx about a corridor (a pair, a direction, a live rail, a limit): its message ends by naming GET /corridors. */
+export function corridorError(code: 'unsupported_corridor' | 'amount_out_of_range', message: string, details?: unknown): AppError {
+  return new AppError(code, `${message} ${CORRIDORS_POINTER}`, details);
+}
+
+const VERB: Record<Direction, { does: string; done: string; ramp: string }> = {
+  offramp: { does: 'pay out', done: 'paid out', ramp: 'off-ramps' },
+  onramp: { does: 'collect', done: 'collected', ramp: 'on-ramps' },
+};
+
+const orList = (items: readonly string[]) => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`);
+
+/**
+ * The corridor, or 422 unsupported_corridor saying what the currency does support in the direction asked (`direction`
+ * omitted: in either), with those methods in `details.supported_payment_methods`.
+ */
+export function requireCorridor(currency: string, paymentMethod: string, direction?: Direction): Corridor {
   const corridor = getCorridor(currency, paymentMethod);
-  if (corridor) return corridor;
-  throw new AppError('unsupported_corridor', `We do not pay out ${currency} by ${paymentMethod}.`, {
-    currency,
-    payment_method: paymentMethod,
-    supported_payment_methods: paymentMethodsFor(currency),
-  });
+  if (corridor && (!direction || corridor.directions.includes(direction))) return corridor;
+  const served = paymentMethodsFor(currency);
+  if (!served.length) throw corridorError('unsupported_corridor', `We do not serve ${currency}.`, { currency, payment_method: paymentMethod, supported_payment_methods: [] });
+  const methods = paymentMethodsFor(currency, direction);
+  const details = {
+    currency, payment_method: paymentMethod, ...(direction ? { direction } : {}), supported_payment_methods: methods,
+    ...(corridor ? { reason: 'direction_not_supported', supported_directions: [...corridor.directions] } : {}),
+  };
+  if (!direction) throw corridorError('unsupported_corridor', `We do not serve ${currency} by ${paymentMethod}; ${currency} goes by ${orList(served)}.`, details);
+  const verb = VERB[direction];
+  const other = VERB[direction === 'onramp' ? 'offramp' : 'onramp'];
+  const available = methods.length
+    ? `${currency} is ${verb.done} by ${orList(methods)}.`
+    : `${currency} is ${other.done} only (${other.ramp}, by ${orList(paymentMethodsFor(currency, direction === 'onramp' ? 'offramp' : 'onramp'))}); no ${verb.ramp} run in it.`;
+  throw corridorError('unsupported_corridor', `We do not ${verb.does} ${currency} by ${paymentMethod}: ${available}`, details);
 }

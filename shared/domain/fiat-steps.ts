@@ -65,7 +65,7 @@ export interface StartOnrampInput {
 /** Consumes the on-ramp quote, checks the payer's number against the corridor, and asks the provider to collect. */
 export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
   const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
-  const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method), input.payment_method);
+  const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method, 'onramp'), input.payment_method);
   assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method, payer.mobile_network);
   const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {

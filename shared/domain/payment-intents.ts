@@ -13,7 +13,7 @@ import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { checkPayer } from './corridor-details.js';
 import { redactCustomer, redactPhone, sealedPayerColumns } from './payer-data.js';
-import { getCorridor, listCorridors } from './corridors.js';
+import { corridorError, getCorridor, listCorridors } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
 import type { RateQuote } from './rates.js';
@@ -163,7 +163,7 @@ export function fiatToUsdc(amount: string, currency: string, rate: string, round
 export function checkIntentAmount(input: CreatePaymentIntentInput, environment: 'sandbox' | 'live'): { currency: string; amount: string; methods: IntentPaymentMethod[] } {
   const currency = input.amount.currency.toUpperCase();
   const corridors = listCorridors().filter((c) => c.currency === currency);
-  if (!corridors.length) throw new AppError('unsupported_corridor', `We do not serve ${currency}.`, { currency });
+  if (!corridors.length) throw corridorError('unsupported_corridor', `We do not serve ${currency}.`, { currency });
   let minor: bigint;
   try {
     minor = toMinor(input.amount.value, scaleOf(currency));
@@ -176,13 +176,13 @@ export function checkIntentAmount(input: CreatePaymentIntentInput, environment: 
   if (methods.includes('mobile_money')) {
     const corridor = getCorridor(currency, 'mobile_money');
     if (!corridor || !corridor.directions.includes('onramp')) {
-      throw new AppError('unsupported_corridor', `We do not collect ${currency} by mobile money; accept "stablecoin" only, or ask in another currency.`, {
+      throw corridorError('unsupported_corridor', `We do not collect ${currency} by mobile money; accept "stablecoin" only, or ask in another currency.`, {
         currency, payment_method: 'mobile_money', reason: 'collection_not_supported',
       });
     }
     const [min, max] = [toMinor(corridor.min_amount, scaleOf(currency)), toMinor(corridor.max_amount, scaleOf(currency))];
     if (minor < min || minor > max) {
-      throw new AppError('amount_out_of_range', `A ${currency} mobile-money collection must be between ${corridor.min_amount} and ${corridor.max_amount} ${currency}.`, {
+      throw corridorError('amount_out_of_range', `A ${currency} mobile-money collection must be between ${corridor.min_amount} and ${corridor.max_amount} ${currency}.`, {
         min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency,
       });
     }

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import { corridorError } from './corridors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { findScoped } from '../db/pagination.js';
 import type { Chain } from './chains.js';
@@ -167,7 +168,7 @@ async function priceItems(unit: Unit, config: Config, scope: EventScope, input: 
       const corridor = rampCorridor(config, scope.environment, b.currency, b.payment_method, 'offramp');
       const fiat = 'currency' in item.amount ? item.amount.currency.toUpperCase() : null;
       if (fiat !== null && fiat !== b.currency) {
-        throw new AppError('unsupported_corridor', `This beneficiary is paid in ${b.currency}, not ${fiat}.`);
+        throw corridorError('unsupported_corridor', `This beneficiary is paid in ${b.currency}, not ${fiat}.`);
       }
       const ref = item.external_reference;
       if (ref !== undefined && firstIndex.has(ref)) throw new AppError('invalid_state', `external_reference repeats item ${firstIndex.get(ref)}'s.`);

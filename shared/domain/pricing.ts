@@ -3,7 +3,7 @@
 // a quotient just past an integer and move a ceiling by a minor unit. What the business or its customer receives
 // rounds down; fees round up; the platform never loses a minor unit.
 import { AppError } from '../errors.js';
-import { requireCorridor, type Direction, type FeeSchedule, type PaymentMethod } from './corridors.js';
+import { corridorError, requireCorridor, type Direction, type FeeSchedule, type PaymentMethod } from './corridors.js';
 import { AMOUNT_RE, Decimal, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 
 const RATE_SCALE = 8;
@@ -114,12 +114,7 @@ export function wholeFiatRail(environment: 'sandbox' | 'live', currency: string,
 
 export function priceQuote(input: QuoteInput): PricedQuote {
   const { direction, currency } = input;
-  const corridor = requireCorridor(currency, input.payment_method);
-  if (!corridor.directions.includes(direction)) {
-    throw new AppError('unsupported_corridor', `We do not ${direction === 'onramp' ? 'collect' : 'pay out'} ${currency} by ${corridor.payment_method}.`, {
-      currency, payment_method: corridor.payment_method, reason: 'direction_not_supported', supported_directions: [...corridor.directions],
-    });
-  }
+  const corridor = requireCorridor(currency, input.payment_method, direction);
 
   const offramp = direction === 'offramp';
   const fiatScale = scaleOf(currency);
@@ -172,7 +167,7 @@ export function priceQuote(input: QuoteInput): PricedQuote {
   const minAmount = toMinor(corridor.min_amount, fiatScale);
   const maxAmount = toMinor(corridor.max_amount, fiatScale);
   if (source <= 0n || destination <= 0n || fiatSide < minAmount || fiatSide > maxAmount) {
-    throw new AppError(
+    throw corridorError(
       'amount_out_of_range',
       `${currency} ${corridor.payment_method} quotes must be between ${corridor.min_amount} and ${corridor.max_amount} ${currency}; this one is ${fromMinor(fiatSide, fiatScale)} ${currency}.`,
       { min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency },
@@ -184,7 +179,7 @@ export function priceQuote(input: QuoteInput): PricedQuote {
   const totalRequired = source + providerFee + platformFee;
   // An on-ramp collects total_required from the payer: that, fees included, is what the rail's limit bounds.
   if (!offramp && totalRequired > maxAmount) {
-    throw new AppError(
+    throw corridorError(
       'amount_out_of_range',
       `With fees the payer would pay ${fromMinor(totalRequired, fiatScale)} ${currency}, over the ${corridor.max_amount} ${currency} a ${corridor.payment_method} collection allows.`,
       { min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency },

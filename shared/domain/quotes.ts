@@ -9,7 +9,7 @@ import { jobId } from '../queues/registry.js';
 import type { JobRequest } from '../queues/producer.js';
 import type { Chain, Environment } from './chains.js';
 import type { EventScope } from './events.js';
-import { requireCorridor, type Corridor, type Direction, type PaymentMethod } from './corridors.js';
+import { corridorError, requireCorridor, type Corridor, type Direction, type PaymentMethod } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, renderAmount, scaleOf, toMinor, unitOf } from './money.js';
 import { QUOTE_MACHINE, type QuoteStatus } from './machines.js';
 import { recordCreations, transition } from './transition.js';
@@ -100,7 +100,7 @@ async function checkBeneficiary(q: Queryable, scope: EventScope, id: string, cur
   if (!b) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
   if (b.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
   if (b.currency !== currency || b.payment_method !== method) {
-    throw new AppError('unsupported_corridor', `This beneficiary is paid in ${b.currency} by ${b.payment_method}, not ${currency} by ${method}.`, {
+    throw corridorError('unsupported_corridor', `This beneficiary is paid in ${b.currency} by ${b.payment_method}, not ${currency} by ${method}.`, {
       reason: 'beneficiary_mismatch', beneficiary_currency: b.currency, beneficiary_payment_method: b.payment_method,
     });
   }
@@ -120,10 +120,7 @@ async function checkDestinationWallet(em: EntityManager, scope: EventScope, id: 
 
 /** The corridor a ramp of `direction` runs through in this environment, or 422 `unsupported_corridor` saying why not. */
 export function rampCorridor(config: Config, environment: Environment, currency: string, paymentMethod: string, direction: Direction): Corridor {
-  const corridor = requireCorridor(currency, paymentMethod);
-  if (!corridor.directions.includes(direction)) {
-    throw new AppError('unsupported_corridor', `We do not run ${direction}s in ${currency} by ${paymentMethod}.`, { reason: 'direction_not_supported' });
-  }
+  const corridor = requireCorridor(currency, paymentMethod, direction);
   if (environment === 'live') requireLiveProvider(config, currency, corridor.payment_method);
   return corridor;
 }

@@ -2,6 +2,7 @@
 // integrators can check our arithmetic by hand; live quotes read RATE_SOURCE_URL through the same interface.
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
+import { corridorError } from './corridors.js';
 import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
@@ -37,7 +38,7 @@ export const SANDBOX_RATES: Readonly<Record<string, string>> = Object.freeze({
 export const sandboxRateSource: RateSource = {
   async rate(currency: string): Promise<RateQuote> {
     const rate = SANDBOX_RATES[currency];
-    if (rate === undefined) throw new AppError('unsupported_corridor', `There is no sandbox rate for ${currency}.`, { currency });
+    if (rate === undefined) throw corridorError('unsupported_corridor', `There is no sandbox rate for ${currency}.`, { currency });
     // The table never ages: stamp it now so the freshness check that guards live rates passes.
     return { rate, as_of: new Date().toISOString() };
   },

@@ -4,7 +4,7 @@
 import type { Config } from '../config.js';
 import { MOMO_NETWORK } from '../config-momo.js';
 import { AppError } from '../errors.js';
-import { getCorridor, type Corridor } from '../domain/corridors.js';
+import { corridorError, getCorridor, type Corridor } from '../domain/corridors.js';
 
 export type LiveProviderId = 'mpesa_daraja' | 'mtn_momo';
 
@@ -42,9 +42,9 @@ export function requireLiveProvider(config: Config, currency: string, paymentMet
   const corridor = getCorridor(currency, paymentMethod);
   const networks = corridor ? liveNetworks(config, corridor) : [];
   if (network && networks.length) {
-    throw new AppError('unsupported_corridor', `Live ${currency} mobile money runs on ${networks.join(', ')}, not ${network}.`, { reason: 'no_live_provider', mobile_network: network, live_networks: networks });
+    throw corridorError('unsupported_corridor', `Live ${currency} mobile money runs on ${networks.join(', ')}, not ${network}.`, { reason: 'no_live_provider', mobile_network: network, live_networks: networks });
   }
-  throw new AppError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
+  throw corridorError('unsupported_corridor', `${currency} has no live provider yet.`, { reason: 'no_live_provider' });
 }
 
 /** How long a request waits for its callback before its provider is asked about it. */

@@ -9,7 +9,7 @@ import { jobId } from '../queues/registry.js';
 import { endpointTakes, signingSecrets, type EndpointStatus } from './endpoints.js';
 import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
 import { NOW, transition } from '../domain/transition.js';
-import { sendWebhook, type DeliveryResult } from './http-delivery.js';
+import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-delivery.js';
 
 // Delivery (CONTRACT section 10): each event row fans out, in the transaction that wrote it, to one message per
 // matching endpoint, whose job the outbox gets to Redis. A delivery job signs the event per Standard Webhooks (the
@@ -126,8 +126,7 @@ export async function deliverMessage(deps: DeliveryDeps, data: { messageId: stri
   try {
     const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, sequence: message.event_sequence, created_at: message.event_created_at, data: message.event_data }));
     const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
-    const policy = { environment: message.environment, allowLoopback: message.environment === 'sandbox' && deps.config.webhooks.allowLoopback };
-    result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy });
+    result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy: endpointPolicy(deps.config, message.environment) });
   } finally {
     await slot.release();
   }

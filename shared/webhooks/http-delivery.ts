@@ -9,7 +9,27 @@ import { AppError } from '../errors.js';
 // rules are checked at registration (a clear 400) and again on the address each delivery actually connects to, so a
 // name that rebinds to an internal address after registration is still refused.
 
-export type EndpointPolicy = { environment: 'sandbox' | 'live'; allowLoopback: boolean };
+export type EndpointPolicy = {
+  environment: 'sandbox' | 'live';
+  allowLoopback: boolean;
+  /** Added to a refusal of http or of a loopback host: how a receiver on the integrator's machine can be reached. */
+  localHint?: string;
+};
+
+/**
+ * The policy for an environment on this deployment. A sandbox refusal of http or loopback says how to reach a local
+ * receiver: the WEBHOOKS_ALLOW_LOOPBACK switch where the deployment could turn it on (not NODE_ENV=production, which
+ * refuses it, so a hosted sandbox never names a switch its integrators cannot use), else an https tunnel. Live: none.
+ */
+export function endpointPolicy(config: { nodeEnv: string; webhooks: { allowLoopback: boolean } }, environment: 'sandbox' | 'live'): EndpointPolicy {
+  const allowLoopback = environment === 'sandbox' && config.webhooks.allowLoopback;
+  if (environment === 'live' || allowLoopback) return { environment, allowLoopback };
+  const tunnel = 'expose it at a public https URL (a tunnel)';
+  const localHint = config.nodeEnv === 'production'
+    ? `To reach a receiver on your machine, ${tunnel}.`
+    : `To reach a receiver on your machine, ${tunnel}, or run this service with WEBHOOKS_ALLOW_LOOPBACK=true (sandbox endpoints may then use http and loopback addresses; local development only).`;
+  return { environment, allowLoopback, localHint };
+}
 
 export type DeliveryResult = { statusCode: number | null; latencyMs: number; error: string | null; retryAfterSeconds: number | null };
 
@@ -97,8 +117,9 @@ function refusedKind(addresses: string[], policy: EndpointPolicy): Kind | null {
 
 const anAddress = (kind: Kind) => `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} address`;
 
-function invalidUrl(message: string): never {
-  throw AppError.invalid(message, [{ path: 'url', in: 'body', message }]);
+function invalidUrl(message: string, hint?: string): never {
+  const full = hint ? `${message} ${hint}` : message;
+  throw AppError.invalid(full, [{ path: 'url', in: 'body', message: full }]);
 }
 
 /** The URL's own rules, the same at registration and at delivery. Messages never repeat the URL: it may hold a token. */
@@ -110,7 +131,7 @@ function parseEndpointUrl(raw: string, policy: EndpointPolicy): URL {
     return invalidUrl('url must be an absolute URL.');
   }
   const schemes = loopbackAllowed(policy) ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) invalidUrl(loopbackAllowed(policy) ? 'url must use https or http.' : 'url must use https.');
+  if (!schemes.includes(url.protocol)) invalidUrl(loopbackAllowed(policy) ? 'url must use https or http.' : 'url must use https.', url.protocol === 'http:' ? policy.localHint : undefined);
   if (url.username || url.password) invalidUrl('url must not contain a username or password.');
   if (url.port !== '' && Number(url.port) < 1) invalidUrl('url port must be between 1 and 65535.');
   return url;
@@ -125,13 +146,13 @@ export async function checkEndpointUrl(raw: string, policy: EndpointPolicy): Pro
   const host = bareHost(url);
   if (isIP(host)) {
     const kind = refusedKind([host], policy);
-    if (kind) invalidUrl(`url host is ${anAddress(kind)}.`);
+    if (kind) invalidUrl(`url host is ${anAddress(kind)}.`, kind === 'loopback' ? policy.localHint : undefined);
     return url;
   }
   const addresses = await resolveAll(host, { all: true, verbatim: true }).catch(() => []);
   if (addresses.length === 0) invalidUrl('url host does not resolve.');
   const kind = refusedKind(addresses.map((a) => a.address), policy);
-  if (kind) invalidUrl(`url host resolves to ${anAddress(kind)}.`);
+  if (kind) invalidUrl(`url host resolves to ${anAddress(kind)}.`, kind === 'loopback' ? policy.localHint : undefined);
   return url;
 }
 
@@ -227,7 +248,8 @@ export async function sendWebhook(req: WebhookRequest): Promise<DeliveryResult> 
   const timed = (outcome: Outcome): DeliveryResult => ({ ...outcome, latencyMs: Math.round(performance.now() - started) });
   let url: URL;
   try {
-    url = parseEndpointUrl(req.url, req.policy);
+    // A delivery's record says what happened; the hint is for the person registering the URL.
+    url = parseEndpointUrl(req.url, { ...req.policy, localHint: undefined });
   } catch (err) {
     if (err instanceof AppError) return timed(failed(`refused: ${err.message.replace(/\.$/, '')}`));
     throw err;

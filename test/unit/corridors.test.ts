@@ -1,10 +1,13 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { getCorridor, listCorridors, PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
 import { detailIssues, ibanChecksumValid, redactDetails, redactValue } from '../../shared/domain/corridor-details.js';
 import { formatAmount, scaleOf, toMinor } from '../../shared/domain/money.js';
 import { AppError } from '../../shared/errors.js';
 import { CORRIDOR_EXAMPLES } from '../helpers/corridor-examples.js';
 
+const ROOT = resolve(import.meta.dirname, '..', '..');
 const keyOf = (c: { currency: string; payment_method: string }) => `${c.currency}:${c.payment_method}`;
 
 describe('corridor registry', () => {
@@ -30,6 +33,40 @@ describe('corridor registry', () => {
       expect((err as AppError).code).to.equal('unsupported_corridor');
       expect((err as AppError).details).to.deep.include({ supported_payment_methods: ['bank_transfer'] });
     }
+  });
+
+  it('says truly what the currency supports in the direction asked, and points at GET /corridors', () => {
+    const refusal = (fn: () => unknown): AppError => {
+      try {
+        fn();
+      } catch (err) {
+        expect(err).to.be.instanceOf(AppError);
+        expect((err as AppError).code).to.equal('unsupported_corridor');
+        expect((err as AppError).message).to.match(/ GET \/corridors lists every currency, payment method and direction we serve\.$/);
+        return err as AppError;
+      }
+      return expect.fail('should throw');
+    };
+    // An on-ramp in a currency we only pay out: not "we do not pay out", and no off-ramp methods offered as on-ramp ones.
+    const ngnIn = refusal(() => requireCorridor('NGN', 'mobile_money', 'onramp'));
+    expect(ngnIn.message).to.match(/^We do not collect NGN by mobile_money: NGN is paid out only \(off-ramps, by bank_transfer\); no on-ramps run in it\./);
+    expect(ngnIn.details).to.deep.equal({ currency: 'NGN', payment_method: 'mobile_money', direction: 'onramp', supported_payment_methods: [] });
+    const ngnOut = refusal(() => requireCorridor('NGN', 'mobile_money', 'offramp'));
+    expect(ngnOut.message).to.match(/^We do not pay out NGN by mobile_money: NGN is paid out by bank_transfer\./);
+    // The pair exists, the direction does not: the methods that do run in it.
+    const paybillIn = refusal(() => requireCorridor('KES', 'paybill', 'onramp'));
+    expect(paybillIn.message).to.match(/^We do not collect KES by paybill: KES is collected by mobile_money\./);
+    expect(paybillIn.details).to.deep.include({ reason: 'direction_not_supported', supported_directions: ['offramp'], supported_payment_methods: ['mobile_money'] });
+    expect(refusal(() => requireCorridor('KES', 'email_transfer', 'offramp')).message).to.match(/^We do not pay out KES by email_transfer: KES is paid out by mobile_money, paybill, buy_goods or bank_transfer\./);
+    // A currency we do not serve at all.
+    expect(refusal(() => requireCorridor('XYZ', 'mobile_money', 'onramp')).message).to.equal('We do not serve XYZ. GET /corridors lists every currency, payment method and direction we serve.');
+    expect(requireCorridor('KES', 'paybill').payment_method, 'no direction: any').to.equal('paybill');
+  });
+
+  it('raises every unsupported_corridor through corridorError, so each names GET /corridors', () => {
+    const found = spawnSync('git', ['grep', '-l', "new AppError('unsupported_corridor'", '--', 'api', 'shared', 'workers'], { cwd: ROOT, encoding: 'utf8' });
+    expect(found.status, found.stderr).to.equal(1); // git grep: 1 is "nothing found"
+    expect(found.stdout).to.equal('');
   });
 
   it('routes M-Pesa corridors to Daraja and names a provider for every other', () => {

@@ -137,6 +137,7 @@ describe('pricing: refusals', () => {
   it('refuses a fiat side outside the corridor with its limits', () => {
     const below = appError(() => kes('offramp', { source_amount: '0.05' }), 'amount_out_of_range'); // 6.46 KES
     expect(below.details).to.deep.equal({ min_amount: '10.00', max_amount: '250000.00', currency: 'KES' });
+    expect(below.message).to.equal('KES mobile_money quotes must be between 10.00 and 250000.00 KES; this one is 6.46 KES. GET /corridors lists every currency, payment method and direction we serve.');
     appError(() => kes('offramp', { source_amount: '2000' }), 'amount_out_of_range'); // 258700.00 KES
     appError(() => kes('offramp', { destination_amount: '250000.01' }), 'amount_out_of_range');
     appError(() => kes('offramp', { destination_amount: '9.99' }), 'amount_out_of_range');
@@ -144,7 +145,7 @@ describe('pricing: refusals', () => {
     appError(() => kes('onramp', { source_amount: '250000.01' }), 'amount_out_of_range');
     // An on-ramp collects total_required: with fees it must stay within the corridor's maximum too.
     const overWithFees = appError(() => kes('onramp', { source_amount: '250000' }), 'amount_out_of_range');
-    expect(overWithFees.message).to.include('253750.00');
+    expect(overWithFees.message).to.include('253750.00').and.include('GET /corridors');
     expect(kes('onramp', { source_amount: '246000' }).source.total_required).to.equal('249690.00');
   });
 

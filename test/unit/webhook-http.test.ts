@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { AppError } from '../../shared/errors.js';
-import { checkEndpointUrl, parseRetryAfter, sendWebhook, type EndpointPolicy } from '../../shared/webhooks/http-delivery.js';
+import { checkEndpointUrl, endpointPolicy, parseRetryAfter, sendWebhook, type EndpointPolicy } from '../../shared/webhooks/http-delivery.js';
 
 const LIVE: EndpointPolicy = { environment: 'live', allowLoopback: false };
 const SANDBOX: EndpointPolicy = { environment: 'sandbox', allowLoopback: false };
@@ -150,6 +150,29 @@ describe('webhook endpoint URLs', () => {
     expect(withCredentials.message).to.match(/username or password/);
     expect(JSON.stringify([withCredentials.message, withCredentials.details])).not.to.match(/s3cret|hook-user/);
     expect((await refusal('https://:s3cret@93.184.215.14/')).message).to.match(/username or password/);
+  });
+
+  it('tells a sandbox integrator how to reach a local receiver, naming WEBHOOKS_ALLOW_LOOPBACK only where it can be turned on', async () => {
+    const config = (nodeEnv: string, allowLoopback = false) => ({ nodeEnv, webhooks: { allowLoopback } });
+    const dev = endpointPolicy(config('development'), 'sandbox');
+    const hint = /To reach a receiver on your machine, expose it at a public https URL \(a tunnel\), or run this service with WEBHOOKS_ALLOW_LOOPBACK=true/;
+    expect((await refusal('http://127.0.0.1:4000/webhooks', dev)).message).to.match(/^url must use https\. /).and.match(hint);
+    expect((await refusal('https://127.0.0.1/', dev)).message).to.match(/^url host is a loopback address\. /).and.match(hint);
+    expect((await refusal('https://localhost/', dev)).message).to.match(/^url host resolves to a loopback address\. /).and.match(hint);
+    // Other refusals have nothing to do with a local receiver.
+    expect((await refusal('ftp://93.184.215.14/', dev)).message).to.equal('url must use https.');
+    expect((await refusal('https://10.0.0.1/', dev)).message).to.equal('url host is a private address.');
+    // A production deployment refuses the switch, so its integrators are not told of it.
+    const hosted = endpointPolicy(config('production'), 'sandbox');
+    const prod = (await refusal('http://127.0.0.1:4000/webhooks', hosted)).message;
+    expect(prod).to.equal('url must use https. To reach a receiver on your machine, expose it at a public https URL (a tunnel).');
+    // Live never takes loopback, so there is nothing to suggest; with the switch on, sandbox takes it.
+    const live = endpointPolicy(config('development', true), 'live');
+    expect(live).to.deep.equal({ environment: 'live', allowLoopback: false });
+    expect((await refusal('http://127.0.0.1:4000/webhooks', live)).message).to.equal('url must use https.');
+    expect((await checkEndpointUrl('http://127.0.0.1:4000/webhooks', endpointPolicy(config('development', true), 'sandbox'))).port).to.equal('4000');
+    // A delivery's record states the refusal, without the hint.
+    expect(await sendWebhook({ url: 'http://127.0.0.1:1/', headers: {}, body: '{}', timeoutMs: 1000, policy: dev })).to.include({ statusCode: null, error: 'refused: url must use https' });
   });
 
   it('refuses names that resolve to loopback in live, and allows them (over http too) with loopback allowed', async () => {

@@ -1502,12 +1502,15 @@ export interface components {
              * @description Equals the X-Request-Id response header.
              */
             requestId: string;
-            /** @description `reason` when the pair exists but not for this request: `beneficiary_mismatch`, `direction_not_supported`, `collection_not_supported`, `no_live_provider`; else the currency and what it supports. */
+            /** @description `reason` when the pair exists but not for this request: `beneficiary_mismatch`, `direction_not_supported`, `collection_not_supported`, `no_live_provider`; else the currency and the payment methods it supports in the `direction` asked. The message names `GET /corridors`, which lists them all. */
             details: {
                 reason?: string;
                 currency?: string;
                 payment_method?: string;
+                /** @enum {string} */
+                direction?: "offramp" | "onramp";
                 supported_payment_methods?: string[];
+                supported_directions?: ("offramp" | "onramp")[];
             } | null;
         };
         AmountOutOfRangeError: {

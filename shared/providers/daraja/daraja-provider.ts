@@ -3,6 +3,7 @@
 // the two writes) or temporarily refused asks Daraja whether the first request went through before sending again.
 import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
+import { corridorError } from '../../domain/corridors.js';
 import { logger } from '../../logger.js';
 import { toMinor } from '../../domain/money.js';
 import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
@@ -23,7 +24,7 @@ type Stored = (ProviderOutcome & Marks) | ({ status: 'sending'; provider_referen
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
 function wholeKes(currency: string, amount: string): number {
-  if (currency !== 'KES') throw new AppError('unsupported_corridor', `M-Pesa serves KES only, not ${currency}.`, { reason: 'no_live_provider' });
+  if (currency !== 'KES') throw corridorError('unsupported_corridor', `M-Pesa serves KES only, not ${currency}.`, { reason: 'no_live_provider' });
   const cents = toMinor(amount, 2);
   if (cents <= 0n || cents % 100n !== 0n) throw AppError.invalid(`M-Pesa takes whole shillings; ${amount} KES is not.`);
   return Number(cents / 100n);

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { MomoSettings } from '../../config-momo.js';
 import { MOMO_NETWORK } from '../../config-momo.js';
 import { AppError } from '../../errors.js';
+import { corridorError } from '../../domain/corridors.js';
 import { logger } from '../../logger.js';
 import { formatAmount, scaleOf, toMinor } from '../../domain/money.js';
 import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderDeps, type ProviderKind, type ProviderOutcome } from '../provider.js';
@@ -43,7 +44,7 @@ export class MomoProvider implements PaymentProvider {
   }
 
   async payout(req: PayoutRequest): Promise<ProviderOutcome> {
-    if (req.payment_method !== 'mobile_money') throw new AppError('unsupported_corridor', `MTN MoMo pays mobile money only, not ${req.payment_method}.`, { reason: 'no_live_provider' });
+    if (req.payment_method !== 'mobile_money') throw corridorError('unsupported_corridor', `MTN MoMo pays mobile money only, not ${req.payment_method}.`, { reason: 'no_live_provider' });
     const amount = this.amount(req.currency, req.amount, req.details.mobile_network);
     const body = { amount, currency: req.currency, externalId: req.reference, payee: { partyIdType: 'MSISDN', partyId: momoMsisdn(req.details.phone_number ?? '') }, payerMessage: 'Rampway payout', payeeNote: req.reference };
     return this.send('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method }, body);
@@ -61,7 +62,7 @@ export class MomoProvider implements PaymentProvider {
   /** The amount at the currency's scale (UGX: whole shillings), in a currency and network this account serves. */
   private amount(currency: string, amount: string, network: string | undefined): string {
     if (!this.settings.currencies.includes(currency) || network !== MOMO_NETWORK) {
-      throw new AppError('unsupported_corridor', `MTN MoMo serves ${this.settings.currencies.join(', ') || 'no currency'} on the mtn network here, not ${currency} on ${network ?? 'an unknown network'}.`, { reason: 'no_live_provider' });
+      throw corridorError('unsupported_corridor', `MTN MoMo serves ${this.settings.currencies.join(', ') || 'no currency'} on the mtn network here, not ${currency} on ${network ?? 'an unknown network'}.`, { reason: 'no_live_provider' });
     }
     const scale = scaleOf(currency);
     if (toMinor(amount, scale) <= 0n) throw AppError.invalid(`${amount} ${currency} is not an amount MTN MoMo can move.`);
