@@ -1,7 +1,7 @@
 // The parts of docs/ that restate code (state machines, the corridor registry, the error codes) are generated from it
 // between `<!-- generated:NAME -->` and `<!-- /generated -->` markers. `npm run docs:generate` rewrites them;
 // test/unit/docs.test.ts fails when one is stale.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -83,11 +83,14 @@ export function render(text: string, blocks: Record<string, string>): string {
   });
 }
 
-export const GENERATED_FILES = ['lifecycles.md', 'corridors.md', 'errors.md'];
+/** Every docs/ file with a generated block, found by its markers: a block added to any chapter is kept current (and checked). */
+export function generatedFiles(dir = DOCS_DIR): string[] {
+  return readdirSync(dir).filter((f) => f.endsWith('.md') && readFileSync(join(dir, f), 'utf8').includes('<!-- generated:')).sort();
+}
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const blocks = await generatedBlocks();
-  for (const f of GENERATED_FILES) {
+  for (const f of generatedFiles()) {
     const path = join(DOCS_DIR, f);
     const before = readFileSync(path, 'utf8');
     const after = render(before, blocks);

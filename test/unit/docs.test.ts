@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { DOCS_DIR, GENERATED_FILES, generatedBlocks, render } from '../../scripts/docs-generate.js';
+import { DOCS_DIR, generatedBlocks, generatedFiles, render } from '../../scripts/docs-generate.js';
 import { ERROR_CODES } from '../../shared/errors.js';
 import { guideDescription } from '../../api/openapi/descriptions.js';
 
@@ -9,12 +10,37 @@ const ROOT = resolve(DOCS_DIR, '..');
 const markdown = [join(ROOT, 'README.md'), ...readdirSync(DOCS_DIR).filter((f) => f.endsWith('.md')).map((f) => join(DOCS_DIR, f))];
 
 describe('docs/ (the API guide)', () => {
-  it('states the code as it is: every generated block (state machines, corridors, error statuses) is current', async () => {
+  it('states the code as it is: every generated block (state machines, corridors, error statuses) in every chapter is current', async () => {
     const blocks = await generatedBlocks();
-    for (const f of GENERATED_FILES) {
+    const files = generatedFiles();
+    expect(files, 'the generator finds each chapter with generated blocks').to.include.members(['corridors.md', 'errors.md', 'lifecycles.md', 'webhooks.md']);
+    for (const f of files) {
       const text = readFileSync(join(DOCS_DIR, f), 'utf8');
-      expect(text, `docs/${f} has generated blocks`).to.match(/<!-- generated:/);
       expect(render(text, blocks) === text, `docs/${f} is stale: run npm run docs:generate`).to.equal(true);
+      // An empty block is one the generator never filled.
+      for (const [, name, body] of text.matchAll(/<!-- generated:([a-z-]+) -->\n([\s\S]*?)<!-- \/generated -->/g)) {
+        expect(body!.trim(), `docs/${f}: block ${name} is empty`).to.not.equal('');
+      }
+    }
+    // Markers the generator's pattern would not match (a typo, a missing newline) are caught too.
+    for (const f of readdirSync(DOCS_DIR).filter((n) => n.endsWith('.md'))) {
+      const text = readFileSync(join(DOCS_DIR, f), 'utf8');
+      const opened = text.match(/<!-- generated:/g)?.length ?? 0;
+      const matched = text.match(/<!-- generated:[a-z-]+ -->\n[\s\S]*?<!-- \/generated -->/g)?.length ?? 0;
+      expect(matched, `docs/${f}: every generated marker is a well-formed block`).to.equal(opened);
+    }
+  });
+
+  it('fills a generated block in any chapter, with no list of files to keep', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docs-'));
+    try {
+      writeFileSync(join(dir, 'new-chapter.md'), '# New\n\n<!-- generated:webhook-endpoint-machine -->\n<!-- /generated -->\n');
+      writeFileSync(join(dir, 'plain.md'), '# Plain\n');
+      expect(generatedFiles(dir)).to.deep.equal(['new-chapter.md']);
+      const filled = render(readFileSync(join(dir, 'new-chapter.md'), 'utf8'), await generatedBlocks());
+      expect(filled).to.include('stateDiagram-v2').and.include('[*] --> enabled');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
