@@ -150,6 +150,19 @@ for (const child of children) {
   });
 }
 
+// One plain line once the service answers /ready: where it is, where its reference is, how to stop it.
+const local = `http://localhost:${config.port}`;
+let announced = false;
+const readyCheck = setInterval(async () => {
+  if (stopping || announced) return clearInterval(readyCheck);
+  const ready = await fetch(`http://127.0.0.1:${config.port}/ready`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false);
+  if (!ready || stopping || announced) return;
+  announced = true;
+  clearInterval(readyCheck);
+  say(`ready: the API at ${local}/api/v1/business, its reference at ${local}/docs (Ctrl-C stops it)`);
+}, 250);
+readyCheck.unref();
+
 process.on('SIGTERM', () => stop('SIGTERM'));
 process.on('SIGINT', () => stop('SIGINT'));
 // The children handle SIGTERM and SIGINT only: a closed terminal drains them like a SIGTERM.

@@ -101,6 +101,14 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     const { rows } = await tables.query(`SELECT count(*)::int AS n FROM schema_migrations`);
     await tables.end();
     expect(rows[0].n).to.be.at.least(1);
+    // The ready line says where the API and its reference are.
+    const local = `http://localhost:${startEnv().PORT}`;
+    expect(await within(async () => started.out.stderr.includes('npm start: ready'), 5_000), started.out.stderr).to.equal(true);
+    expect(started.out.stderr).to.include(`npm start: ready: the API at ${local}/api/v1/business, its reference at ${local}/docs (Ctrl-C stops it)`);
+    expect(started.out.stderr.match(/npm start: ready/g), 'said once').to.have.length(1);
+    const listening = started.out.stdout.split('\n').find((l) => l.includes('"web listening"'))!;
+    expect(JSON.parse(listening)).to.include({ url: `${local}/api/v1/business`, docs: `${local}/docs` });
+    expect((await fetch(`http://127.0.0.1:${startEnv().PORT}/docs`)).status).to.equal(200);
 
     const since = Date.now();
     process.kill(started.pid, 'SIGTERM'); // npm only, as a process manager would
