@@ -59,7 +59,29 @@ describe('docs/ (the API guide)', () => {
         expect(existsSync(path), `${file}: ${target} does not exist`).to.equal(true);
       }
       expect(readFileSync(file, 'utf8'), file).to.not.include('shared/SPEC.md').and.not.include('CONTRACT.md');
+      // Nor an address a Markdown renderer would turn into a link by itself (outside code, where addresses are values).
+      const prose = readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+      expect(prose.match(/(https?:\/\/|www\.)\S+/g), `${file} links outside the repository`).to.equal(null);
     }
+  });
+
+  it('README reads in a newcomer\'s order, and what it moved out lives in docs/ chapters it points to', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const sections = [...readme.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
+    expect(sections.slice(0, 4)).to.deep.equal(['The two commands', 'Try it with curl', 'How the API behaves', 'Read on']);
+    // Nothing stale: the live rails exist, and the walkthrough says how long the off-ramp takes.
+    expect(readme).to.not.match(/next parts/);
+    expect(readme).to.match(/completed after\s+#?\s*about 14 s/);
+    expect(readme).to.include('npm start: ready');
+    // The figures moved to their chapters, each linked from README.
+    const moved: [string, RegExp][] = [['performance.md', /^\| GET \/account \| \d+ \| 0\.\d+ \|/m], ['reliability.md', /^## The fault-injection run$/m], ['fuzz.md', /FUZZ_SEED=1234 npm run test:fuzz/]];
+    for (const [chapter, marker] of moved) {
+      expect(readFileSync(join(DOCS_DIR, chapter), 'utf8'), chapter).to.match(marker);
+      expect(readme, `README no longer holds ${chapter}'s text`).to.not.match(marker);
+      expect(readme, `README points at docs/${chapter}`).to.include(`](docs/${chapter})`);
+      expect(readFileSync(join(DOCS_DIR, 'README.md'), 'utf8'), `docs/README.md lists ${chapter}`).to.include(`](${chapter})`);
+    }
+    expect(readme).to.not.match(/^#+ (Reliability|Performance|Benchmark|Hostile input)/m);
   });
 
   it('carries the chapters that concern every operation into the OpenAPI description', () => {
