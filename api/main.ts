@@ -14,9 +14,10 @@ server.once('error', (err: Error) => {
   deps.log.fatal({ err: err.message, port: deps.config.port }, 'web cannot listen');
   process.exit(1);
 });
-// The ready line names where the API and its reference are (the message itself stays the one scripts wait for).
-const local = `http://localhost:${deps.config.port}`;
-server.listen(deps.config.port, () => deps.log.info({ port: deps.config.port, url: `${local}/api/v1/business`, docs: `${local}/docs` }, 'web listening'));
+// The ready line names where the API and its reference are (PUBLIC_BASE_URL, else localhost and the port); the message
+// itself stays the one scripts wait for.
+const base = deps.config.publicBaseUrl;
+server.listen(deps.config.port, () => deps.log.info({ port: deps.config.port, url: `${base}/api/v1/business`, docs: `${base}/docs` }, 'web listening'));
 
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
