@@ -47,8 +47,13 @@ function verdict(name: string, checked: number, examples: string[]): Verdict {
   return { name, held: examples.length === 0, checked, examples };
 }
 
-async function transactionsOf(facts: Facts): Promise<Record<string, any>[]> {
+async function transactionsOf(facts: Facts, withIntentPayouts = false): Promise<Record<string, any>[]> {
   const ids = facts.lives.flatMap((l) => l.transactions);
+  if (withIntentPayouts) {
+    const payouts: { id: string }[] = await (await getDs()).query(
+      `SELECT payout_transaction_id::text AS id FROM payment_intents WHERE id = ANY($1) AND payout_transaction_id IS NOT NULL`, [facts.lives.flatMap((l) => l.intents)]);
+    ids.push(...payouts.map((p) => p.id));
+  }
   return (await getDs()).query(
     `SELECT t.id::text, t.environment, t.direction, t.status, t.total_required::text, t.wallet_address, t.funding_type, t.failure, t.refund, t.receipt,
             s.to_address AS settlement_address
@@ -336,15 +341,15 @@ export async function ledgerBalancesAndMatchesChain(facts: Facts): Promise<Verdi
 }
 
 /**
- * 7. MTN MoMo: every transaction MoMo was asked about agrees with MTN's own verdict, so no forged or contradicting
- * callback moved one. Completed: exactly one of its requests SUCCESSFUL, and its receipt is that request's
- * financialTransactionId (a forged success carries another). An off-ramp not completed: none paid. An on-ramp failed as
- * declined or timed out: none collected.
+ * 7. MTN MoMo: every transaction MoMo was asked about (intents' payouts too) agrees with MTN's own verdict, so no
+ * forged or contradicting callback moved one. Completed: exactly one of its requests SUCCESSFUL, and its receipt is
+ * that request's financialTransactionId (a forged success carries another). An off-ramp not completed: none paid. An
+ * on-ramp failed as declined or timed out: none collected.
  */
 export async function momoAgreesWithMtn(facts: Facts): Promise<Verdict> {
   const examples: string[] = [];
   let checked = 0;
-  for (const t of (await transactionsOf(facts)).filter((r) => r.environment === 'live')) {
+  for (const t of (await transactionsOf(facts, true)).filter((r) => r.environment === 'live')) {
     const product: MomoProduct = t.direction === 'onramp' ? 'collection' : 'disbursement';
     const sent = facts.world.momo.requests.filter((r) => r.product === product && r.externalId === t.id);
     if (!sent.length) continue;
