@@ -267,9 +267,12 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
   return verdict('every payment the payer made credited exactly once', checked, examples);
 }
 
+/** Beyond a prompt's whole check schedule in the run's settings (DARAJA_STATUS_QUERY_AFTER_MS 1.5 s) and the sweeper's. */
+const INTENT_STUCK_SECONDS = 150;
+
 /**
  * 5. Every transaction ends completed, failed with its refund completed (when it held money), or action_required
- * with an exit that then worked; every intent payout and treasury deposit ends.
+ * with an exit that then worked; every intent leaves processing, and every intent payout and treasury deposit ends.
  */
 export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
   const examples: string[] = [];
@@ -292,9 +295,12 @@ export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
     }
   }
   const ds = await getDs();
-  const intents: { id: string; status: string; payout_status: string | null; payout_error: string | null }[] = await ds.query(
-    `SELECT id::text, status, payout_status, payout_error FROM payment_intents WHERE id = ANY($1)`, [facts.lives.flatMap((l) => l.intents)]);
+  const intents: { id: string; status: string; payout_status: string | null; payout_error: string | null; waited: number }[] = await ds.query(
+    `SELECT id::text, status, payout_status, payout_error, extract(epoch FROM now() - updated_at)::int AS waited FROM payment_intents WHERE id = ANY($1)`,
+    [facts.lives.flatMap((l) => l.intents)]);
   for (const i of intents) {
+    // A prompt's checks end within about a minute and a half (INTENT_CHECK_ROUNDS): longer in processing is stuck.
+    if (i.status === 'processing' && i.waited > INTENT_STUCK_SECONDS) examples.push(`intent ${i.id}: stuck in processing for ${i.waited} s`);
     if (i.payout_status && i.payout_status !== 'completed') examples.push(`intent ${i.id} (${i.status}): payout ${i.payout_status}${i.payout_error ? ` (${i.payout_error})` : ''}`);
   }
   const pending: { id: string; payment_intent_id: string }[] = await ds.query(
