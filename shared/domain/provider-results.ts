@@ -23,7 +23,8 @@ export { ResultTooEarlyError };
  * request, `s<n>` for a payout sent again, `sweep` for the sweeper's), or a payment intent's collection attempt. Each
  * request gets its own chain of checks, so a retried transaction is checked again.
  */
-export type CheckSubject = { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
+/** `series`: a later series of checks for the same intent prompt (the sweeper's), with job ids of its own. */
+export type CheckSubject = { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number; series?: number };
 
 export const providerJobs = {
   /** After DARAJA_ (or MOMO_) STATUS_QUERY_AFTER_MS without a result, the provider is asked (STK Query, Transaction Status). */
@@ -31,7 +32,7 @@ export const providerJobs = {
     name: 'provider.check',
     id: 'transactionId' in subject
       ? jobId('provider.check', subject.transactionId, subject.after, String(subject.round))
-      : jobId('provider.check', subject.intentId, String(subject.attempt), String(subject.round)),
+      : jobId('provider.check', subject.intentId, String(subject.attempt), ...(subject.series ? [`s${subject.series}`] : []), String(subject.round)),
     data: subject,
     delayMs,
   }),
@@ -210,6 +211,12 @@ async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outc
 
 /** Checks before a request that never got its result is handed to the business (action_required). */
 export const MAX_CHECK_ROUNDS = 5;
+/**
+ * A payment intent's prompt M-Pesa named but never gave a final answer for (its STK Query down or undecided): asked
+ * this many times in all, the later ones four intervals apart, before the intent waits for payment again. A
+ * payment reported after that is still credited, as a late one.
+ */
+export const INTENT_CHECK_ROUNDS = 15;
 
 /** An accepted request (`pending`) waits for its callback; if none comes in time, the provider is asked. */
 export async function awaitResult(unit: Unit, config: Config, subject: CheckSubject, outcome: ProviderOutcome, scope: { businessId: string; environment: 'sandbox' | 'live' }, currency: string): Promise<void> {

@@ -51,7 +51,7 @@ export interface JobPayloads {
   /** A stored provider callback (M-Pesa Daraja) is applied to what it concerns. */
   'provider.callback': { callbackId: string };
   /** No result came in time: the provider is asked (STK Query, Transaction Status); `round` keeps each ask its own job. */
-  'provider.check': { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number };
+  'provider.check': { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number; series?: number };
   /** M-Pesa answered a payout with a temporary result: the request is made again (`send` counts them). */
   'payout.resend': { transactionId: string; send: number };
   /** Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund, a withdrawal), then its subject records it. */

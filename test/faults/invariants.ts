@@ -1,7 +1,7 @@
-// What a fault run must never break, read after the run from the chain, the stand-in's truth (as the Daraja relays
-// recorded it), and the database. Each invariant answers held or violated, with examples. Every reading is lenient
-// where the harness cannot know a moment exactly (a block's depth at a time is bounded from both sides), so that a
-// violation is the service's, never the harness's timing.
+// What a fault run must never break, read after the run from the chain, the stand-ins' truth (as the Daraja relays
+// recorded it; MTN MoMo's own status of every request it accepted), and the database. Each invariant answers held or
+// violated, with examples. Every reading is lenient where the harness cannot know a moment exactly (a block's depth
+// at a time is bounded from both sides), so that a violation is the service's, never the harness's timing.
 import { erc20Abi, parseEventLogs, type Hex } from 'viem';
 import { getDs } from '../helpers/shared.js';
 import { findLedgerInconsistencies } from '../../shared/domain/ledger.js';
@@ -10,6 +10,7 @@ import { loadConfig } from '../../shared/config.js';
 import { logger } from '../../shared/logger.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import type { Lifecycle } from './lifecycles.js';
+import type { AcceptedMomo, MomoProduct } from './momo-faults.js';
 import { CONFIRMATIONS, type World } from './world.js';
 
 export interface Verdict {
@@ -46,17 +47,33 @@ function verdict(name: string, checked: number, examples: string[]): Verdict {
   return { name, held: examples.length === 0, checked, examples };
 }
 
-async function transactionsOf(facts: Facts): Promise<Record<string, any>[]> {
+async function transactionsOf(facts: Facts, withIntentPayouts = false): Promise<Record<string, any>[]> {
   const ids = facts.lives.flatMap((l) => l.transactions);
+  if (withIntentPayouts) {
+    const payouts: { id: string }[] = await (await getDs()).query(
+      `SELECT payout_transaction_id::text AS id FROM payment_intents WHERE id = ANY($1) AND payout_transaction_id IS NOT NULL`, [facts.lives.flatMap((l) => l.intents)]);
+    ids.push(...payouts.map((p) => p.id));
+  }
   return (await getDs()).query(
-    `SELECT t.id::text, t.environment, t.direction, t.status, t.total_required::text, t.wallet_address, t.funding_type, t.failure, t.refund,
+    `SELECT t.id::text, t.environment, t.direction, t.status, t.total_required::text, t.wallet_address, t.funding_type, t.failure, t.refund, t.receipt,
             s.to_address AS settlement_address
        FROM transactions t LEFT JOIN settlements s ON s.transaction_id = t.id WHERE t.id = ANY($1)`, [ids]);
 }
 
+/** MTN's own status of a request it accepted (its status GET, asked of the stand-in), else what the relayed GETs said. */
+function momoStatus(world: World, referenceId: string): { status: string; financialTransactionId: string | null } | null {
+  const said = world.momoFake.statusOf(referenceId);
+  return said ? { status: said.status, financialTransactionId: said.financialTransactionId ?? null } : world.momo.verdicts.get(referenceId) ?? null;
+}
+
+/** The MoMo requests of a product MTN accepted that `match` picks and MTN says SUCCESSFUL (money moved). */
+function momoSucceeded(world: World, product: MomoProduct, match: (r: AcceptedMomo) => boolean): AcceptedMomo[] {
+  return world.momo.requests.filter((r) => r.product === product && match(r) && momoStatus(world, r.referenceId)?.status === 'SUCCESSFUL');
+}
+
 /** 1. Every provider payout executed at most once, and a payout that executed is never also refunded. */
 export async function payoutsExecutedAtMostOnce(facts: Facts): Promise<Verdict> {
-  const { daraja } = facts.world;
+  const { daraja, momo, momoFake } = facts.world;
   const examples: string[] = [];
   const rows = await transactionsOf(facts);
   const intents: { id: string; payout_transaction_id: string | null }[] = await (await getDs()).query(
@@ -68,12 +85,23 @@ export async function payoutsExecutedAtMostOnce(facts: Facts): Promise<Verdict> 
     const executed = accepted.filter((p) => daraja.outcomes.get(p.conversationId) === '0');
     if (executed.length > 1) examples.push(`${reference}: executed ${executed.length} times (ConversationIDs ${executed.map((p) => p.conversationId).join(', ')})`);
     if (executed.length >= 1 && tx && tx.status === 'failed') examples.push(`${reference}: paid out by M-Pesa, yet failed with refund ${JSON.stringify(tx.refund)} (${tx.failure?.code})`);
+    const transfers = momoSucceeded(facts.world, 'disbursement', (r) => r.externalId === reference);
+    if ((transfers.length || momoFake.executions.get(reference)) && tx && tx.status === 'failed') examples.push(`${reference}: paid out by MTN MoMo, yet failed with refund ${JSON.stringify(tx.refund)} (${tx.failure?.code})`);
+  }
+  // MTN: at most one SUCCESSFUL transfer per externalId, whichever X-Reference-Ids it went under (the relay's record
+  // and the stand-in's own count of money moved).
+  const externalIds = new Set(momo.requests.filter((r) => r.product === 'disbursement').map((r) => r.externalId));
+  for (const externalId of externalIds) {
+    const paid = momoSucceeded(facts.world, 'disbursement', (r) => r.externalId === externalId);
+    const ran = Math.max(paid.length, momoFake.executions.get(externalId) ?? 0);
+    if (ran > 1) examples.push(`${externalId}: MTN MoMo ran ${ran} transfers (X-Reference-Ids ${paid.map((r) => r.referenceId).join(', ')})`);
   }
   // Sandbox payouts: the simulated provider's own count.
   const sandbox: { reference: string; evaluations: number }[] = await (await getDs()).query(
     `SELECT reference, evaluations FROM provider_requests WHERE kind = 'payout' AND reference = ANY($1) AND evaluations > 1`, [rows.filter((t) => t.environment === 'sandbox').map((t) => t.id)]);
   for (const s of sandbox) examples.push(`${s.reference}: sandbox payout evaluated ${s.evaluations} times`);
-  return verdict('every provider payout executed at most once (and never also refunded)', references.size + rows.filter((t) => t.environment === 'sandbox').length, examples);
+  const checked = new Set([...references.keys(), ...externalIds]).size + rows.filter((t) => t.environment === 'sandbox').length;
+  return verdict('every provider payout executed at most once (and never also refunded)', checked, examples);
 }
 
 /** 2. No purpose (delivery, refund, sweep, top-up) sent on chain twice. */
@@ -174,10 +202,11 @@ export async function noPayoutBeforeDepth(facts: Facts): Promise<Verdict> {
   return verdict('no payout before its transfers are deep enough', checked, examples);
 }
 
-/** Collections the stand-in said succeeded, for the phones of a lifecycle. */
+/** Collections the stand-ins said succeeded (M-Pesa prompts, MoMo requests to pay), for the phones of a lifecycle. */
 function collectionsPaid(world: World, phones: string[]): number {
   const ours = new Set(phones.map(digits));
-  return world.daraja.collections.filter((c) => ours.has(digits(c.phone)) && world.daraja.outcomes.get(c.checkoutRequestId) === '0').length;
+  const mpesa = world.daraja.collections.filter((c) => ours.has(digits(c.phone)) && world.daraja.outcomes.get(c.checkoutRequestId) === '0').length;
+  return mpesa + momoSucceeded(world, 'collection', (r) => ours.has(digits(r.phone))).length;
 }
 
 /** 4. Every payment the payer made is credited exactly once (paid out or returned, never kept, never twice). */
@@ -199,8 +228,8 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
       const paid = collectionsPaid(facts.world, life.phones);
       const delivered = facts.transfers.filter((x) => x.from === facts.world.hot.toLowerCase() && x.to === t.wallet_address?.toLowerCase()).length;
       const fiatReturned = t.refund && ['pending', 'completed'].includes(t.refund.status);
-      if (paid === 0 && delivered > 0) examples.push(`on-ramp ${t.id}: USDC delivered ${delivered} times for a collection M-Pesa never made`);
-      if (paid > 0 && delivered === 0 && !fiatReturned) examples.push(`on-ramp ${t.id} (${t.status}${t.failure ? ` ${t.failure.code}` : ''}): the payer paid ${paid} time(s) by M-Pesa, nothing delivered or returned`);
+      if (paid === 0 && delivered > 0) examples.push(`on-ramp ${t.id}: USDC delivered ${delivered} times for a collection the provider never made`);
+      if (paid > 0 && delivered === 0 && !fiatReturned) examples.push(`on-ramp ${t.id} (${t.status}${t.failure ? ` ${t.failure.code}` : ''}): the payer paid ${paid} time(s) by mobile money, nothing delivered or returned`);
       if (paid > 1 && !fiatReturned) examples.push(`on-ramp ${t.id}: the payer was charged ${paid} times, delivered ${delivered}`);
     }
   }
@@ -212,7 +241,7 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
         `SELECT payment_method, status, transaction_hash FROM treasury_deposits WHERE payment_intent_id = $1`, [intentId]);
       const mpesaPaid = collectionsPaid(facts.world, life.phones);
       const mpesaCredited = deposits.filter((d) => d.payment_method !== 'stablecoin' && d.status === 'confirmed').length;
-      if (mpesaPaid !== mpesaCredited) examples.push(`intent ${intentId} (${intent?.status}): ${mpesaPaid} M-Pesa payment(s) made, ${mpesaCredited} credited`);
+      if (mpesaPaid !== mpesaCredited) examples.push(`intent ${intentId} (${intent?.status}): ${mpesaPaid} mobile money payment(s) made, ${mpesaCredited} credited`);
       const address = intent?.address?.toLowerCase();
       const usdcPaid = address ? facts.transfers.filter((x) => x.to === address) : [];
       const credited = deposits.filter((d) => d.payment_method === 'stablecoin' && d.status === 'confirmed');
@@ -238,9 +267,12 @@ export async function everyPaymentCreditedOnce(facts: Facts): Promise<Verdict> {
   return verdict('every payment the payer made credited exactly once', checked, examples);
 }
 
+/** Beyond a prompt's whole check schedule in the run's settings (DARAJA_STATUS_QUERY_AFTER_MS 1.5 s) and the sweeper's. */
+const INTENT_STUCK_SECONDS = 150;
+
 /**
  * 5. Every transaction ends completed, failed with its refund completed (when it held money), or action_required
- * with an exit that then worked; every intent payout and treasury deposit ends.
+ * with an exit that then worked; every intent leaves processing, and every intent payout and treasury deposit ends.
  */
 export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
   const examples: string[] = [];
@@ -263,9 +295,12 @@ export async function everyTransactionEnds(facts: Facts): Promise<Verdict> {
     }
   }
   const ds = await getDs();
-  const intents: { id: string; status: string; payout_status: string | null; payout_error: string | null }[] = await ds.query(
-    `SELECT id::text, status, payout_status, payout_error FROM payment_intents WHERE id = ANY($1)`, [facts.lives.flatMap((l) => l.intents)]);
+  const intents: { id: string; status: string; payout_status: string | null; payout_error: string | null; waited: number }[] = await ds.query(
+    `SELECT id::text, status, payout_status, payout_error, extract(epoch FROM now() - updated_at)::int AS waited FROM payment_intents WHERE id = ANY($1)`,
+    [facts.lives.flatMap((l) => l.intents)]);
   for (const i of intents) {
+    // A prompt's checks end within about a minute and a half (INTENT_CHECK_ROUNDS): longer in processing is stuck.
+    if (i.status === 'processing' && i.waited > INTENT_STUCK_SECONDS) examples.push(`intent ${i.id}: stuck in processing for ${i.waited} s`);
     if (i.payout_status && i.payout_status !== 'completed') examples.push(`intent ${i.id} (${i.status}): payout ${i.payout_status}${i.payout_error ? ` (${i.payout_error})` : ''}`);
   }
   const pending: { id: string; payment_intent_id: string }[] = await ds.query(
@@ -311,4 +346,33 @@ export async function ledgerBalancesAndMatchesChain(facts: Facts): Promise<Verdi
   return verdict('the ledger balances and equals the chain (managed wallets, hot wallet)', checked, examples);
 }
 
-export const INVARIANTS = [payoutsExecutedAtMostOnce, noPurposeSentTwice, noPayoutBeforeDepth, everyPaymentCreditedOnce, everyTransactionEnds, ledgerBalancesAndMatchesChain];
+/**
+ * 7. MTN MoMo: every transaction MoMo was asked about (intents' payouts too) agrees with MTN's own verdict, so no
+ * forged or contradicting callback moved one. Completed: exactly one of its requests SUCCESSFUL, and its receipt is
+ * that request's financialTransactionId (a forged success carries another). An off-ramp not completed: none paid. An
+ * on-ramp failed as declined or timed out: none collected.
+ */
+export async function momoAgreesWithMtn(facts: Facts): Promise<Verdict> {
+  const examples: string[] = [];
+  let checked = 0;
+  for (const t of (await transactionsOf(facts, true)).filter((r) => r.environment === 'live')) {
+    const product: MomoProduct = t.direction === 'onramp' ? 'collection' : 'disbursement';
+    const sent = facts.world.momo.requests.filter((r) => r.product === product && r.externalId === t.id);
+    if (!sent.length) continue;
+    checked++;
+    const paid = momoSucceeded(facts.world, product, (r) => r.externalId === t.id);
+    const said = `${paid.length} of its ${sent.length} MoMo request(s) SUCCESSFUL at MTN`;
+    if (t.status === 'completed') {
+      const receipt = paid.length === 1 ? momoStatus(facts.world, paid[0].referenceId)?.financialTransactionId : null;
+      if (paid.length !== 1) examples.push(`${t.id} (${t.direction}) completed with ${said}`);
+      else if (t.receipt !== receipt) examples.push(`${t.id} (${t.direction}) completed with receipt ${t.receipt}, MTN's financialTransactionId is ${receipt}`);
+    } else if (t.direction === 'offramp' && paid.length) {
+      examples.push(`${t.id} (offramp) ${t.status}${t.failure ? ` ${t.failure.code}` : ''} with ${said}`);
+    } else if (t.direction === 'onramp' && paid.length && ['collection_declined', 'collection_timeout'].includes(t.failure?.code)) {
+      examples.push(`${t.id} (onramp) ${t.status} ${t.failure.code} with ${said}`);
+    }
+  }
+  return verdict('MTN MoMo transactions agree with MTN\'s verdict (no forged or contradicting callback moved one)', checked, examples);
+}
+
+export const INVARIANTS = [payoutsExecutedAtMostOnce, noPurposeSentTwice, noPayoutBeforeDepth, everyPaymentCreditedOnce, everyTransactionEnds, ledgerBalancesAndMatchesChain, momoAgreesWithMtn];

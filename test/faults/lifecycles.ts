@@ -1,6 +1,7 @@
 // The lifecycles a fault run drives, each as the business and its payer would: through the public API, the payer's
-// own chain transfers (straight to Anvil), and M-Pesa phones whose last four digits pick the stand-in's scenario
-// (success otherwise; 0001 declined collection; 0002 receiver refused for good). A lifecycle records what it created
+// own chain transfers (straight to Anvil), and M-Pesa (KES) or MTN MoMo (UGX) phones whose last four digits pick the
+// stand-in's scenario (success otherwise; 0001 declined collection; 0002 receiver refused for good; on MoMo, 0009 a
+// payout whose first transfer FAILED for a temporary reason). A lifecycle records what it created
 // (transactions, intents, phones, payer addresses): the invariants read the rest from the database and the chain.
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
@@ -38,7 +39,11 @@ let runPayers = 0;
 export function newPayers(): void {
   runPayers = Math.floor(Math.random() * 10_000);
 }
-const phoneOf = (n: number, scenario: string) => `+2547${String((n + runPayers) % 10_000).padStart(4, '0')}${scenario}`;
+const unique = (n: number) => String((n + runPayers) % 10_000).padStart(4, '0');
+/** A Kenyan (M-Pesa) or, with `momo`, an Ugandan (MTN) number. */
+const phoneOf = (n: number, scenario: string, momo = false) => `${momo ? '+2567' : '+2547'}${unique(n)}${scenario}`;
+/** The corridor a lifecycle runs on: KES on M-Pesa, or UGX on MTN MoMo. */
+const rail = (momo: boolean) => (momo ? { currency: 'UGX', mobile_network: 'mtn' } : { currency: 'KES', mobile_network: 'safaricom' });
 
 async function priced(world: World, key: string, body: Record<string, unknown>): Promise<Record<string, any>> {
   let q = ok(await world.call(key, 'POST', '/quotes', { chain: 'base', currency: 'KES', payment_method: 'mobile_money', ...body }), 'quote');
@@ -51,9 +56,10 @@ async function priced(world: World, key: string, body: Record<string, unknown>):
   return q;
 }
 
-async function beneficiary(world: World, key: string, phone: string): Promise<string> {
+async function beneficiary(world: World, key: string, phone: string, momo = false): Promise<string> {
+  const { currency, mobile_network } = rail(momo);
   return ok(await world.call(key, 'POST', '/beneficiaries', {
-    currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Fault Payee', details: { phone_number: phone, mobile_network: 'safaricom' },
+    currency, payment_method: 'mobile_money', account_holder_name: 'Fault Payee', details: { phone_number: phone, mobile_network },
   }), 'beneficiary').id;
 }
 
@@ -71,12 +77,12 @@ async function statusOf(world: World, key: string, id: string): Promise<Record<s
   return (await world.call(key, 'GET', `/transactions/${id}`)).body;
 }
 
-async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' | 'partial' | 'underpaid' | 'late' | 'refused' | 'overpaid' | 'refund_requested'): Promise<void> {
+async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' | 'partial' | 'underpaid' | 'late' | 'refused' | 'overpaid' | 'refund_requested', momo = false): Promise<void> {
   const key = world.liveKey;
   const payer = await verifiedPayer(world);
   life.payers.push(payer.address);
-  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, variant === 'refused' ? '0002' : '5678'));
-  const q = await priced(world, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, variant === 'refused' ? '0002' : '5678', momo), momo);
+  const q = await priced(world, key, { direction: 'offramp', currency: rail(momo).currency, source_amount: '20', beneficiary_id: beneficiaryId });
   const tx = ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: payer.walletId }, external_reference: `fault-${randomUUID()}` }), 'offramp');
   life.transactions.push(tx.id);
   const total = minor(tx.settlement.total_required);
@@ -106,7 +112,7 @@ async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' |
   }
 }
 
-async function managedOfframp(world: World, life: Lifecycle, refused: boolean): Promise<void> {
+async function managedOfframp(world: World, life: Lifecycle, scenario: string, momo = false): Promise<void> {
   const key = world.liveKey;
   const customer = ok(await world.call(key, 'POST', '/customers', { external_reference: `fault-${randomUUID()}` }), 'customer');
   await world.mint(customer.wallet.address, minor('40'));
@@ -115,32 +121,34 @@ async function managedOfframp(world: World, life: Lifecycle, refused: boolean): 
     const b = (await world.call(key, 'GET', `/wallets/${customer.wallet.id}/balance`)).body;
     return JSON.stringify(b).includes('40.000000') || null;
   }, { timeoutMs: 20_000, everyMs: 500, what: 'the managed wallet credited' }).catch(() => null);
-  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, refused ? '0002' : '5678'));
-  const q = await priced(world, key, { direction: 'offramp', source_amount: '20', beneficiary_id: beneficiaryId });
+  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, scenario, momo), momo);
+  const q = await priced(world, key, { direction: 'offramp', currency: rail(momo).currency, source_amount: '20', beneficiary_id: beneficiaryId });
   life.transactions.push(ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: customer.wallet.id } }), 'offramp').id);
 }
 
-async function onramp(world: World, life: Lifecycle, declined: boolean): Promise<void> {
+async function onramp(world: World, life: Lifecycle, declined: boolean, momo = false): Promise<void> {
   const key = world.liveKey;
   const customer = ok(await world.call(key, 'POST', '/customers', { external_reference: `fault-${randomUUID()}` }), 'customer');
-  const q = await priced(world, key, { direction: 'onramp', source_amount: '1500', wallet_id: customer.wallet.id });
-  const phone = phoneOf(life.n, declined ? '0001' : '4321');
+  const { currency, mobile_network } = rail(momo);
+  const q = await priced(world, key, { direction: 'onramp', currency, source_amount: momo ? '15000' : '1500', wallet_id: customer.wallet.id });
+  const phone = phoneOf(life.n, declined ? '0001' : '4321', momo);
   life.phones.push(phone.replace(/\D/g, ''));
-  life.transactions.push(ok(await world.call(key, 'POST', '/onramps', { quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } }), 'onramp').id);
+  life.transactions.push(ok(await world.call(key, 'POST', '/onramps', { quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network } }), 'onramp').id);
 }
 
-async function intent(world: World, life: Lifecycle, methods: ('mobile_money' | 'stablecoin')[], payout = false): Promise<Record<string, any>> {
+async function intent(world: World, life: Lifecycle, methods: ('mobile_money' | 'stablecoin')[], payout = false, momo = false): Promise<Record<string, any>> {
   const settlement: Record<string, unknown> = { mode: 'stablecoin', asset: 'USDC', chain: 'base' };
-  if (payout) settlement.beneficiary_id = await beneficiary(world, world.liveKey, phoneOf(life.n, '5679'));
-  const created = ok(await world.call(world.liveKey, 'POST', '/payment-intents', { amount: { currency: 'KES', value: '1500' }, accepted_payment_methods: methods, settlement, expires_in_seconds: 600 }), 'intent');
+  if (payout) settlement.beneficiary_id = await beneficiary(world, world.liveKey, phoneOf(life.n, '5679', momo), momo);
+  const amount = { currency: rail(momo).currency, value: momo ? '20000' : '1500' };
+  const created = ok(await world.call(world.liveKey, 'POST', '/payment-intents', { amount, accepted_payment_methods: methods, settlement, expires_in_seconds: 600 }), 'intent');
   life.intents.push(created.id);
   return created;
 }
 
-async function collect(world: World, life: Lifecycle, intentId: string, scenario: string): Promise<void> {
-  const phone = phoneOf(life.n, scenario);
+async function collect(world: World, life: Lifecycle, intentId: string, scenario: string, momo = false): Promise<void> {
+  const phone = phoneOf(life.n, scenario, momo);
   life.phones.push(phone.replace(/\D/g, ''));
-  ok(await world.call(world.liveKey, 'POST', `/payment-intents/${intentId}/collect`, { payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } }), 'collect');
+  ok(await world.call(world.liveKey, 'POST', `/payment-intents/${intentId}/collect`, { payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: rail(momo).mobile_network } }), 'collect');
 }
 
 async function payIntentInUsdc(world: World, life: Lifecycle, created: Record<string, any>, parts: number): Promise<void> {
@@ -187,8 +195,8 @@ export async function drive(world: World, kind: LifecycleKind, n: number): Promi
       case 'offramp_external_refused': await externalOfframp(world, life, 'refused'); break;
       case 'offramp_external_overpaid': await externalOfframp(world, life, 'overpaid'); break;
       case 'offramp_external_refund_requested': await externalOfframp(world, life, 'refund_requested'); break;
-      case 'offramp_managed': await managedOfframp(world, life, false); break;
-      case 'offramp_managed_refused': await managedOfframp(world, life, true); break;
+      case 'offramp_managed': await managedOfframp(world, life, '5678'); break;
+      case 'offramp_managed_refused': await managedOfframp(world, life, '0002'); break;
       case 'onramp': await onramp(world, life, false); break;
       case 'onramp_declined': await onramp(world, life, true); break;
       case 'intent_mpesa': await collect(world, life, (await intent(world, life, ['mobile_money'])).id, '4322'); break;
@@ -213,6 +221,15 @@ export async function drive(world: World, kind: LifecycleKind, n: number): Promi
       case 'intent_payout': await collect(world, life, (await intent(world, life, ['mobile_money'], true)).id, '4325'); break;
       case 'sandbox_offramp': await sandboxOfframp(world, life); break;
       case 'treasury_withdrawal': await treasuryWithdrawal(world, life); break;
+      // MTN MoMo (UGX): a collection paid and one the payer rejects; a payout whose first transfer FAILED for a
+      // temporary reason (sent again under a new X-Reference-Id, paid once); one MTN refuses (PAYEE_NOT_FOUND: the
+      // payer's USDC goes back); an intent collected by MoMo, and one paid out to an MTN number.
+      case 'momo_onramp': await onramp(world, life, false, true); break;
+      case 'momo_onramp_declined': await onramp(world, life, true, true); break;
+      case 'momo_offramp_managed': await managedOfframp(world, life, '0009', true); break;
+      case 'momo_offramp_external_refused': await externalOfframp(world, life, 'refused', true); break;
+      case 'momo_intent': await collect(world, life, (await intent(world, life, ['mobile_money'], false, true)).id, '4322', true); break;
+      case 'momo_intent_payout': await collect(world, life, (await intent(world, life, ['mobile_money'], true, true)).id, '4325', true); break;
     }
   } catch (err) {
     life.error = err instanceof Error ? err.message : String(err);

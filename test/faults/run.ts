@@ -58,6 +58,10 @@ async function fire(world: World, event: FaultEvent, notes: string[], injected: 
       world.daraja.outage(event.ms);
       bump('daraja_outage');
       break;
+    case 'momo_outage':
+      world.momo.outage(event.ms);
+      bump('momo_outage');
+      break;
   }
 }
 
@@ -162,7 +166,8 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     // Faults end as outages do; held callbacks are delivered; workers come back fresh (a Redis flush took their schedules).
     world.rpc.active = false;
     world.daraja.active = false;
-    await world.daraja.flush();
+    world.momo.active = false;
+    await Promise.all([world.daraja.flush(), world.momo.flush()]);
     await world.service.killWorkers();
     await world.service.startWorkers();
     const exits = new Map<string, string[]>();
@@ -186,6 +191,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
     for (const [k, v] of Object.entries(world.rpc.injected)) if (v) injected[`rpc ${k}`] = v;
     for (const [k, v] of Object.entries(world.daraja.injected)) if (v) injected[`daraja ${k}`] = v;
+    for (const [k, v] of Object.entries(world.momo.injected)) if (v) injected[`momo ${k}`] = v;
     const facts: Facts = { world, lives, runStarted, transfers: await gatherTransfers(world), exits, hotDriftAtStart };
     const verdicts: Verdict[] = [];
     for (const check of INVARIANTS) verdicts.push(await check(facts));

@@ -1,5 +1,5 @@
 // Everything one fault run stands on: Anvil playing base with the test USDC and a funded hot wallet, the JSON-RPC
-// fault relay in front of it, the Daraja stand-in behind its fault relays, a rate source, and the service as child
+// fault relay in front of it, the Daraja and MTN MoMo stand-ins behind their fault relays, a rate source, and the service as child
 // processes (web + all worker pools: chaos/service.ts) pointed at the relays. The harness itself (payers, the miner,
 // reorgs, invariant reads) talks to Anvil directly.
 import { randomUUID } from 'node:crypto';
@@ -16,10 +16,13 @@ import { treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import { startService, type Answer, type Service } from '../chaos/service.js';
 import { startRpcFaults, type RpcFaultProxy } from './rpc-faults.js';
 import { startDarajaFaults, type DarajaFaults } from './daraja-faults.js';
+import { momoEnv, startFakeMomo, type FakeMomo } from '../helpers/fake-momo.js';
+import { startMomoFaults, type MomoFaults } from './momo-faults.js';
 import type { Plan } from './schedule.js';
 
 export const CONFIRMATIONS = 4;
 export const SETTLEMENT_TTL_SECONDS = 30;
+/** Each call to Daraja or MTN MoMo is abandoned after this long. */
 const DARAJA_TIMEOUT_MS = 2000;
 export const HOT_FLOAT = 1_000_000_000_000n;
 
@@ -31,6 +34,9 @@ export interface World {
   rpc: RpcFaultProxy;
   daraja: DarajaFaults;
   fake: FakeDaraja;
+  momo: MomoFaults;
+  /** The MoMo stand-in, read only for MTN's own status of a request (as its status GET answers it). */
+  momoFake: FakeMomo;
   service: Service;
   businessId: string;
   liveKey: string;
@@ -70,15 +76,22 @@ export async function startWorld(plan: Plan): Promise<World> {
   const [fake, rates] = await Promise.all([startFakeDaraja(), startFakeRates()]);
   const daraja = await startDarajaFaults(fake.url, plan, DARAJA_TIMEOUT_MS);
   fake.callbackOrigin = daraja.callbackUrl;
+  // MoMo's callbacks keep the path of their X-Callback-Url (PUBLIC_BASE_URL, Daraja's relay) and go to its own relay.
+  const momoFake = await startFakeMomo();
+  const momo = await startMomoFaults(momoFake.url, plan, DARAJA_TIMEOUT_MS);
+  momoFake.callbackOrigin = momo.callbackUrl;
   const token_ = `cbtok_${randomUUID().replace(/-/g, '')}`;
   const service = await startService({
+    ...momoEnv({ ...momoFake, url: momo.providerUrl }, daraja.callbackUrl, `momotok_${randomUUID().replace(/-/g, '')}`, 'UGX'),
     ...darajaEnv({ ...fake, url: daraja.providerUrl }, daraja.callbackUrl, token_),
     RATE_SOURCE_URL: rates.url, QUOTE_WAIT_MS: '5000', DARAJA_STATUS_QUERY_AFTER_MS: '1500', DARAJA_REQUEST_TIMEOUT_MS: String(DARAJA_TIMEOUT_MS),
+    MOMO_STATUS_QUERY_AFTER_MS: '1500', MOMO_REQUEST_TIMEOUT_MS: String(DARAJA_TIMEOUT_MS),
     RPC_URL_BASE: rpc.url, USDC_ADDRESS_BASE: token, CONFIRMATIONS_BASE: String(CONFIRMATIONS), SETTLEMENT_POLL_MS: '300',
     SETTLEMENT_TTL_SECONDS: String(SETTLEMENT_TTL_SECONDS), CHAIN_RECONCILE_MS: '3600000', PROVIDER_MAX_ATTEMPTS: '3', PROVIDER_RETRY_BASE_MS: '300',
     SANDBOX_STEP_MS: '50', SWEEPER_STALE_SECONDS: '5', SETTLEMENT_START_BLOCK_BASE: startBlock.toString(), AUTO_REFUND_AFTER_SECONDS: '20',
   });
   daraja.callbackTarget = new URL(service.base).origin;
+  momo.callbackTarget = daraja.callbackTarget;
 
   const business = await makeBusiness(`Faults ${plan.seed}`);
   await enableLive({ ds, config: getConfig() }, { businessId: business.businessId });
@@ -99,7 +112,7 @@ export async function startWorld(plan: Plan): Promise<World> {
   }, 300);
 
   const world: World = {
-    plan, anvil, token, hot, rpc, daraja, fake, service, businessId: business.businessId, liveKey, sandboxKey, heads,
+    plan, anvil, token, hot, rpc, daraja, fake, momo, momoFake, service, businessId: business.businessId, liveKey, sandboxKey, heads,
     async call(key, method, path, body) {
       const idempotencyKey = randomUUID();
       let last: unknown;
@@ -161,7 +174,7 @@ export async function startWorld(plan: Plan): Promise<World> {
       clearInterval(miner);
       await mining;
       await service.stop();
-      await Promise.all([rpc.close(), daraja.close(), fake.close(), rates.close()]);
+      await Promise.all([rpc.close(), daraja.close(), fake.close(), momo.close(), momoFake.close(), rates.close()]);
       await anvil.stop();
     },
   };

@@ -18,7 +18,7 @@
 //     final failure"). Its body is not published: the stand-in posts a Result naming the request with code 1037.
 // It keeps a request log and counts payouts M-Pesa executed, and the last four digits of the payer or receiver pick
 // what it does, so a test reads its scenario from its data:
-//   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0022 callback sent twice,
+//   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0098 no callback and STK Query "being processed" for ever, 0022 callback sent twice,
 //                0066 the prompt is sent but the STK Push answer comes after `holdMs` (our request times out),
 //                0050 the prompt is sent and answered HTTP 500 with Daraja's error body, 0051 sent and answered a bare 503;
 //   payouts:     0001 our float short (ResultCode 1) on the first request, 0011 on every request, 0002 invalid receiver (2040),
@@ -253,7 +253,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
         conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
       };
       payments.set(p.key, p);
-      if (suffix !== '0099') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      if (suffix !== '0099' && suffix !== '0098') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
       // The prompt went out and the gateway failed on the way back: Daraja's own 500 body, or a bare 503.
       if (suffix === '0050') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
       if (suffix === '0051') return send(503, { message: 'Service Unavailable' });
@@ -268,6 +268,8 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
     if (url.pathname === '/mpesa/stkpushquery/v1/query') {
       const p = payments.get(body.CheckoutRequestID);
       if (!p) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid CheckoutRequestID' });
+      // A prompt M-Pesa keeps undecided: STK Query answers Daraja's "being processed" error for as long as it is asked.
+      if (last4(p.phone ?? '') === '0098') return send(500, { requestId: randomUUID(), errorCode: '500.001.1001', errorMessage: 'The transaction is being processed' });
       return send(200, { ResponseCode: '0', ResponseDescription: 'The service request has been accepted successsfully', MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResultCode: p.resultCode, ResultDesc: p.resultDesc });
     }
     if (url.pathname === '/mpesa/b2c/v3/paymentrequest' || url.pathname === '/mpesa/b2b/v1/paymentrequest') {

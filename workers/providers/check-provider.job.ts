@@ -1,6 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { collectionCameToNothing, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
-import { applyProviderResult, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
+import { applyProviderResult, INTENT_CHECK_ROUNDS, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
 import { loadTransaction, lockTransaction, moveTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
 import { providerFor, type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { momoServes, statusQueryAfterMs } from '../../shared/providers/live-rails.js';
@@ -11,6 +11,11 @@ const NO_RECORD = { code: 'provider_unavailable', message: 'MTN MoMo has no reco
 const PROMPT_TIMED_OUT = {
   code: 'collection_timeout',
   message: `M-Pesa never answered the payment prompt (no reply, no callback, nothing to ask STK Query about after ${MAX_CHECK_ROUNDS} checks). A payment that still arrives is credited.`,
+};
+
+const PROMPT_UNDECIDED = {
+  code: 'provider_unavailable',
+  message: `M-Pesa gave no final answer for the payment prompt after ${INTENT_CHECK_ROUNDS} status checks. A payment it reports later is credited.`,
 };
 
 interface Asked {
@@ -84,10 +89,14 @@ export const checkProviderJob = defineJob({
       // (an on-ramp failed on collection_timeout moves on to funded; an intent records a late payment).
       const unnamed = asked.kind === 'collection' && outcome === null;
       if (!('transactionId' in subject)) {
-        if (!unnamed) return 'no answer';
+        // A prompt M-Pesa named is asked about longer, less often: its answer decides whether the payer paid.
+        if (!unnamed && subject.round < INTENT_CHECK_ROUNDS) {
+          await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, 4 * statusQueryAfterMs(deps.config, asked.currency)), asked.scope);
+          return 'still pending (asked less often)';
+        }
         const intent = await loadPaymentIntent(unit.em, subject.intentId);
         if (!intent || intent.status !== 'processing' || intent.collection_attempts !== subject.attempt) return 'moved on';
-        return collectionCameToNothing(unit, intent, PROMPT_TIMED_OUT, null);
+        return collectionCameToNothing(unit, intent, unnamed ? PROMPT_TIMED_OUT : PROMPT_UNDECIDED, null);
       }
       // Read again under the lock: a result may have moved it meanwhile (completed, or failed and refunded), and only a
       // request still waiting is handed to the business.

@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { bearer, writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { until } from '../helpers/until.js';
+import { BASE } from '../helpers/wallets.js';
+import { startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { INTENT_CHECK_ROUNDS, MAX_CHECK_ROUNDS } from '../../shared/domain/provider-results.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+
+// A payment intent's prompt that M-Pesa named but never decides (STK Query answers "being processed" for as long as
+// it is asked, no callback) is never left `processing` for good: it is asked about longer and less often, then the
+// intent waits for payment again; and a check series Redis lost is started again by the sweeper under ids of its own
+// (found by the fault run: an intent stayed processing while its collect job was re-run to no effect).
+describe('a payment intent whose prompt M-Pesa never decides', function () {
+  this.timeout(60_000);
+  let rail: LiveRail;
+  before(async () => {
+    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '100' } });
+  });
+  after(() => rail?.close());
+
+  async function promptedIntent(phone: string): Promise<string> {
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key))
+      .send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    expect(create.status, JSON.stringify(create.body)).to.equal(201);
+    const collect = await rail.api.http.post(`${BASE}/payment-intents/${create.body.id}/collect`).set(writeHeaders(rail.key))
+      .send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
+    expect(collect.status).to.equal(202);
+    return create.body.id;
+  }
+  const get = async (id: string) => (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
+  const queries = (since: number) => rail.fake.log.filter((l) => l.path === '/mpesa/stkpushquery/v1/query' && l.at >= since).length;
+
+  it('is asked about INTENT_CHECK_ROUNDS times, then waits for payment again with provider_unavailable', async () => {
+    const started = Date.now();
+    const id = await promptedIntent('+254712340098');
+    const back = await until(async () => { const i = await get(id); return i.status !== 'processing' && i; }, { what: 'the intent moved on', timeoutMs: 30_000 });
+    expect(back.status).to.equal('awaiting_payment');
+    expect(back.last_payment_error.code).to.equal('provider_unavailable');
+    expect(queries(started)).to.be.at.least(INTENT_CHECK_ROUNDS).and.be.greaterThan(MAX_CHECK_ROUNDS);
+  });
+
+  it('the sweeper starts a new series of checks for a prompt that left, not the collect job again', async () => {
+    const id = await promptedIntent('+254712341098');
+    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
+    await (await getDs()).query(`UPDATE payment_intents SET updated_at = now() - interval '10 minutes' WHERE id = $1`, [id]);
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['payment intents whose collection job was lost']).to.equal(1);
+    const jobs = await rail.pools.deps.queues.providers.getJobs(['waiting', 'delayed', 'active', 'completed', 'prioritized']);
+    const series = jobs.filter((j) => j.name === 'provider.check' && (j.data as { intentId?: string }).intentId === id && (j.data as { series?: number }).series);
+    expect(series.length, 'a check of a new series').to.be.at.least(1);
+    expect(jobs.filter((j) => j.name === 'intent.collect' && (j.data as { intentId?: string }).intentId === id)).to.have.length(1);
+  });
+});
