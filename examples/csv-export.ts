@@ -24,6 +24,13 @@ export interface CsvExportResult {
   ledger: { rows: number; entries: number; unbalanced: string[] };
 }
 
+/** A decimal string as an integer count of 10^-scale units, exactly (money is never a float). */
+function units(value: string, scale: number): bigint {
+  const [whole, fraction = ''] = value.replace(/^-/, '').split('.');
+  const n = BigInt(whole + fraction.padEnd(scale, '0').slice(0, scale));
+  return value.startsWith('-') ? -n : n;
+}
+
 export async function csvExport(options: CsvExportOptions): Promise<CsvExportResult> {
   const api = createRampwayClient(options);
   const log = options.log ?? console.log;
@@ -41,22 +48,21 @@ export async function csvExport(options: CsvExportOptions): Promise<CsvExportRes
     rows += 1;
     // What reached beneficiaries, per fiat currency (off-ramp destinations are fiat, at 2 decimals).
     if (record.direction === 'offramp') {
-      const [whole, fraction = ''] = record.destination_amount.split('.');
-      cents[record.destination_currency_or_asset] = (cents[record.destination_currency_or_asset] ?? 0n) + BigInt(whole + fraction.padEnd(2, '0'));
+      cents[record.destination_currency_or_asset] = (cents[record.destination_currency_or_asset] ?? 0n) + units(record.destination_amount, 2);
     }
   }
   await saving;
   const paidOut = Object.fromEntries(Object.entries(cents).map(([currency, c]) => [currency, `${c / 100n}.${String(c % 100n).padStart(2, '0')}`]));
   log(`transactions: ${rows} completed${options.out ? `, saved to ${options.out}` : ''}; paid out ${JSON.stringify(paidOut)}`);
 
-  // The ledger, one posting a row; `amount` is signed (minor units), so each entry's rows sum to zero per asset.
+  // The ledger, one posting a row; `amount` is a signed decimal, so each entry's rows sum to zero per asset.
   const ledger = unwrap(await api.GET('/api/v1/business/treasury/ledger', { params: { query: {} }, ...csv })) as unknown as WebReadableStream;
   const sums = new Map<string, bigint>();
   let postings = 0;
   for await (const record of Readable.fromWeb(ledger).pipe(parse({ columns: true })) as AsyncIterable<Record<string, string>>) {
     postings += 1;
     const key = `${record.entry_id}/${record.asset}`;
-    sums.set(key, (sums.get(key) ?? 0n) + BigInt(record.amount));
+    sums.set(key, (sums.get(key) ?? 0n) + units(record.amount, 6));
   }
   const unbalanced = [...sums].filter(([, sum]) => sum !== 0n).map(([key]) => key);
   const entries = new Set([...sums.keys()].map((key) => key.split('/')[0])).size;
