@@ -41,7 +41,13 @@ export async function seedBench(api: string): Promise<Seed> {
   });
   const transactions: string[] = [];
   for (let i = 0; i < PAGE; i++) {
-    const quote = await call('POST', '/quotes', { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '25', beneficiary_id: beneficiary.id });
+    let quote = await call('POST', '/quotes', { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '25', beneficiary_id: beneficiary.id });
+    // 202 pending while the pricing pool is busy (a loaded machine): the price is on its way.
+    for (let tries = 0; quote.status === 'pending'; tries++) {
+      if (tries > 300) throw new Error(`seeding: quote ${quote.id} stayed pending`);
+      await new Promise((r) => setTimeout(r, 100));
+      quote = await call('GET', `/quotes/${quote.id}`);
+    }
     transactions.push((await call('POST', '/offramps', { quote_id: quote.id, funding_source: { wallet_id: walletId } })).id);
   }
   for (const id of transactions) {

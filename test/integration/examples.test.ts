@@ -3,7 +3,9 @@
 import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Server } from 'node:http';
 import { expect } from 'chai';
 import { makeBusiness, makeKey } from '../helpers/factories.js';
@@ -14,6 +16,9 @@ import { quickstart } from '../../examples/quickstart.js';
 import { proveOwnership } from '../../examples/wallet-ownership.js';
 import { startReceiver, type RampwayEvent } from '../../examples/webhook-receiver.js';
 import { payoutBatch } from '../../examples/payout-batch.js';
+import { liquidationAddress } from '../../examples/liquidation-address.js';
+import { csvExport } from '../../examples/csv-export.js';
+import { webhookTestEvent } from '../../examples/webhook-test-event.js';
 
 describe('examples/ through the typed client, against the running sandbox', function () {
   this.timeout(90_000);
@@ -61,6 +66,48 @@ describe('examples/ through the typed client, against the running sandbox', func
     const batch = await payoutBatch({ baseUrl, apiKey, log: quiet });
     expect(batch).to.include({ status: 'completed', items_count: 3, completed_count: 3, failed_count: 0 });
     expect(batch.items?.map((i) => i.status)).to.deep.equal(['completed', 'completed', 'completed']);
+  });
+
+  it('liquidation address: a sandbox transfer of 100 USDC becomes an off-ramp that completes, then the address is archived', async () => {
+    const { address, transaction } = await liquidationAddress({ baseUrl, apiKey, log: quiet });
+    expect(address.status).to.equal('archived');
+    expect(transaction).to.include({ status: 'completed', direction: 'offramp', liquidation_address_id: address.id });
+    expect(transaction.funding_source).to.deep.include({ type: 'liquidation_address', reference: address.id, address: address.address });
+    expect(transaction.source.total_required).to.equal('100.000000');
+    expect(transaction.provider_reference).to.match(/^S[0-9A-Z]{9}$/);
+  });
+
+  it('CSV export: every completed transaction saved as RFC 4180 CSV with the contract\'s header, and the ledger\'s entries each balanced', async () => {
+    const tx = await quickstart({ baseUrl, apiKey, log: quiet });
+    const dir = mkdtempSync(join(tmpdir(), 'rampway-csv-'));
+    try {
+      const out = join(dir, 'transactions.csv');
+      const result = await csvExport({ baseUrl, apiKey, out, log: quiet });
+      expect(result.transactions.header).to.deep.equal([
+        'id', 'direction', 'status', 'created_at', 'completed_at', 'source_amount', 'source_currency_or_asset', 'destination_amount', 'destination_currency_or_asset',
+        'fee_provider', 'fee_platform', 'exchange_rate', 'beneficiary_id', 'wallet_id', 'external_reference', 'provider_reference', 'settlement_transaction_hash',
+        'destination_transaction_hash',
+      ]);
+      expect(result.transactions.rows).to.be.at.least(1);
+      expect(Number(result.transactions.paidOut.KES)).to.be.at.least(Number(tx.destination.amount));
+      const saved = readFileSync(out, 'utf8');
+      expect(saved.startsWith('id,direction,status,')).to.equal(true);
+      expect(saved).to.include(`${tx.id},offramp,completed,`);
+      expect(saved.trimEnd().split('\r\n')).to.have.length(result.transactions.rows + 1);
+      expect(result.ledger.rows).to.be.at.least(2);
+      expect(result.ledger.entries).to.be.at.least(1);
+      expect(result.ledger.unbalanced).to.deep.equal([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('webhook test event: the endpoint alone gets a signed webhook.test, verified by the receiver, and the attempt shows in its deliveries', async () => {
+    const { endpoint, event, deliveries } = await webhookTestEvent({ baseUrl, apiKey, port: 0, log: quiet });
+    expect(event.type).to.equal('webhook.test');
+    expect(event.data).to.deep.include({ webhook_endpoint_id: endpoint.id });
+    const attempt = deliveries.find((d) => d.event_id === event.id);
+    expect(attempt).to.include({ event_type: 'webhook.test', attempt: 1, status_code: 204 });
   });
 
   it('wallet ownership: a viem key signs the challenge and the wallet reads verified', async () => {
