@@ -137,16 +137,23 @@ export const STUCK_RULES: StuckRule[] = [
     `SELECT id FROM payment_intents WHERE status = 'awaiting_payment' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`, (r) => intentJobs.expire(r.id, 0)),
   // A prompt left unanswered (no callback, the job gone) is asked again under the same attempt: the provider answers
   // what it did with that reference, so the payer is never prompted twice for it.
-  // One that left is asked about in a series of checks of its own (the first series' job ids may all be spent: a
-  // collect job run again would stage a check Redis already holds as done, and nothing would move the intent on).
-  rule<{ id: string; collection_attempts: number; sent: boolean }>('payment intents whose collection job was lost', STEP,
-    `SELECT i.id, i.collection_attempts,
-            EXISTS (SELECT 1 FROM provider_requests p WHERE p.kind = 'collection' AND p.environment = i.environment AND p.reference = i.id::text || '-' || i.collection_attempts) AS sent
-       FROM payment_intents i
-      WHERE i.status = 'processing' AND i.payer_phone_key_id IS NOT NULL AND i.collection_attempts > 0 AND i.updated_at < ${STALE} ORDER BY i.updated_at LIMIT $2`,
-    (r) => (r.sent
-      ? providerJobs.check({ intentId: r.id, attempt: r.collection_attempts, round: 1, series: Math.floor(Date.now() / 1000) }, 0)
-      : intentJobs.collect(r.id, r.collection_attempts))),
+  rule<{ id: string; collection_attempts: number }>('payment intents whose collection job was lost', STEP,
+    `SELECT i.id, i.collection_attempts FROM payment_intents i
+      WHERE i.status = 'processing' AND i.payer_phone_key_id IS NOT NULL AND i.collection_attempts > 0 AND i.updated_at < ${STALE}
+        AND NOT EXISTS (SELECT 1 FROM provider_requests p WHERE p.kind = 'collection' AND p.environment = i.environment AND p.reference = i.id::text || '-' || i.collection_attempts)
+      ORDER BY i.updated_at LIMIT $2`,
+    (r) => intentJobs.collect(r.id, r.collection_attempts)),
+  // A prompt that left and has no final answer, whatever its intent did since (paid another way, expired, prompted
+  // again: the payer may still pay it), that no check has asked about for a while (its checks lost, or their series
+  // over): a new series of checks under ids of its own (the first series' ids may all be spent). Each check touches
+  // the request, so a series under way is never doubled; a prompt is asked about for a day at most.
+  rule<{ id: string; attempt: number }>('payment intent prompts no check is asking about', PROVIDER,
+    `SELECT left(p.reference, 36) AS id, substring(p.reference from 38)::int AS attempt FROM provider_requests p
+      WHERE p.kind = 'collection' AND p.reference ~ '^[0-9a-f-]{36}-[0-9]+$' AND p.outcome->>'status' IN ('pending', 'sending')
+        AND p.updated_at < ${STALE} AND p.created_at > now() - interval '1 day'
+        AND EXISTS (SELECT 1 FROM payment_intents i WHERE i.id = left(p.reference, 36)::uuid)
+      ORDER BY p.updated_at LIMIT $2`,
+    (r) => providerJobs.check({ intentId: r.id, attempt: r.attempt, round: 1, series: Math.floor(Date.now() / 1000) }, 0)),
   // A provider callback stored but never applied (its job lost to a Redis flush, or out of attempts while M-Pesa had no
   // final answer to corroborate it with): applied again; applying marks it processed, once.
   rule<{ id: string }>('provider callbacks stored and never applied', STEP,

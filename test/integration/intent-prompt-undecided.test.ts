@@ -40,15 +40,44 @@ describe('a payment intent whose prompt M-Pesa never decides', function () {
     expect(queries(started)).to.be.at.least(INTENT_CHECK_ROUNDS).and.be.greaterThan(MAX_CHECK_ROUNDS);
   });
 
-  it('the sweeper starts a new series of checks for a prompt that left, not the collect job again', async () => {
+  it('the sweeper starts a new series of checks for a prompt no check asks about, not the collect job again', async () => {
     const id = await promptedIntent('+254712341098');
-    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
-    await (await getDs()).query(`UPDATE payment_intents SET updated_at = now() - interval '10 minutes' WHERE id = $1`, [id]);
-    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
-    expect(counts['payment intents whose collection job was lost']).to.equal(1);
+    const ds = await getDs();
+    await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
+    await ds.query(`UPDATE payment_intents SET updated_at = now() - interval '10 minutes' WHERE id = $1`, [id]);
+    // Its checks are under way: nothing is started beside them.
+    let counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['payment intents whose collection job was lost'] ?? 0).to.equal(0);
+    expect(counts['payment intent prompts no check is asking about'] ?? 0).to.equal(0);
+    // No check has asked for a while (lost): a new series.
+    await ds.query(`UPDATE provider_requests SET updated_at = now() - interval '10 minutes' WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
+    counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['payment intent prompts no check is asking about']).to.be.at.least(1);
     const jobs = await rail.pools.deps.queues.providers.getJobs(['waiting', 'delayed', 'active', 'completed', 'prioritized']);
     const series = jobs.filter((j) => j.name === 'provider.check' && (j.data as { intentId?: string }).intentId === id && (j.data as { series?: number }).series);
     expect(series.length, 'a check of a new series').to.be.at.least(1);
     expect(jobs.filter((j) => j.name === 'intent.collect' && (j.data as { intentId?: string }).intentId === id)).to.have.length(1);
+  });
+
+  it('a prompt still out after its intent was paid another way, its checks lost, is asked about again and its payment credited (fault seed 6015)', async () => {
+    // The payer approves (a success STK Query reports) but the callback is lost; the intent is paid in USDC meanwhile.
+    const id = await promptedIntent('+254712342099');
+    const ds = await getDs();
+    await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
+    const queue = rail.pools.deps.queues.providers;
+    await queue.pause();
+    try {
+      // Redis loses the prompt's checks; the intent completes another way.
+      for (const job of await queue.getJobs(['delayed', 'waiting', 'prioritized'])) if ((job.data as { intentId?: string }).intentId === id) await job.remove();
+      await ds.query(`UPDATE payment_intents SET status = 'completed', completed_at = now() WHERE id = $1`, [id]);
+      await ds.query(`UPDATE provider_requests SET updated_at = now() - interval '10 minutes' WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
+    } finally {
+      await queue.resume();
+    }
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['payment intent prompts no check is asking about']).to.be.at.least(1);
+    const credited = await until(async () => (await ds.query(
+      `SELECT payment_method, status FROM treasury_deposits WHERE payment_intent_id = $1 AND payment_method = 'mobile_money'`, [id]))[0], { what: 'the M-Pesa payment credited', timeoutMs: 20_000 });
+    expect(credited.payment_method).to.equal('mobile_money');
   });
 });

@@ -55,6 +55,8 @@ async function ask(deps: WorkerDeps, subject: CheckSubject): Promise<Asked | nul
   // it reports is credited as a late one.
   const current = intent.status === 'processing' && intent.collection_attempts === subject.attempt;
   if (!current && (await promptAnswered(deps, reference))) return null;
+  // Asked now: the sweeper starts another series of checks only for a prompt no check has asked about for a while.
+  await deps.ds.query(`UPDATE provider_requests SET updated_at = now() WHERE environment = $1 AND kind = 'collection' AND reference = $2`, [intent.environment, reference]);
   return { kind: 'collection', reference, currency: intent.currency, scope: { businessId: intent.business_id, environment: intent.environment }, outcome: await providerFor(intent.environment, providerDeps, intent.currency).queryStatus('collection', reference) };
 }
 
