@@ -4,7 +4,6 @@ import { listPage, scopedWhere, type PageQuery } from '../../shared/db/paginatio
 import { simulatedHash } from '../../shared/chain/adapter.js';
 import { AppError } from '../../shared/errors.js';
 import { jobId } from '../../shared/queues/registry.js';
-import { postEntry } from '../../shared/domain/ledger.js';
 import {
   archiveLiquidationAddress, createLiquidationAddress, findLiquidationAddress, LIQUIDATION_ADDRESS_COLUMNS, liquidationAddressView,
   type CreateLiquidationAddressInput, type LiquidationAddressRow,
@@ -169,7 +168,7 @@ export const routes: RouteDef[] = [
       const address = await inUnit(deps, async (unit) => {
         const found = await findLiquidationAddress(unit.em, auth, byId(params));
         // The USDC enters our books as it reaches the address: from outside, into the settlements' clearing account.
-        await postEntry(unit.em, auth, {
+        unit.post(auth, {
           kind: 'liquidation_deposit',
           reference: `liquidation-deposit-${found.id}-${hash}`,
           metadata: { liquidation_address_id: found.id, transaction_hash: hash },
