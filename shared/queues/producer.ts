@@ -56,11 +56,15 @@ export async function requeue<N extends JobName>(queues: Queues, job: JobRequest
   const queue = queues[JOBS[job.name].queue];
   const state = await queue.getJobState(job.id);
   if (state === 'unknown') {
+    // Its hash may have outlived its place in every list (Redis lost some keys, not all): add() would keep that hash
+    // and run nothing, so it goes first.
+    await queue.remove(job.id);
     await enqueue(queues, job);
     return 'added';
   }
   if (state === 'failed') {
-    await (await queue.getJob(job.id))?.retry('failed');
+    // With a fresh set of attempts: one that gave up used them all, and the next failure would otherwise be its last.
+    await (await queue.getJob(job.id))?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
     return 'retried';
   }
   if (state === 'completed') {

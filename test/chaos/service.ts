@@ -1,6 +1,8 @@
 // The service as the Procfile runs it, for fault tests: a web process and a worker process (every pool), each a real
 // child process the test can kill, with its database and Redis optionally behind relays the test can cut.
 import net from 'node:net';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startProcess, stopProcess, type Started } from '../helpers/processes.js';
 import { getDs } from '../helpers/shared.js';
@@ -53,12 +55,16 @@ export function clientFor(base: string): Service['call'] {
   };
 }
 
-export async function startService(overrides: Record<string, string> = {}): Promise<Service> {
+export async function startService(overrides: Record<string, string> = {}, options: { logDir?: string } = {}): Promise<Service> {
   const port = await freePort();
   // Children log at info so their readiness lines show; stdout keeps draining so logging never blocks them.
   const env = { ...(process.env as Record<string, string>), LOG_LEVEL: 'info', SANDBOX_STEP_MS: '20', OUTBOX_POLL_MS: '200', ...overrides, PORT: String(port) };
-  const web = await startProcess('api/main.ts', webEnv(env), 'web listening');
-  let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started');
+  // `logDir` keeps each process's log (web.log, workers.log) for a run a person has to read afterwards.
+  const { logDir } = options;
+  if (logDir) mkdirSync(logDir, { recursive: true });
+  const logOf = (name: string) => (logDir ? path.join(logDir, `${name}.log`) : undefined);
+  const web = await startProcess('api/main.ts', webEnv(env), 'web listening', [], logOf('web'));
+  let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started', [], logOf('workers'));
   const base = `http://127.0.0.1:${port}/api/v1/business`;
   return {
     base,
@@ -71,7 +77,7 @@ export async function startService(overrides: Record<string, string> = {}): Prom
       workers = null;
     },
     async startWorkers() {
-      workers ??= await startProcess('workers/main.ts', env, 'workers started');
+      workers ??= await startProcess('workers/main.ts', env, 'workers started', [], logOf('workers'));
     },
     async stop() {
       if (workers) await stopProcess(workers);

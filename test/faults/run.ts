@@ -2,6 +2,10 @@
 // service driven to quiescence (workers restarted as after any outage, retries and sweeper given time, the exits
 // an operator would take on action_required), then every invariant read.
 import { getDs } from '../helpers/shared.js';
+import { jobForStep } from '../../shared/domain/lifecycle-jobs.js';
+import { closeQueues, createQueues } from '../../shared/queues/producer.js';
+import { createWorkerRedis } from '../../shared/queues/connections.js';
+import { JOBS } from '../../shared/queues/registry.js';
 import { drive, newPayers, type Lifecycle } from './lifecycles.js';
 import { INVARIANTS, chainDrifts, gatherTransfers, type Facts, type Verdict } from './invariants.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
@@ -113,6 +117,36 @@ async function quiesce(world: World, lives: Lifecycle[], timeoutMs: number, quie
   }
 }
 
+/**
+ * For each transaction still short of an end: the job that should move it on (the sweeper's map) as BullMQ holds it,
+ * with the provider request's last answer: what a person needs to see where it waits.
+ */
+async function stepJobStates(lives: Lifecycle[]): Promise<string[]> {
+  const rows: (Parameters<typeof jobForStep>[0] & { status: string; updated_at: Date; outcome: unknown; request_at: Date | null })[] = await (await getDs()).query(
+    `SELECT t.id::text, t.retry_count, t.environment, t.direction, t.status, t.funding_type, t.updated_at, p.outcome, p.updated_at AS request_at
+       FROM transactions t LEFT JOIN provider_requests p ON p.reference = t.id::text AND p.environment = t.environment
+      WHERE t.id = ANY($1) AND t.status NOT IN ('completed', 'failed', 'action_required')`, [lives.flatMap((l) => l.transactions)]);
+  if (!rows.length) return [];
+  const redis = createWorkerRedis();
+  const queues = createQueues(redis);
+  try {
+    const lines: string[] = [];
+    for (const t of rows) {
+      const request = jobForStep(t, t.status, 0, 0);
+      const job = request && (await queues[JOBS[request.name].queue].getJob(request.id));
+      const state = request ? await queues[JOBS[request.name].queue].getJobState(request.id) : 'none';
+      const when = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
+      lines.push(`${t.id} ${t.status} since ${t.updated_at.toISOString()}: job ${request?.id ?? 'none'} ${state}` +
+        (job ? ` (attempts ${job.attemptsMade}/${job.opts.attempts}, stalled ${job.stalledCounter}, processed ${when(job.processedOn)}, finished ${when(job.finishedOn)}, ${job.failedReason ?? 'no failure'})` : '') +
+        `; provider request ${JSON.stringify(t.outcome)} at ${t.request_at?.toISOString() ?? '-'}`);
+    }
+    return lines;
+  } finally {
+    await closeQueues(queues);
+    redis.disconnect();
+  }
+}
+
 /** The exits an operator takes on a transaction left in action_required: retry, else refund. */
 async function operateExits(world: World, lives: Lifecycle[], exits: Map<string, string[]>): Promise<number> {
   const ds = await getDs();
@@ -179,6 +213,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
       stuck = await quiesce(world, lives, options.exitMs);
     }
     if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
+    for (const line of await stepJobStates(lives)) notes.push(line);
     // Sends left unmined, beside what the chain says of their senders' nonces: what a person needs to see why.
     const unmined: Record<string, any>[] = await (await getDs()).query(
       `SELECT purpose, from_address, nonce, status, broadcasts, cardinality(replaced_hashes) AS resigned, updated_at FROM chain_sends

@@ -2,6 +2,7 @@
 // fault relay in front of it, the Daraja and MTN MoMo stand-ins behind their fault relays, a rate source, and the service as child
 // processes (web + all worker pools: chaos/service.ts) pointed at the relays. The harness itself (payers, the miner,
 // reorgs, invariant reads) talks to Anvil directly.
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { erc20Abi, getAddress, parseEther, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -89,7 +90,7 @@ export async function startWorld(plan: Plan): Promise<World> {
     RPC_URL_BASE: rpc.url, USDC_ADDRESS_BASE: token, CONFIRMATIONS_BASE: String(CONFIRMATIONS), SETTLEMENT_POLL_MS: '300',
     SETTLEMENT_TTL_SECONDS: String(SETTLEMENT_TTL_SECONDS), CHAIN_RECONCILE_MS: '3600000', PROVIDER_MAX_ATTEMPTS: '3', PROVIDER_RETRY_BASE_MS: '300',
     SANDBOX_STEP_MS: '50', SWEEPER_STALE_SECONDS: '5', SETTLEMENT_START_BLOCK_BASE: startBlock.toString(), AUTO_REFUND_AFTER_SECONDS: '20',
-  });
+  }, { logDir: process.env.FAULT_LOG_DIR && path.join(process.env.FAULT_LOG_DIR, `seed-${plan.seed}`) });
   daraja.callbackTarget = new URL(service.base).origin;
   momo.callbackTarget = daraja.callbackTarget;
 

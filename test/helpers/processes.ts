@@ -1,5 +1,6 @@
 // Child processes of the benchmark, started as the Procfile starts them (node --import tsx), stopped with SIGTERM.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 
 export interface Started {
   script: string;
@@ -8,7 +9,7 @@ export interface Started {
 }
 
 /** Starts `script` and resolves once its stdout shows `ready`; stdout keeps draining so logging never blocks it. */
-export function startProcess(script: string, env: Record<string, string>, ready: string, args: string[] = []): Promise<Started> {
+export function startProcess(script: string, env: Record<string, string>, ready: string, args: string[] = [], logFile?: string): Promise<Started> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let seen = '';
@@ -16,7 +17,12 @@ export function startProcess(script: string, env: Record<string, string>, ready:
       seen = (seen + d).slice(-4096);
       if (seen.includes(ready)) {
         child.stdout!.off('data', onData);
-        child.stdout!.resume();
+        // Kept when asked for (a fault run's FAULT_LOG_DIR: what a person reads when a seed does not hold).
+        if (logFile) {
+          const file = createWriteStream(logFile, { flags: 'a' });
+          file.write(seen);
+          child.stdout!.pipe(file);
+        } else child.stdout!.resume();
         resolve({ script, args, child });
       }
     };
