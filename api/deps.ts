@@ -5,6 +5,7 @@ import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { JobWaiters } from './job-waiters.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
+import { flushOutboxMarks } from '../shared/queues/outbox.js';
 import type { AppDeps } from './context.js';
 import { installScripts } from './middleware/redis-scripts.js';
 import { UnsettledRecords } from './middleware/idempotency-store.js';
@@ -34,5 +35,6 @@ export async function closeAppDeps(deps: AppDeps, options: { keepDataSource?: bo
   await closeQueues(deps.queues);
   deps.redis.disconnect();
   deps.producerRedis.disconnect();
+  await flushOutboxMarks(deps.ds);
   if (!options.keepDataSource && deps.ds.isInitialized) await deps.ds.destroy();
 }

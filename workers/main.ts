@@ -3,6 +3,7 @@ import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
+import { flushOutboxMarks } from '../shared/queues/outbox.js';
 import { poolsFromArgs, startWorkers } from './runtime.js';
 import { serveWorkerMetrics } from './metrics-server.js';
 import { operatorFailures } from '../api/middleware/basic-auth.js';
@@ -41,6 +42,7 @@ async function shutdown(signal: string): Promise<void> {
   }, config.shutdownTimeoutMs).unref();
   await runtime.shutdown();
   await closeQueues(queues);
+  await flushOutboxMarks(ds);
   connection.disconnect();
   metricsRedis?.disconnect();
   await ds.destroy();

@@ -1,7 +1,7 @@
 import { JOBS, POOLS, type JobName, type Pool } from '../shared/queues/registry.js';
 import type { JobDefinition, ProcessorTable, ScheduleDefinition } from './job-definition.js';
 import { cleanupOutboxJob } from './outbox/cleanup-outbox.job.js';
-import { sweepJob } from './sweeper/sweep.job.js';
+import { expireQuotesJob, expireSettlementsJob, sweepJob } from './sweeper/sweep.job.js';
 import { refillAddressesJob } from './pricing/refill-addresses.job.js';
 import { priceQuoteJob } from './pricing/price-quote.job.js';
 import { expireQuoteJob } from './pricing/expire-quote.job.js';
@@ -38,7 +38,7 @@ import { getConfig } from '../shared/config.js';
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
 export const DEFINITIONS: JobDefinition<any>[] = [
-  cleanupOutboxJob, sweepJob, refillAddressesJob, priceQuoteJob, expireQuoteJob,
+  cleanupOutboxJob, sweepJob, expireQuotesJob, expireSettlementsJob, refillAddressesJob, priceQuoteJob, expireQuoteJob,
   submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob, refundOfframpJob,
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
@@ -52,6 +52,8 @@ export const DEFINITIONS: JobDefinition<any>[] = [
 export const schedules = (): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
+  { id: 'expiry-quotes', everyMs: 1_000, name: 'expiry.quotes', data: {} },
+  { id: 'expiry-settlements', everyMs: 1_000, name: 'expiry.settlements', data: {} },
   // Addresses derived ahead of need, for each environment whose xpub is configured.
   ...(getConfig().addressPoolSize > 0
     ? (['sandbox', 'live'] as const).filter((environment) => getConfig().wallets[environment])

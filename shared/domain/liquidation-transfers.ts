@@ -147,8 +147,7 @@ export async function startLiquidationOfframp(deps: UnitDeps, config: Config, tr
       totalRequired: received, issuedBlock: null, liquidationAddress: { id: address.id, address: address.address, hdIndex: address.hd_index },
     });
     await unit.em.query(`UPDATE liquidation_transfers SET transaction_id = $2, rejection = $3 WHERE id = $1`, [transferId, tx.id, rejection ? JSON.stringify(rejection) : null]);
-    // Like any settlement: one a reorg emptied and nothing mined again expires, and its off-ramp fails.
-    await unit.stage(txJobs.expire(tx.id, config.settlementTtlSeconds * 1000), scope);
+    // Like any settlement (expiry.settlements): one a reorg emptied and nothing mined again expires, and its off-ramp fails.
     await observeTransfer(unit, config, settlement, {
       transactionHash: transfer.transaction_hash, logIndex: transfer.log_index, amount: toMinor(received, USDC_SCALE), from: transfer.from_address,
       blockNumber: transfer.block_number === null ? null : BigInt(transfer.block_number), blockHash: transfer.block_hash,

@@ -51,7 +51,6 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
     transactionId: transaction.id, chain: quote.chain, fromAddress: wallet.address, amount: quote.source_amount!, feeAmount: usdc(fees), totalRequired: quote.total_required!,
     issuedBlock: await issuedBlock(config, scope, quote.chain),
   });
-  await unit.stage(txJobs.expire(transaction.id, config.settlementTtlSeconds * 1000), scope);
   if (fundingType === 'managed_wallet') await unit.stage(txJobs.submit(transaction, stepDelay(config, scope.environment)), scope);
   return { transaction, settlement };
 }

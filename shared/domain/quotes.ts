@@ -247,7 +247,7 @@ export function quoteView(row: QuoteRow): Record<string, unknown> {
 
 const scopeOf = (row: QuoteRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
-/** pending -> available with its price, valid `ttlSeconds`, and its expiry job staged. Null if it was not pending. */
+/** pending -> available with its price, valid `ttlSeconds` (expiry.quotes expires it then). Null if it was not pending. */
 export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<QuoteRow | null> {
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
   const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
@@ -265,7 +265,6 @@ export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote,
       expires_at: expiresAt,
     },
     view: (updated) => quoteView({ ...updated, requested_amount: String(updated.requested_amount) }),
-    jobs: () => [quoteJobs.expire(row.id, ttlSeconds * 1000)],
   });
   return moved ? await loadQuote(unit.em, row.id) ?? null : null;
 }

@@ -25,6 +25,8 @@ export interface StuckRule {
 type Stale = (config: Config) => number;
 /** Past a deadline (an expiry): a few seconds. */
 const DEADLINE: Stale = () => 10;
+/** Due now: the clock's own expiry rules (EXPIRY_RULES). */
+const DUE: Stale = () => 0;
 /** A step that has not moved (steps take milliseconds to seconds): SWEEPER_STALE_SECONDS. */
 const STEP: Stale = (config) => config.sweeperStaleSeconds;
 /**
@@ -100,11 +102,22 @@ function rule<R>(name: string, stale: Stale, sql: string, jobOf: (row: R) => Job
 
 const STALE = 'now() - make_interval(secs => $1)';
 
+// Quotes and settlements expire by the clock: a job every second finds the ones due (a partial index each) and
+// enqueues their expiry under its own id, instead of a delayed job per quote and per settlement that nearly all
+// outlive what they guard (a quote is taken in seconds; a managed wallet's settlement is funded at once).
+const quotesPastExpiry = (stale: Stale) => rule<{ id: string }>('quotes available past their expiry', stale,
+  `SELECT id FROM quotes WHERE status = 'available' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`, (r) => quoteJobs.expire(r.id, 0));
+const settlementsPastExpiry = (stale: Stale) => rule<{ transaction_id: string }>('settlements past their expiry', stale,
+  `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`,
+  (r) => txJobs.expire(r.transaction_id, 0));
+
+/** What the expiry jobs (`expiry.quotes`, `expiry.settlements`) run every second; the sweeper keeps the same rules a few seconds late. */
+export const EXPIRY_RULES = { quotes: quotesPastExpiry(DUE), settlements: settlementsPastExpiry(DUE) };
+
 export const STUCK_RULES: StuckRule[] = [
   rule<{ id: string }>('quotes pending without a price', DEADLINE,
     `SELECT id FROM quotes WHERE status = 'pending' AND created_at < ${STALE} ORDER BY created_at LIMIT $2`, (r) => quoteJobs.price(r.id)),
-  rule<{ id: string }>('quotes available past their expiry', DEADLINE,
-    `SELECT id FROM quotes WHERE status = 'available' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`, (r) => quoteJobs.expire(r.id, 0)),
+  quotesPastExpiry(DEADLINE),
   ...TRANSACTION_REDRIVES.map((r) => rule<StuckTransaction>(`transactions ${[r.environment, r.direction].filter(Boolean).join(' ')} ${r.statuses.join('/')}`.replace(/ +/g, ' '), r.stale,
     `SELECT t.id, t.retry_count, t.environment, t.direction, t.status, t.funding_type FROM transactions t
       WHERE ${redriveWhere(r)} AND t.updated_at < ${STALE} ORDER BY t.updated_at LIMIT $2`,
@@ -130,9 +143,7 @@ export const STUCK_RULES: StuckRule[] = [
       WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
       ORDER BY refund_due_at LIMIT $2`,
     (r) => refundJob(r.id, r.refund_due_at, 0, true)),
-  rule<{ transaction_id: string }>('settlements past their expiry', DEADLINE,
-    `SELECT transaction_id FROM settlements WHERE status = 'awaiting_transfer' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`,
-    (r) => txJobs.expire(r.transaction_id, 0)),
+  settlementsPastExpiry(DEADLINE),
   rule<{ id: string }>('payment intents awaiting payment past their expiry', DEADLINE,
     `SELECT id FROM payment_intents WHERE status = 'awaiting_payment' AND expires_at < ${STALE} ORDER BY expires_at LIMIT $2`, (r) => intentJobs.expire(r.id, 0)),
   // A prompt left unanswered (no callback, the job gone) is asked again under the same attempt: the provider answers

@@ -52,12 +52,57 @@ export async function dispatchStaged(ds: DataSource, queues: Queues, staged: Sta
       log.warn({ err: errorText(err), jobId: item.job.id }, 'enqueue failed; the outbox relay will retry');
     }
   }));
-  // One statement for all of them; not awaited by the caller's answer (a row left unmarked is enqueued again: a no-op).
-  if (dispatched.length) {
-    ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1::bigint[])`, [dispatched]).catch((err: unknown) =>
-      log.warn({ err: errorText(err), outboxIds: dispatched }, 'could not mark outbox rows dispatched'),
-    );
+  // Not awaited by the caller's answer (a row left unmarked is enqueued again by the relay: a no-op).
+  if (dispatched.length) marksFor(ds, log).add(dispatched);
+}
+
+/** How often a process writes the dispatched marks it has collected: well inside the relay's grace period. */
+const MARK_EVERY_MS = 50;
+
+/**
+ * The dispatched marks of every unit a process commits, written together: one UPDATE (its own transaction) every
+ * MARK_EVERY_MS instead of one per unit. A mark lost to a crash only lets the relay enqueue its row again, a no-op
+ * under the job's own id.
+ */
+class OutboxMarks {
+  private ids: string[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly ds: DataSource, private readonly log: Logger) {}
+
+  add(ids: string[]): void {
+    this.ids.push(...ids);
+    this.timer ??= setTimeout(() => void this.flush(), MARK_EVERY_MS).unref();
   }
+
+  /** Writes what is collected now (a process shutting down calls it before closing its pool). */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const ids = this.ids;
+    this.ids = [];
+    if (ids.length && this.ds.isInitialized) {
+      this.writing = this.writing.then(() => this.ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1::bigint[])`, [ids]).then(
+        () => undefined,
+        (err: unknown) => this.log.warn({ err: errorText(err), outboxIds: ids.length }, 'could not mark outbox rows dispatched; the relay will enqueue them again'),
+      ));
+    }
+    return this.writing;
+  }
+}
+
+const MARKS = new WeakMap<DataSource, OutboxMarks>();
+
+function marksFor(ds: DataSource, log: Logger): OutboxMarks {
+  let marks = MARKS.get(ds);
+  if (!marks) MARKS.set(ds, (marks = new OutboxMarks(ds, log)));
+  return marks;
+}
+
+/** Writes the dispatched marks collected so far (before a process closes its database pool). */
+export function flushOutboxMarks(ds: DataSource): Promise<void> {
+  return MARKS.get(ds)?.flush() ?? Promise.resolve();
 }
 
 /** BullMQ waits for a lost connection to come back; a request must not. */

@@ -14,6 +14,10 @@ export interface JobPayloads {
   'addresses.refill': { environment: 'sandbox' | 'live' };
   /** Finds rows stuck in a pending state and enqueues their job again (same deterministic id). */
   'engine.sweep': Record<string, never>;
+  /** Every second: enqueues the expiry of each available quote whose expires_at has passed (no delayed job per quote). */
+  'expiry.quotes': Record<string, never>;
+  /** Every second: the same for settlements still awaiting their transfer past their expires_at. */
+  'expiry.settlements': Record<string, never>;
   /** Prices a pending quote. */
   'quote.price': { quoteId: string };
   /** Moves an available quote to expired at its expires_at. */
@@ -89,6 +93,9 @@ export const JOBS: { [N in JobName]: JobSpec } = {
   'outbox.cleanup': { queue: 'webhooks', attempts: 3, backoffMs: 60_000 },
   'addresses.refill': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'engine.sweep': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
+  // Scheduled every second: a failed one is simply the next one.
+  'expiry.quotes': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
+  'expiry.settlements': { queue: 'settlement', attempts: 1, backoffMs: 1000 },
   'quote.price': { queue: 'pricing', attempts: 5, backoffMs: 200 },
   'quote.expire': { queue: 'pricing', attempts: 8, backoffMs: 1000 },
   'offramp.submit': { queue: 'settlement', attempts: 8, backoffMs: 500 },

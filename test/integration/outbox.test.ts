@@ -5,7 +5,7 @@ import type { Job } from 'bullmq';
 import { getConfig } from '../../shared/config.js';
 import { createQueues, closeQueues, type Queues } from '../../shared/queues/producer.js';
 import { createApiRedis, createWorkerRedis } from '../../shared/queues/connections.js';
-import { dispatchStaged, relayOutbox, stageJob } from '../../shared/queues/outbox.js';
+import { dispatchStaged, flushOutboxMarks, relayOutbox, stageJob } from '../../shared/queues/outbox.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { startWorkers } from '../../workers/runtime.js';
 import { REGISTRY } from '../../workers/registry.js';
@@ -88,6 +88,31 @@ describe('outbox: a job that never reached Redis is found in Postgres and enqueu
       timeoutMs: 500, everyMs: 10, what: 'the row marked dispatched',
     });
     expect(dispatched).to.be.instanceOf(Date);
+  });
+
+  it('the marks of many units committed together are written in one statement, not one each', async () => {
+    const ds = await getDs();
+    const units = await Promise.all(Array.from({ length: 20 }, (_, i) => {
+      const id = jobId('outbox.cleanup', `batch-${Date.now()}-${i}`);
+      return ds.transaction((em) => stageJob(em, { name: 'outbox.cleanup', id, data: { olderThanHours: 24 * 365 } }));
+    }));
+    const marks: string[] = [];
+    const query = ds.query.bind(ds);
+    // Watches the statements the process sends (the database itself is the real one).
+    ds.query = ((sql: string, params?: unknown[]) => {
+      if (sql.startsWith('UPDATE outbox_jobs SET dispatched_at')) marks.push(sql);
+      return query(sql, params);
+    }) as typeof ds.query;
+    try {
+      await Promise.all(units.map((staged) => dispatchStaged(ds, queues, [staged], silent)));
+      await flushOutboxMarks(ds);
+    } finally {
+      ds.query = query;
+    }
+    expect(marks).to.have.length(1);
+    const rows = await ds.query(`SELECT count(*)::int AS n FROM outbox_jobs WHERE id = ANY($1) AND dispatched_at IS NOT NULL`, [units.map((u) => u.outboxId)]);
+    expect(rows[0].n).to.equal(20);
+    for (const u of units) await queues.webhooks.remove(u.job.id);
   });
 
   it('a row the queue refuses backs off and never holds back the rows behind it', async () => {

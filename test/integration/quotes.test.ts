@@ -124,7 +124,7 @@ describe('quotes priced by the pricing pool', () => {
     }
   });
 
-  it('expires at expires_at (read as expired at once, then moved by its job)', async () => {
+  it('expires at expires_at (read as expired at once, then moved by expiry.quotes within a second or so)', async () => {
     const shortLived = await startApi();
     await pools.close();
     pools = await startPools(['pricing'], { env: { QUOTE_TTL_SECONDS: '1' } });

@@ -108,7 +108,7 @@ describe('refunds: every unit of money has an exit', function () {
   it('underpaid at its real deadline, then topped up above total_required: refunded in full on its own, failure code kept', async () => {
     const { wallet, tx } = await externalOfframp('30', '10');
     await transfer(tx.id, '4');
-    // SETTLEMENT_TTL_SECONDS=10: the expiry job staged at creation makes it underpaid.
+    // SETTLEMENT_TTL_SECONDS=10: expiry.settlements makes it underpaid once its expires_at has passed.
     const underpaid = await until(async () => { const t = await get(tx.id); return t.status === 'action_required' && t; }, { what: 'underpaid at expiry', timeoutMs: 20_000 });
     expect(underpaid.failure.code).to.equal('underpaid');
     // The business tops it up to 21 against 10.15: too late for the quote's price.

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
 import { OPEN_SETTLEMENT_STATUSES, scanChain } from '../../shared/chain/scanner.js';
@@ -6,9 +5,13 @@ import { recheckSends } from '../../shared/chain/sender.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 import type { Chain, Environment } from '../../shared/domain/chains.js';
 import { scanLagBlocks } from '../../shared/metrics.js';
+import { withLease } from '../../shared/queues/lease.js';
 
-/** The scheduler starts one scan per interval, but a scan longer than the interval would meet the next: a lease says no. */
-const SCAN_LEASE_MS = 60_000;
+/**
+ * The scheduler starts one scan per interval, but a scan longer than the interval would meet the next: a lease says
+ * no. Renewed while the scan runs, so a scanner killed mid-scan holds the chain's watching up for this long at most.
+ */
+export const SCAN_LEASE_MS = 5_000;
 export const SKIPPED_SCAN = 'another scan of this chain is running';
 
 /**
@@ -21,18 +24,10 @@ export const scanChainJob = defineJob({
     const { environment, chain } = job.data;
     // Called without the pool's Redis (a test driving the processor directly): nothing to coordinate with.
     if (!deps.redis) return scanOnce(deps, environment, chain);
-    const lease = `${deps.config.redisPrefix}:chain-scan:${environment}:${chain}`;
-    const token = randomUUID();
-    if ((await deps.redis.set(lease, token, 'PX', SCAN_LEASE_MS, 'NX')) !== 'OK') return SKIPPED_SCAN;
-    try {
-      const started = Date.now();
-      const outcome = await scanOnce(deps, environment, chain);
-      // When the scan held the chain, for operators (Bull Board shows it) and for the test that no two ever overlap.
-      return { outcome, ran: [started, Date.now()] };
-    } finally {
-      // Only our own lease: one that lapsed and was taken by the next scan stays its.
-      await deps.redis.eval(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`, 1, lease, token);
-    }
+    const started = Date.now();
+    const leased = await withLease(deps.redis, `${deps.config.redisPrefix}:chain-scan:${environment}:${chain}`, SCAN_LEASE_MS, () => scanOnce(deps, environment, chain));
+    // When the scan held the chain, for operators (Bull Board shows it) and for the test that no two ever overlap.
+    return leased.ran ? { outcome: leased.value, ran: [started, Date.now()] } : SKIPPED_SCAN;
   },
 });
 
