@@ -96,7 +96,8 @@ const PROCESSES: [name: string, args: string[], env: NodeJS.ProcessEnv][] = [
 // group: a terminal's Ctrl-C reaches it once, through stop(), and a signal to the group reaches all it starts.
 const children = PROCESSES.map(([name, args, env]) => ({
   name,
-  proc: spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, ...args], {
+  // CPU_PROFILE_DIR: each process writes a V8 CPU profile there when it stops (docs/performance.md reads them).
+  proc: spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, ...(process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CPU_PROFILE_DIR}`] : []), ...args], {
     env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     detached: true,

@@ -119,6 +119,23 @@ export interface RateCache {
 const rateCacheMs = (maxAgeSeconds: number) => Math.min(5_000, (maxAgeSeconds * 1000) / 2);
 const isFresh = (quote: RateQuote, maxAgeSeconds: number) => Date.now() - Date.parse(quote.as_of) <= maxAgeSeconds * 1000;
 
+/** What this process stored last, per environment and currency: the same rate again within a second is not written. */
+const lastStored = new Map<string, { rate: string; at: number }>();
+const RESTORE_AFTER_MS = 1_000;
+
+/**
+ * Stores the rate unless this process stored the same one within the last second (a quote priced every few
+ * milliseconds would otherwise write the one row each time, its own transaction and commit). The web process reads the
+ * stored rate with an age limit of seconds to minutes, so a second later is never too late; a changed rate is written at once.
+ */
+async function storeUnlessFresh(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<void> {
+  const key = `${environment}:${currency}`;
+  const last = lastStored.get(key);
+  if (last && last.rate === quote.rate && Date.now() - last.at < RESTORE_AFTER_MS) return;
+  await storeRate(q, environment, currency, quote);
+  lastStored.set(key, { rate: quote.rate, at: Date.now() });
+}
+
 /** Workers: a rate straight from the source (or its brief cache), refused when stale, and stored for the web process. */
 export async function freshRateFromSource(
   q: RateStore, config: Pick<Config, 'rateSourceUrl' | 'rateMaxAgeSeconds' | 'redisPrefix'>, environment: Environment, currency: string, cache?: RateCache,
@@ -132,7 +149,7 @@ export async function freshRateFromSource(
   }
   const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
   if (!isFresh(quote, config.rateMaxAgeSeconds)) throw new StaleRateError(currency, config.rateMaxAgeSeconds);
-  await storeRate(q, environment, currency, quote);
+  await storeUnlessFresh(q, environment, currency, quote);
   if (environment === 'live' && cache) await cache.set(key, JSON.stringify(quote), 'PX', rateCacheMs(config.rateMaxAgeSeconds)).catch(() => undefined);
   return quote;
 }

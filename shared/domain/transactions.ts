@@ -262,8 +262,7 @@ export async function usableWallet(em: EntityManager, scope: EventScope, walletI
     if (wallet.ownership_status !== 'verified') throw new AppError('wallet_not_verified', 'An external wallet must prove its ownership first.', { wallet_id: walletId });
     if (wallet.chain !== chain) throw AppError.invalid(`The wallet is registered on ${wallet.chain}, not ${chain}.`, [{ path: 'wallet_id', in: 'body', message: `is on ${wallet.chain}` }]);
   }
-  const rows: { hd_index: number | null }[] = await em.query(`SELECT hd_index FROM wallets WHERE id = $1`, [walletId]);
-  return { id: wallet.id, address: wallet.address, customer_id: wallet.customer_id, type: wallet.type, hd_index: rows[0]?.hd_index ?? null };
+  return { id: wallet.id, address: wallet.address, customer_id: wallet.customer_id, type: wallet.type, hd_index: wallet.hd_index };
 }
 
 /**

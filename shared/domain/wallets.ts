@@ -26,11 +26,13 @@ export interface WalletRow {
   archived_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** A managed wallet's index under the xpub (its signer); never shown. */
+  hd_index: number | null;
 }
 
 /** Columns and FROM clause of a wallet as the API shows it; `w` is the wallet, `c` its customer. */
 export const WALLET_COLUMNS = `w.id, w.customer_id, c.external_reference AS customer_reference, w.type, w.chain, w.address, w.label,
-  w.ownership_status, w.status, w.verified_at, w.archived_at, w.created_at, w.updated_at`;
+  w.ownership_status, w.status, w.verified_at, w.archived_at, w.created_at, w.updated_at, w.hd_index`;
 export const WALLET_FROM = `wallets w LEFT JOIN customers c ON c.id = w.customer_id`;
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
