@@ -114,6 +114,9 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
       },
     );
     worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, ...idsOf(job?.data), err: err.message }, 'job failed'));
+    // A job whose worker died under it too often is failed by BullMQ's stall check, never reaching the processor's
+    // catch above: its final-failure handler runs here instead, so its row is not left waiting on a job that is over.
+    worker.on('stalled', (jobId) => void finalizeStalled(deps, pool, jobId).catch((e: unknown) => deps.log.error({ pool, jobId, err: (e as Error).message }, 'final-failure handler failed')));
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
@@ -131,6 +134,21 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
       await Promise.all([stopRelay(), ...workers.map((w) => w.close())]);
     },
   };
+}
+
+/**
+ * After BullMQ's stall check named `jobId`: when it failed the job (stalled more often than allowed) rather than put
+ * it back to wait, the job's final-failure handler runs, as for any job that will not run again.
+ */
+export async function finalizeStalled(deps: WorkerDeps, pool: Pool, jobId: string): Promise<boolean> {
+  const job = await deps.queues[pool].getJob(jobId);
+  if (!job || !(await job.isFailed())) return false;
+  const onFinal = FINAL_FAILURES.get(job.name as JobName);
+  if (!onFinal) return false;
+  const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, ...idsOf(job.data) });
+  log.warn({ err: job.failedReason }, 'job failed for good by stalling; its final-failure handler runs');
+  await onFinal(job, new Error(job.failedReason || 'job stalled more than allowable limit'), { ...deps, log });
+  return true;
 }
 
 /**

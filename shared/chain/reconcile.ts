@@ -35,7 +35,7 @@ export async function reconcileChain(deps: { ds: DataSource; config: Config; log
   const hot = wallet.treasuryAddress;
   const [{ expected }]: { expected: string }[] = await deps.ds.query(
     `SELECT ((SELECT coalesce(sum(amount), 0) FROM chain_sends WHERE environment = $1 AND chain = $2 AND asset = 'USDC' AND to_address = $3 AND status = 'mined')
-           + (SELECT coalesce(sum(amount), 0) FROM chain_inflows WHERE environment = $1 AND chain = $2 AND address = $3)
+           + (SELECT coalesce(sum(amount), 0) FROM chain_inflows WHERE environment = $1 AND chain = $2 AND address = $3 AND status <> 'reorged')
            - (SELECT coalesce(sum(amount), 0) FROM chain_sends WHERE environment = $1 AND chain = $2 AND asset = 'USDC' AND from_address = $3 AND status IN ('sent', 'mined')))::text AS expected`,
     [environment, chain, hot.toLowerCase()],
   );

@@ -4,7 +4,6 @@ import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
-import { walletUsdcAccount } from '../domain/wallet-balances.js';
 import { chainFor } from './sandbox-chain.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { fromMinor, USDC_SCALE } from '../domain/money.js';
@@ -296,8 +295,10 @@ async function applyTransfer(deps: UnitDeps & { config: Config }, match: Match, 
 }
 
 /**
- * USDC that reached a managed wallet or the hot wallet from outside: recorded once (by hash and log index), and a
- * managed wallet's ledger account credited. Our own sends (deliveries, refunds, sweeps) are already in the books.
+ * USDC that reached a managed wallet or the hot wallet from outside: recorded once (by hash and log index) as
+ * `pending`, with its block; confirmInflows (wallet-inflows.ts) credits a managed wallet once it is deep enough. One a
+ * reorg took (`reorged`) and that is mined again is pending again, in its new block. Our own sends (deliveries,
+ * refunds, sweeps) are already in the books.
  */
 async function recordInflow(unit: Unit, environment: Environment, chain: Chain, match: Match, log: TransferLog): Promise<void> {
   const ours: unknown[] = await unit.em.query(
@@ -305,21 +306,12 @@ async function recordInflow(unit: Unit, environment: Environment, chain: Chain, 
     [environment, chain, log.transactionHash],
   );
   if (ours.length) return;
-  const walletId = match.kind === 'wallet' ? match.id : null;
-  const inserted: unknown[] = await unit.em.query(
-    `INSERT INTO chain_inflows (environment, chain, address, kind, wallet_id, transaction_hash, log_index, amount, block_number)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING id`,
-    [environment, chain, match.address, match.kind === 'wallet' ? 'managed_wallet' : 'treasury', walletId, log.transactionHash, log.logIndex, log.value.toString(), log.blockNumber.toString()],
+  await unit.em.query(
+    `INSERT INTO chain_inflows AS i (environment, chain, address, kind, wallet_id, transaction_hash, log_index, amount, block_number, block_hash, from_address)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ON CONFLICT (environment, chain, transaction_hash, log_index) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, status = 'pending'
+       WHERE i.status = 'reorged'`,
+    [environment, chain, match.address, match.kind === 'wallet' ? 'managed_wallet' : 'treasury', match.kind === 'wallet' ? match.id : null, log.transactionHash, log.logIndex,
+      log.value.toString(), log.blockNumber.toString(), log.blockHash, log.from.toLowerCase()],
   );
-  if (!inserted.length || !walletId) return;
-  const [wallet]: { business_id: string }[] = await unit.em.query(`SELECT business_id FROM wallets WHERE id = $1`, [walletId]);
-  unit.post({ businessId: wallet.business_id, environment }, {
-    kind: 'wallet_deposit',
-    reference: `wallet-deposit-${chain}-${log.transactionHash}-${log.logIndex}`,
-    metadata: { wallet_id: walletId, transaction_hash: log.transactionHash, log_index: log.logIndex, from: log.from },
-    postings: [
-      { account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -log.value },
-      { account: walletUsdcAccount(walletId, chain), amount: log.value },
-    ],
-  });
 }

@@ -133,6 +133,12 @@ export const STUCK_RULES: StuckRule[] = [
   outboxRule('on-ramp fiat refunds still pending', PROVIDER,
     `o.job_name = 'onramp.refund' AND EXISTS (
        SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund->>'status' = 'pending' AND t.updated_at < ${STALE})`),
+  // A live on-ramp's delivery from the hot wallet whose send job was lost or failed for good without its handler (a
+  // worker killed under it too often): that staged job again (its send is recorded per reference, never made twice).
+  // Staging it anew from onramp.deliver would not do: a failed job's id is taken.
+  outboxRule('on-ramp deliveries whose hot-wallet send was lost or gave up', STEP,
+    `o.job_name = 'chain.send' AND o.payload->>'purpose' = 'onramp_delivery' AND EXISTS (
+       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.status = 'processing' AND t.updated_at < ${STALE})`),
   outboxRule('sweeps sent and not yet mined', STEP,
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),

@@ -343,6 +343,31 @@ describe('live chain rails on Anvil', function () {
     expect(await usdcOf(target)).to.equal(minor('1'));
   });
 
+  it('outside funding of a managed wallet is credited only once it is deep enough, and never when a reorg takes it first', async () => {
+    const wallet = (await managedWith('0'));
+    // An open off-ramp keeps the watcher scanning.
+    const open = await managedOfframp((await managedWith('0')).id, '20', '+254712345091');
+    // The wallet's ledger (what the business's books say it holds; the live balance endpoint reads the chain itself).
+    const credited = async () => (await (await getDs()).query(`SELECT count(*)::int AS n FROM journal_entries WHERE kind = 'wallet_deposit' AND metadata->>'wallet_id' = $1`, [wallet.id]))[0].n;
+    const request = (method: string, params: unknown[] = []) => anvil.publicClient.request({ method: method as never, params: params as never });
+    const inflow = async () => (await (await getDs()).query(`SELECT status FROM chain_inflows WHERE wallet_id = $1`, [wallet.id]))[0]?.status as string | undefined;
+    // Seen by the watcher, one block deep: recorded, not credited.
+    const snapshot = await request('evm_snapshot');
+    await mintUsdc(anvil, token, getAddress(wallet.address), minor('9'));
+    await until(async () => (await inflow()) === 'pending', { what: 'the funding seen by the watcher' });
+    expect(await credited()).to.equal(0);
+    // A reorg takes it away before it is deep enough: nothing was credited, and nothing is.
+    await request('evm_revert', [snapshot]);
+    await mine(CONFIRMATIONS + 1);
+    await until(async () => (await inflow()) === 'reorged', { what: 'the inflow dropped by the reorg' });
+    expect(await credited()).to.equal(0);
+    // Funded again for good: credited once CONFIRMATIONS deep.
+    await mintUsdc(anvil, token, getAddress(wallet.address), minor('9'));
+    await until(async () => { await mine(); return (await (await getDs()).query(`SELECT 1 FROM chain_inflows WHERE wallet_id = $1 AND status = 'credited'`, [wallet.id])).length > 0; }, { what: 'the second funding credited' });
+    expect(await credited()).to.equal(1);
+    await untilStatus(api(), key(), open.id, ['action_required', 'completed', 'failed']);
+  });
+
   it('the reconciliation compares every managed wallet and the hot wallet with the ledger, and exposes the drift', async () => {
     const onChain = await managedWith('12');
     const ledgerOnly = await fundedLiveWallet(rail, '7'); // credited in the ledger, never on the chain
@@ -350,9 +375,10 @@ describe('live chain rails on Anvil', function () {
     // The watcher records the outside funding of managed wallets while it scans (an off-ramp keeps it scanning).
     const open = await managedOfframp((await managedWith('0')).id, '20', '+254712345090');
     await until(async () => {
-      const rows: unknown[] = await (await getDs()).query(`SELECT 1 FROM chain_inflows WHERE wallet_id = $1`, [onChain.id]);
+      await mine();
+      const rows: unknown[] = await (await getDs()).query(`SELECT 1 FROM chain_inflows WHERE wallet_id = $1 AND status = 'credited'`, [onChain.id]);
       return rows.length > 0;
-    }, { what: 'the managed wallet\'s funding recorded by the watcher' });
+    }, { what: 'the managed wallet\'s funding recorded by the watcher and credited once deep enough' });
     // Outside funding of the hot wallet while the watcher runs is recorded too, so it is no drift.
     await mintUsdc(anvil, token, hot, minor('5'));
     await until(async () => {

@@ -2,11 +2,11 @@ import { expect } from 'chai';
 import { erc20Abi, parseEther, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { bearer } from '../helpers/factories.js';
-import { getDs } from '../helpers/shared.js';
+import { getDs, testRedis } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
-import { liveExternalOfframp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
+import { liveExternalOfframp, liveOnramp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { findSend, recheckSends, send, settle } from '../../shared/chain/sender.js';
@@ -51,6 +51,31 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
     const balance = await rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [account.address] });
     expect(balance).to.equal(total);
     const sends: unknown[] = await ds.query(`SELECT 1 FROM chain_sends WHERE purpose = 'refund' AND to_address = $1`, [account.address.toLowerCase()]);
+    expect(sends).to.have.length(1);
+  });
+
+  it('a live on-ramp\'s delivery whose hot-wallet send job BullMQ failed for stalling (no handler run) is sent once the sweeper runs', async () => {
+    await setEth(rail.hot, 0n);
+    const id = await liveOnramp(rail, '+254712340311');
+    const send = jobId('chain.send', 'live', 'base', `onramp-${id}`);
+    const queue = rail.pools.deps.queues.settlement;
+    await until(async () => { await mine(); return (await queue.getJobState(send)) === 'delayed'; }, { what: 'the delivery send waiting for gas', everyMs: 100, timeoutMs: 30_000 });
+    expect((await get(id)).status).to.equal('processing');
+    // BullMQ fails it for stalling (its worker killed under it twice), as its stall check does in Redis: out of the
+    // delayed set into the failed one, its handler never run. Staging it anew under its id would be a no-op now.
+    const prefix = rail.pools.deps.config.redisPrefix;
+    const redis = testRedis();
+    expect(await redis.zrem(`${prefix}:settlement:delayed`, send)).to.equal(1);
+    await redis.zadd(`${prefix}:settlement:failed`, Date.now(), send);
+    await redis.hset(`${prefix}:settlement:${send}`, 'failedReason', 'job stalled more than allowable limit', 'finishedOn', String(Date.now()));
+    expect(await queue.getJobState(send)).to.equal('failed');
+    await setEth(rail.hot, parseEther('10'));
+    const ds = await getDs();
+    await ds.query(`UPDATE transactions SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [id]);
+    await sweepJob.process({ data: {} } as never, rail.pools.deps);
+    const done = await until(async () => { await mine(); const tx = await get(id); return tx.status === 'completed' && tx; }, { what: 'the delivery completed', everyMs: 100 });
+    expect(done.destination.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
+    const sends: unknown[] = await ds.query(`SELECT 1 FROM chain_sends WHERE reference = $1`, [`onramp-${id}`]);
     expect(sends).to.have.length(1);
   });
 

@@ -2,6 +2,7 @@ import { getAddress } from 'viem';
 import { scanClientFor } from '../../shared/chain/clients.js';
 import { OPEN_SETTLEMENT_STATUSES, scanChain } from '../../shared/chain/scanner.js';
 import { recheckSends } from '../../shared/chain/sender.js';
+import { confirmInflows } from '../../shared/domain/wallet-inflows.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 import type { Chain, Environment } from '../../shared/domain/chains.js';
 import { scanLagBlocks } from '../../shared/metrics.js';
@@ -36,6 +37,8 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   // mined one a reorg took is sent again.
   // Only where the chain's RPC is configured: a send is made only there.
   const sends = deps.config.chains[chain].rpcUrl ? await recheckSends(deps, environment, chain) : null;
+  // Outside funding of managed wallets seen earlier: credited once deep enough, dropped when a reorg took it.
+  const inflows = deps.config.chains[chain].rpcUrl ? await confirmInflows(deps, environment, chain) : null;
   // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
   // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open. A
   // liquidation address is permanent: a chain with one (archived too: its transfers go back) is always scanned.
@@ -52,5 +55,5 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   });
   const lag = result.head > result.to ? result.head - result.to : 0n;
   scanLagBlocks.set({ environment, chain }, Number(lag));
-  return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag), sends };
+  return { from: result.from.toString(), to: result.to.toString(), logs: result.logs, matched: result.matched, lag: Number(lag), sends, inflows };
 }
