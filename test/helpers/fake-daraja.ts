@@ -54,6 +54,15 @@ interface Payment {
   phone?: string;
   /** STK: where its callback goes. */
   callbackUrl?: string;
+  /** STK: the AccountReference it was pushed with (Pull Transactions' `billreference`) and when it was paid. */
+  billReference?: string;
+  at?: number;
+}
+
+/** Pull Transactions' date format: `2020-08-04 08:36:00`, Nairobi time as Safaricom keeps it (UTC+3). */
+function pullDate(text: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(text ?? '');
+  return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4] - 3, +m[5], +(m[6] ?? 0)) : NaN;
 }
 
 export interface FakeDaraja {
@@ -251,6 +260,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const p: Payment = {
         kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
         conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
+        billReference: String(body.AccountReference ?? ''), at: Date.now(),
       };
       payments.set(p.key, p);
       if (suffix !== '0099' && suffix !== '0098') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
@@ -264,6 +274,22 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       }
       send(200, { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResponseCode: '0', ResponseDescription: 'Success. Request accepted for processing', CustomerMessage: 'Success. Request accepted for processing' });
       return;
+    }
+    // Pull Transactions (Safaricom's reconciliation API): the shortcode's C2B payments between two dates, 100 a page.
+    if (url.pathname === '/pulltransactions/v1/query') {
+      if (String(body.ShortCode) !== credentials.shortcode) return send(400, { errorCode: '400.001', errorMessage: 'Invalid ShortCode' });
+      const [from, to] = [pullDate(body.StartDate), pullDate(body.EndDate)];
+      if (Number.isNaN(from) || Number.isNaN(to)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid StartDate or EndDate' });
+      const paid = [...payments.values()].filter((p) => p.kind === 'collection' && p.resultCode === '0' && p.at! >= from && p.at! <= to)
+        .slice(Number(body.OffSetValue ?? 0), Number(body.OffSetValue ?? 0) + 100);
+      if (!paid.length) return send(200, { ResponseRefID: randomUUID(), ResponseCode: '1001', ResponseMessage: 'No transactions available for the selected time period', Response: [[]] });
+      return send(200, {
+        ResponseRefID: randomUUID(), ResponseCode: '1000', ResponseMessage: 'Success',
+        Response: [paid.map((p) => ({
+          transactionId: p.receipt, trxDate: new Date(p.at!).toISOString().replace(/\.\d{3}Z$/, 'Z'), msisdn: Number(p.phone), sender: 'UNKNOWN',
+          transactiontype: 'c2b-pay-bill-debit', billreference: p.billReference, amount: String(p.amount), organizationname: 'Rampway Test',
+        }))],
+      });
     }
     if (url.pathname === '/mpesa/stkpushquery/v1/query') {
       const p = payments.get(body.CheckoutRequestID);
