@@ -142,7 +142,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
     stkCallbackFor: (checkout) => (payments.has(checkout) ? (stkCallback(payments.get(checkout)!) as Record<string, any>) : null),
     payLate: async (checkout) => {
       const p = payments.get(checkout)!;
-      Object.assign(p, { resultCode: '0', resultDesc: 'The service request is processed successfully.' });
+      Object.assign(p, { resultCode: '0', resultDesc: 'The service request is processed successfully.', at: Date.now() });
       await post(p.callbackUrl!, stkCallback(p));
     },
     forgedStkSuccess: (checkout, change = {}) => {
@@ -256,19 +256,21 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const expected = Buffer.from(`${credentials.shortcode}${credentials.passkey}${body.Timestamp}`).toString('base64');
       if (body.Password !== expected || !Number.isInteger(body.Amount)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid Password or Amount' });
       const suffix = last4(body.PhoneNumber);
-      const code = { '0001': '1032', '0037': '1037' }[suffix] ?? '0';
+      // 0067: like 0066 (our answer late), but the payer lets the prompt time out (1037); payLate pays it later.
+      const code = { '0001': '1032', '0037': '1037', '0067': '1037' }[suffix] ?? '0';
       const p: Payment = {
         kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
         conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
         billReference: String(body.AccountReference ?? ''), at: Date.now(),
       };
       payments.set(p.key, p);
-      if (suffix !== '0099' && suffix !== '0098') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      // 0097: the payer pays, but the callback is lost on the way (and the answer below with it): only M-Pesa knows.
+      if (suffix !== '0099' && suffix !== '0098' && suffix !== '0097') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
       // The prompt went out and the gateway failed on the way back: Daraja's own 500 body, or a bare 503.
-      if (suffix === '0050') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
+      if (suffix === '0050' || suffix === '0097') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
       if (suffix === '0051') return send(503, { message: 'Service Unavailable' });
       // The prompt went out; our answer is late (the caller's request times out, once per reference).
-      if (suffix === '0066' && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
+      if ((suffix === '0066' || suffix === '0067') && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
         failedOnce.add(`stk-${body.AccountReference}`);
         await delay(fake.holdMs);
       }
