@@ -1,4 +1,5 @@
 import { requeue } from '../../shared/queues/producer.js';
+import { flushOutboxMarks } from '../../shared/queues/outbox.js';
 import { EXPIRY_RULES, STUCK_RULES, type StuckRule } from '../../shared/domain/stuck.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
@@ -33,6 +34,8 @@ async function requeueFound(rules: StuckRule[], deps: WorkerDeps): Promise<{ cou
 export const sweepJob = defineJob({
   name: 'engine.sweep',
   async process(_job, deps) {
+    // Its outbox rules read dispatched rows: this process's own marks, collected for their next write, go first.
+    await flushOutboxMarks(deps.ds);
     const { counts } = await requeueFound(STUCK_RULES, deps);
     if (Object.keys(counts).length) deps.log.warn({ requeued: counts }, 'sweeper re-enqueued stuck work');
     return counts;
