@@ -1,7 +1,7 @@
 // npm run bench: the API's request path against a bare Express hello world measured in the same run, in three
 // interleaved rounds (each figure is a ratio to the hello world of its own round, so a noisy machine moves both), with
 // every worker pool running beside the web process as `npm start` runs them. Own database and Redis prefix.
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
@@ -153,7 +153,10 @@ try {
     // A fixed-rate row's throughput is the rate asked for, not a ratio worth reading.
     ...judged.map((j) => `| ${j.name} | ${j.rps} | ${j.name.includes(' at ') ? '' : j.ratio.toFixed(2)} | ${j.p50_ms} | ${j.p99_ms} | ${j.goal} | ${j.met === null ? '' : j.met ? 'yes' : 'no'} |`),
   ].join('\n');
-  writeFileSync(join(import.meta.dirname, 'results.json'), `${JSON.stringify({ measured_at: new Date().toISOString(), rounds: ROUNDS, connections: CONNECTIONS, seconds: DURATION, results: judged }, null, 2)}\n`);
+  // Its own figures replace what an earlier run wrote; the other benchmarks' sections (each with its measured_at) stay.
+  const file = join(import.meta.dirname, 'results.json');
+  const earlier = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  writeFileSync(file, `${JSON.stringify({ ...earlier, measured_at: new Date().toISOString(), rounds: ROUNDS, connections: CONNECTIONS, seconds: DURATION, results: judged }, null, 2)}\n`);
   process.stdout.write(`${table}\n(bench/results.json written)\n`);
   const failures = judged.reduce((n, j) => n + j.failures, 0);
   if (failures) process.stdout.write(`${failures} requests failed (non-2xx, errors or timeouts)\n`);
