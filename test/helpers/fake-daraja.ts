@@ -54,6 +54,15 @@ interface Payment {
   phone?: string;
   /** STK: where its callback goes. */
   callbackUrl?: string;
+  /** STK: the AccountReference it was pushed with (Pull Transactions' `billreference`) and when it was paid. */
+  billReference?: string;
+  at?: number;
+}
+
+/** Pull Transactions' date format: `2020-08-04 08:36:00`, Nairobi time as Safaricom keeps it (UTC+3). */
+function pullDate(text: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(text ?? '');
+  return m ? Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4] - 3, +m[5], +(m[6] ?? 0)) : NaN;
 }
 
 export interface FakeDaraja {
@@ -133,7 +142,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
     stkCallbackFor: (checkout) => (payments.has(checkout) ? (stkCallback(payments.get(checkout)!) as Record<string, any>) : null),
     payLate: async (checkout) => {
       const p = payments.get(checkout)!;
-      Object.assign(p, { resultCode: '0', resultDesc: 'The service request is processed successfully.' });
+      Object.assign(p, { resultCode: '0', resultDesc: 'The service request is processed successfully.', at: Date.now() });
       await post(p.callbackUrl!, stkCallback(p));
     },
     forgedStkSuccess: (checkout, change = {}) => {
@@ -247,23 +256,42 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const expected = Buffer.from(`${credentials.shortcode}${credentials.passkey}${body.Timestamp}`).toString('base64');
       if (body.Password !== expected || !Number.isInteger(body.Amount)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid Password or Amount' });
       const suffix = last4(body.PhoneNumber);
-      const code = { '0001': '1032', '0037': '1037' }[suffix] ?? '0';
+      // 0067: like 0066 (our answer late), but the payer lets the prompt time out (1037); payLate pays it later.
+      const code = { '0001': '1032', '0037': '1037', '0067': '1037' }[suffix] ?? '0';
       const p: Payment = {
         kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
         conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
+        billReference: String(body.AccountReference ?? ''), at: Date.now(),
       };
       payments.set(p.key, p);
-      if (suffix !== '0099' && suffix !== '0098') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
+      // 0097: the payer pays, but the callback is lost on the way (and the answer below with it): only M-Pesa knows.
+      if (suffix !== '0099' && suffix !== '0098' && suffix !== '0097') void post(body.CallBackURL, stkCallback(p), suffix === '0022' ? 2 : 1);
       // The prompt went out and the gateway failed on the way back: Daraja's own 500 body, or a bare 503.
-      if (suffix === '0050') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
+      if (suffix === '0050' || suffix === '0097') return send(500, { requestId: randomUUID(), errorCode: '500.003.1001', errorMessage: 'Internal Server Error' });
       if (suffix === '0051') return send(503, { message: 'Service Unavailable' });
       // The prompt went out; our answer is late (the caller's request times out, once per reference).
-      if (suffix === '0066' && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
+      if ((suffix === '0066' || suffix === '0067') && fake.holdMs && !failedOnce.has(`stk-${body.AccountReference}`)) {
         failedOnce.add(`stk-${body.AccountReference}`);
         await delay(fake.holdMs);
       }
       send(200, { MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResponseCode: '0', ResponseDescription: 'Success. Request accepted for processing', CustomerMessage: 'Success. Request accepted for processing' });
       return;
+    }
+    // Pull Transactions (Safaricom's reconciliation API): the shortcode's C2B payments between two dates, 100 a page.
+    if (url.pathname === '/pulltransactions/v1/query') {
+      if (String(body.ShortCode) !== credentials.shortcode) return send(400, { errorCode: '400.001', errorMessage: 'Invalid ShortCode' });
+      const [from, to] = [pullDate(body.StartDate), pullDate(body.EndDate)];
+      if (Number.isNaN(from) || Number.isNaN(to)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid StartDate or EndDate' });
+      const paid = [...payments.values()].filter((p) => p.kind === 'collection' && p.resultCode === '0' && p.at! >= from && p.at! <= to)
+        .slice(Number(body.OffSetValue ?? 0), Number(body.OffSetValue ?? 0) + 100);
+      if (!paid.length) return send(200, { ResponseRefID: randomUUID(), ResponseCode: '1001', ResponseMessage: 'No transactions available for the selected time period', Response: [[]] });
+      return send(200, {
+        ResponseRefID: randomUUID(), ResponseCode: '1000', ResponseMessage: 'Success',
+        Response: [paid.map((p) => ({
+          transactionId: p.receipt, trxDate: new Date(p.at!).toISOString().replace(/\.\d{3}Z$/, 'Z'), msisdn: Number(p.phone), sender: 'UNKNOWN',
+          transactiontype: 'c2b-pay-bill-debit', billreference: p.billReference, amount: String(p.amount), organizationname: 'Rampway Test',
+        }))],
+      });
     }
     if (url.pathname === '/mpesa/stkpushquery/v1/query') {
       const p = payments.get(body.CheckoutRequestID);

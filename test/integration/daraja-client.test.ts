@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../shared/config.js';
-import { DarajaClient, darajaTimestamp, forgetDarajaTokens, stkPassword } from '../../shared/providers/daraja/daraja-client.js';
+import { DarajaClient, darajaTimestamp, forgetDarajaTokens, nairobiTime, stkPassword } from '../../shared/providers/daraja/daraja-client.js';
 import { startApi } from '../helpers/harness.js';
 import { getDs } from '../helpers/shared.js';
 import { darajaEnv, startFakeDaraja, type FakeDaraja } from '../helpers/fake-daraja.js';
@@ -30,6 +30,25 @@ describe('the Daraja client and callback gate', function () {
   it('STK password is base64(shortcode + passkey + timestamp), the timestamp in Nairobi time', () => {
     expect(darajaTimestamp(new Date('2026-01-31T22:15:09Z'))).to.equal('20260201011509');
     expect(Buffer.from(stkPassword('174379', 'pk', '20260201011509'), 'base64').toString()).to.equal('174379pk20260201011509');
+  });
+
+  it('Pull Transactions: a paid prompt is found by its AccountReference in its window (Nairobi time), none outside it', async () => {
+    expect(nairobiTime(new Date('2026-01-31T22:15:09Z'))).to.equal('2026-02-01 01:15:09');
+    const reference = randomUUID().replace(/-/g, '').slice(0, 12);
+    const timestamp = darajaTimestamp();
+    const pushed = await client.stkPush({
+      BusinessShortCode: client.shortcode, Password: client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline', Amount: 1500,
+      PartyA: '254712345678', PartyB: client.shortcode, PhoneNumber: '254712345678', CallBackURL: client.callbackUrl('stk'), AccountReference: reference, TransactionDesc: 'Rampway',
+    });
+    expect(pushed.body?.ResponseCode).to.equal('0');
+    const around = await client.pullTransactions(new Date(Date.now() - 60_000), new Date(Date.now() + 60_000));
+    expect(around.body).to.include({ ResponseCode: '1000' });
+    const found = (around.body!.Response as Record<string, unknown>[][]).flat().filter((t) => t.billreference === reference);
+    expect(found).to.have.length(1);
+    expect(found[0]).to.include({ amount: '1500', msisdn: 254712345678, transactiontype: 'c2b-pay-bill-debit' });
+    expect(found[0].transactionId).to.match(/^[A-Z0-9]{10}$/);
+    const before = await client.pullTransactions(new Date(Date.now() - 7_200_000), new Date(Date.now() - 3_600_000));
+    expect(before.body).to.include({ ResponseCode: '1001' });
   });
 
   it('twenty concurrent callers share one token request; the token is reused until it expires, then one refresh', async () => {

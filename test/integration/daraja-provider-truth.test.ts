@@ -85,6 +85,19 @@ describe('live M-Pesa: provider truth', function () {
     });
   }
 
+  it('a prompt M-Pesa never named to us (its STK Push answer and its callback both lost) that the payer paid is found by Pull Transactions and funds the on-ramp, with its receipt', async () => {
+    const phone = '+254712360097';
+    const id = await liveOnramp(rail, phone);
+    const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(rail.fake.log.filter((r) => r.path === STK && r.body.PhoneNumber === phone.slice(1))).to.have.length(1);
+    const pulls = rail.fake.log.filter((r) => r.path === '/pulltransactions/v1/query');
+    expect(pulls.length).to.be.at.least(1);
+    const [row]: { receipt: string; provider_reference: string }[] = await (await getDs()).query(`SELECT receipt, provider_reference FROM transactions WHERE id = $1`, [id]);
+    expect(row.receipt).to.match(/^[A-Z0-9]{10}$/);
+    expect(row.provider_reference).to.equal(`pull-${row.receipt}`);
+  });
+
   it('a B2C request that ran and was answered HTTP 500 with Daraja\'s error body is no refusal: Transaction Status finds it paid, never refunded', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350007', mobile_network: 'safaricom' });
     const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
@@ -169,13 +182,14 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
   });
 
   it('a prompt whose answer and callback were both lost times out after the status checks; the payer\'s payment, reported later, still completes it', async () => {
-    // The answer is late (the request times out) and the callback goes nowhere: M-Pesa never names the prompt to us.
+    // The answer is late (the request times out) and the callback goes nowhere: M-Pesa never names the prompt to us,
+    // and the payer has not paid (Pull Transactions lists nothing), so it times out.
     rail.fake.holdMs = 1500;
     rail.fake.callbackOrigin = 'http://127.0.0.1:9';
     let id: string;
     let failed;
     try {
-      id = await liveOnramp(rail, '+254712370066');
+      id = await liveOnramp(rail, '+254712370067');
       failed = await untilStatus(rail.api, rail.key, id, ['failed', 'completed', 'action_required']);
     } finally {
       rail.fake.holdMs = 0;
@@ -183,14 +197,14 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     }
     expect(failed.status).to.equal('failed');
     expect(failed.failure.code).to.equal('collection_timeout');
-    const checkouts = rail.fake.checkoutsFor('254712370066');
+    const checkouts = rail.fake.checkoutsFor('254712370067');
     expect(checkouts).to.have.length(1);
     // The payer approved after all: the success callback arrives, is matched by payer and amount, and is corroborated.
     await rail.fake.payLate(checkouts[0]);
     const tx = await untilStatus(rail.api, rail.key, id, ['completed']);
     expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'failed', 'funded', 'processing', 'completed']);
     expect(tx.provider_reference).to.match(/^[A-Z0-9]{10}$/);
-    expect(rail.fake.checkoutsFor('254712370066')).to.have.length(1);
+    expect(rail.fake.checkoutsFor('254712370067')).to.have.length(1);
   });
 
   it('of two unnamed prompts of one amount to one phone, a success is matched to the one sent in the last minutes', async () => {
@@ -198,7 +212,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
       rail.fake.holdMs = 1500;
       rail.fake.callbackOrigin = 'http://127.0.0.1:9';
       try {
-        const id = await liveOnramp(rail, '+254712460066');
+        const id = await liveOnramp(rail, '+254712460067');
         expect((await untilStatus(rail.api, rail.key, id, ['failed', 'completed', 'action_required'])).failure.code).to.equal('collection_timeout');
         return id;
       } finally {
@@ -210,7 +224,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     // An hour passes: the earlier prompt is long over on the payer's phone.
     await (await getDs()).query(`UPDATE provider_requests SET updated_at = now() - interval '1 hour' WHERE kind = 'collection' AND reference = $1`, [earlier]);
     const later = await unnamed();
-    const checkouts = rail.fake.checkoutsFor('254712460066');
+    const checkouts = rail.fake.checkoutsFor('254712460067');
     expect(checkouts).to.have.length(2);
     await rail.fake.payLate(checkouts[1]);
     expect((await untilStatus(rail.api, rail.key, later, ['completed'])).status).to.equal('completed');
@@ -226,7 +240,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     let given;
     try {
       const collect = await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
-        .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390066', mobile_network: 'safaricom' } });
+        .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390067', mobile_network: 'safaricom' } });
       expect(collect.status).to.equal(202);
       given = await until(async () => {
         const intent = (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body;
@@ -238,7 +252,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     }
     expect(given.status).to.equal('awaiting_payment');
     expect(given.last_payment_error.code).to.equal('collection_timeout');
-    await rail.fake.payLate(rail.fake.checkoutsFor('254712390066')[0]);
+    await rail.fake.payLate(rail.fake.checkoutsFor('254712390067')[0]);
     const deposits = await until(async () => {
       const rows = await (await getDs()).query(`SELECT status, late_payment FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
       return rows.length > 0 && rows[0].status === 'confirmed' && rows;

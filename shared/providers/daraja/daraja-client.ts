@@ -25,6 +25,11 @@ export function darajaTimestamp(now = new Date()): string {
   return eat.toISOString().replace(/[-:T]/g, '').slice(0, 14);
 }
 
+/** Pull Transactions' dates: `YYYY-MM-DD HH:mm:ss` in Nairobi time (UTC+3, no daylight saving), as its documentation shows them. */
+export function nairobiTime(at: Date): string {
+  return new Date(at.getTime() + 3 * 3_600_000).toISOString().replace('T', ' ').slice(0, 19);
+}
+
 /** STK Push's Password: base64(shortcode + passkey + timestamp). */
 export function stkPassword(shortcode: string, passkey: string, timestamp: string): string {
   return Buffer.from(`${shortcode}${passkey}${timestamp}`, 'utf8').toString('base64');
@@ -52,6 +57,14 @@ export class DarajaClient {
       BusinessShortCode: this.settings.shortcode, Password: stkPassword(this.settings.shortcode!, this.settings.passkey!, timestamp), Timestamp: timestamp,
       CheckoutRequestID: checkoutRequestId,
     });
+  }
+
+  /**
+   * Pull Transactions (M-Pesa's reconciliation API): the shortcode's C2B payments of the last 48 hours between two
+   * moments, a page of them from `offset`. What M-Pesa collected whether or not its callback reached us.
+   */
+  pullTransactions(from: Date, to: Date, offset = 0): Promise<DarajaAnswer> {
+    return this.post('/pulltransactions/v1/query', { ShortCode: this.settings.shortcode, StartDate: nairobiTime(from), EndDate: nairobiTime(to), OffSetValue: String(offset) });
   }
 
   stkPassword(timestamp: string): string {

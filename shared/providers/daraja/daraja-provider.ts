@@ -38,6 +38,16 @@ function unanswered(answer: DarajaAnswer): boolean {
   return answer.status >= 500 && String(answer.body?.errorCode ?? '') !== '500.001.1001';
 }
 
+/** A prompt's AccountReference (12 characters at most): our reference without its dashes. Pull Transactions lists it as `billreference`. */
+export function accountReference(reference: string): string {
+  return reference.replace(/-/g, '').slice(0, 12);
+}
+
+/** Pull Transactions pages: 100 rows each; a prompt's window is minutes, so a few pages are plenty. */
+const PULL_PAGES = 5;
+/** A payment M-Pesa stamped a little before our record of the prompt (clocks differ) still belongs to it. */
+const PULL_SKEW_MS = 60_000;
+
 /** An answer to a request: accepted (ResponseCode 0) is pending; Daraja's errorCode is read like a ResultCode. */
 function answerOutcome(kind: ProviderKind, answer: DarajaAnswer, reference: string | null): ProviderOutcome {
   const body = answer.body ?? {};
@@ -78,7 +88,7 @@ export class DarajaProvider implements PaymentProvider {
     const answer = await this.client.stkPush({
       BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
       Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
-      AccountReference: req.reference.replace(/-/g, '').slice(0, 12), TransactionDesc: 'Rampway',
+      AccountReference: accountReference(req.reference), TransactionDesc: 'Rampway',
     }).catch((err: unknown) => {
       // No answer (a timeout, a dropped connection, a bare 5xx): the prompt may have gone out. Only a token we could
       // not get means nothing left.
@@ -129,7 +139,7 @@ export class DarajaProvider implements PaymentProvider {
     const stored = await this.stored(kind, reference);
     if (kind === 'collection') {
       const checkout = providerReference ?? stored?.provider_reference;
-      if (!checkout) return null;
+      if (!checkout) return this.pulled(reference);
       const answer = await this.client.stkQuery(checkout);
       const body = answer.body ?? {};
       if (body.ResultCode !== undefined) return outcomeOf('collection', String(body.ResultCode), body.ResultDesc, checkout);
@@ -149,6 +159,41 @@ export class DarajaProvider implements PaymentProvider {
       [kind, reference, queried],
     );
     return { status: 'pending', provider_reference: stored?.provider_reference ?? null, queried } as ProviderOutcome;
+  }
+
+  /**
+   * A prompt that left but that M-Pesa never named to us (its STK Push answer and its callback both lost): nothing to
+   * ask STK Query about, so M-Pesa's reconciliation API (Pull Transactions) is asked what the shortcode collected since
+   * the prompt left. A payment with its AccountReference and amount is its success, recorded with the M-Pesa receipt
+   * as its reference (`pull-<receipt>`), so a callback that still comes matches nothing and credits nothing twice. None
+   * there: still unknown (null). A refused or failed query: unknown too, asked again on the next check.
+   */
+  private async pulled(reference: string): Promise<ProviderOutcome | null> {
+    const [row]: { created_at: Date; amount: string; currency: string; sends: number }[] = await this.db.query(
+      `SELECT created_at, request->>'amount' AS amount, request->>'currency' AS currency, sends FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`,
+      [reference]);
+    if (!row || row.sends === 0) return null; // never left: M-Pesa has nothing for it
+    const amount = wholeKes(row.currency, row.amount);
+    const account = accountReference(reference);
+    const since = row.created_at.getTime() - PULL_SKEW_MS;
+    for (let page = 0; page < PULL_PAGES; page++) {
+      const answer = await this.client.pullTransactions(new Date(since), new Date(), page * 100);
+      const body = answer.body ?? {};
+      if (String(body.ResponseCode ?? '') === '1001') return null;
+      if (String(body.ResponseCode ?? '') !== '1000') {
+        throw new AppError('service_unavailable', `M-Pesa's Pull Transactions gave no list (${safeDescription(body.errorCode ?? body.ResponseCode ?? `HTTP ${answer.status}`)}).`);
+      }
+      const rows = ([] as Record<string, unknown>[]).concat(...((body.Response ?? body.Transaction ?? []) as Record<string, unknown>[][]));
+      const paid = rows.find((t) => String(t.billreference ?? '') === account && Number(t.amount) === amount && typeof t.transactionId === 'string'
+        && Date.parse(String(t.trxDate)) >= since);
+      if (paid) {
+        const receipt = String(paid.transactionId);
+        this.log.warn({ provider: this.id, kind: 'collection', reference, receipt }, 'a prompt M-Pesa never named to us was found paid by Pull Transactions');
+        return this.store('collection', reference, { status: 'succeeded', provider_reference: `pull-${receipt}`, receipt });
+      }
+      if (rows.length < 100) return null;
+    }
+    return null;
   }
 
   parseCallback(kind: ProviderKind, body: unknown): ProviderCallback | null {
