@@ -30,8 +30,11 @@ const COLUMNS = `reference, request->>'amount' AS amount, request->>'payer' AS p
  * CheckoutRequestID here (a retry then asks STK Query instead of prompting again). Undefined: not recorded (yet).
  */
 export async function collectionRequestFor(q: Queryable, result: ProviderCallback): Promise<CollectionRequest | undefined> {
-  const where = result.reference ? ['reference = $1', result.reference] : [`outcome->>'provider_reference' = $1`, result.outcome.provider_reference];
-  const rows: CollectionRequest[] = await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND ${where[0]}`, [where[1]]);
+  // A prompt Pull Transactions found paid knows its payment by receipt only: the callback that still comes names it too.
+  const rows: CollectionRequest[] = result.reference
+    ? await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`, [result.reference])
+    : await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'provider_reference' IN ($1, $2)`,
+      [result.outcome.provider_reference, result.receipt ? `pull-${result.receipt}` : null]);
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
   const payer = result.payer;
   if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
@@ -68,8 +71,25 @@ const PROMPT_WINDOW_MINUTES = 10;
 
 const INTENT_REFERENCE = /^([0-9a-f-]{36})-(\d+)$/;
 
+/**
+ * Where a payment with this M-Pesa (or MoMo) receipt is already credited: an intent's deposit or an on-ramp. One
+ * payment is reported under two names (its callback and STK Query by CheckoutRequestID, Pull Transactions by receipt
+ * alone), so the receipt decides whether it is new (fault seed 12000 credited one payment twice). Unique indexes on
+ * the live receipts are the database's guarantee when two reports race.
+ */
+async function receiptCredited(unit: Unit, receipt: string): Promise<string | undefined> {
+  const rows: { what: string }[] = await unit.em.query(
+    `SELECT 'deposit ' || id AS what FROM treasury_deposits WHERE environment = 'live' AND payment_method = 'mobile_money' AND receipt = $1
+     UNION ALL SELECT 'on-ramp ' || id FROM transactions WHERE environment = 'live' AND direction = 'onramp' AND receipt = $1 LIMIT 1`,
+    [receipt],
+  );
+  return rows[0]?.what;
+}
+
 /** Applies a collection's (corroborated) result to the on-ramp or intent attempt its request names. */
 export async function applyCollection(unit: Unit, config: Config, reference: string, outcome: ProviderOutcome): Promise<string> {
+  const credited = outcome.status === 'succeeded' && outcome.receipt ? await receiptCredited(unit, outcome.receipt) : undefined;
+  if (credited) return `already credited (${credited})`;
   const intent = INTENT_REFERENCE.exec(reference);
   if (intent) return settleIntentCollection(unit, config, intent[1], Number(intent[2]), outcome);
   const tx = await lockTransaction(unit, reference);

@@ -181,6 +181,11 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
     const existing: DepositRow[] = await unit.em.query(`SELECT ${DEPOSIT_COLUMNS} FROM treasury_deposits d WHERE d.environment = $1 AND d.payment_method = $2 AND d.payment_key = $3`, [
       scope.environment, payment.method, payment.key,
     ]);
+    // Recorded by STK Query, which names no receipt: the receipt a later report brings is kept with it.
+    if (payment.receipt && existing[0] && !existing[0].receipt) {
+      await unit.em.query(`UPDATE treasury_deposits SET receipt = $2 WHERE id = $1 AND receipt IS NULL`, [existing[0].id, payment.receipt]);
+      existing[0].receipt = payment.receipt;
+    }
     return { deposit: existing[0], isNew: false };
   }
   const deposit = inserted[0];

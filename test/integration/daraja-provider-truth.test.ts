@@ -96,6 +96,17 @@ describe('live M-Pesa: provider truth', function () {
     const [row]: { receipt: string; provider_reference: string }[] = await (await getDs()).query(`SELECT receipt, provider_reference FROM transactions WHERE id = $1`, [id]);
     expect(row.receipt).to.match(/^[A-Z0-9]{10}$/);
     expect(row.provider_reference).to.equal(`pull-${row.receipt}`);
+    // The lost callback turns up after all: matched to the prompt by its receipt, corroborated, and credits nothing twice.
+    const [checkout] = rail.fake.checkoutsFor(phone.slice(1));
+    const late = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/stk`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(rail.fake.stkCallbackFor(checkout)) });
+    expect(late.status).to.equal(200);
+    const ds = await getDs();
+    const applied = await until(async () => {
+      const rows: { result: string | null }[] = await ds.query(`SELECT result FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $1 AND processed_at IS NOT NULL`, [checkout]);
+      return rows[0]?.result ?? false;
+    }, { what: 'the late callback applied' });
+    expect(applied).to.equal(`already credited (on-ramp ${id})`);
+    expect((await history(id)).filter((s) => s === 'funded')).to.have.length(1);
   });
 
   it('a B2C request that ran and was answered HTTP 500 with Daraja\'s error body is no refusal: Transaction Status finds it paid, never refunded', async () => {
@@ -258,6 +269,39 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
       return rows.length > 0 && rows[0].status === 'confirmed' && rows;
     }, { what: 'the late deposit' });
     expect(deposits).to.deep.equal([{ status: 'confirmed', late_payment: true }]);
+  });
+
+  it('a payment its callback credited is not credited again when Pull Transactions finds it (fault seed 12000)', async () => {
+    // A phone of its own: an unnamed prompt of the same amount to the same phone left by an earlier run would make the
+    // callback's match ambiguous.
+    const phone = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0067`;
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    const id = create.body.id;
+    rail.fake.holdMs = 1500;
+    rail.fake.callbackOrigin = 'http://127.0.0.1:9';
+    try {
+      await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
+        .send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
+      await until(async () => (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body.last_payment_error !== null, { what: 'the prompt timing out' });
+    } finally {
+      rail.fake.holdMs = 0;
+      rail.fake.callbackOrigin = rail.apiUrl;
+    }
+    await rail.fake.payLate(rail.fake.checkoutsFor(phone.slice(1))[0]);
+    const ds = await getDs();
+    const credited = await until(async () => {
+      const rows = await ds.query(`SELECT receipt FROM treasury_deposits WHERE payment_intent_id = $1 AND status = 'confirmed'`, [id]);
+      return rows.length > 0 && rows;
+    }, { what: 'the callback\'s deposit' });
+    expect(credited[0].receipt).to.match(/^[A-Z0-9]{10}$/);
+    // As in seed 12000: the prompt's request holds no CheckoutRequestID (a status check read it before the callback
+    // taught it one), so the next check asks Pull Transactions, which lists the same payment under its receipt.
+    await ds.query(`UPDATE provider_requests SET outcome = '{"status":"sending","provider_reference":null}' WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
+    const pullsBefore = rail.fake.log.filter((r) => r.path === '/pulltransactions/v1/query').length;
+    await checkProviderJob.process({ data: { intentId: id, attempt: 1, round: MAX_CHECK_ROUNDS } } as never, rail.pools.deps);
+    expect(rail.fake.log.filter((r) => r.path === '/pulltransactions/v1/query').length).to.be.above(pullsBefore);
+    const deposits = await ds.query(`SELECT receipt FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
+    expect(deposits).to.deep.equal([{ receipt: credited[0].receipt }]);
   });
 });
 

@@ -165,7 +165,8 @@ export class DarajaProvider implements PaymentProvider {
    * A prompt that left but that M-Pesa never named to us (its STK Push answer and its callback both lost): nothing to
    * ask STK Query about, so M-Pesa's reconciliation API (Pull Transactions) is asked what the shortcode collected since
    * the prompt left. A payment with its AccountReference and amount is its success, recorded with the M-Pesa receipt
-   * as its reference (`pull-<receipt>`), so a callback that still comes matches nothing and credits nothing twice. None
+   * as its reference (`pull-<receipt>`); a callback that still comes is matched to it by that receipt, and the payment,
+   * credited once by receipt, is not credited twice. None
    * there: still unknown (null). A refused or failed query: unknown too, asked again on the next check.
    */
   private async pulled(reference: string): Promise<ProviderOutcome | null> {
