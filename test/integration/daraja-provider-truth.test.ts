@@ -303,6 +303,37 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     const deposits = await ds.query(`SELECT receipt FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
     expect(deposits).to.deep.equal([{ receipt: credited[0].receipt }]);
   });
+
+  it('a payment to an intent\'s second prompt is not found again for its first (fault seed 12000): each prompt has its own AccountReference', async () => {
+    const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    const id = create.body.id;
+    const first = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0067`;
+    const second = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0010`;
+    const collect = (phone: string) => rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
+      .send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
+    // The first prompt is never named to us and times out on the phone; the intent waits for payment again.
+    rail.fake.holdMs = 1500;
+    rail.fake.callbackOrigin = 'http://127.0.0.1:9';
+    try {
+      expect((await collect(first)).status).to.equal(202);
+      await until(async () => (await rail.api.http.get(`${BASE}/payment-intents/${id}`).set(bearer(rail.key))).body.last_payment_error !== null, { what: 'the first prompt timing out' });
+      rail.fake.holdMs = 0;
+      // The second is paid; its callback is lost, so STK Query finds it paid (it names no receipt).
+      expect((await collect(second)).status).to.equal(202);
+      const ds = await getDs();
+      await until(async () => (await ds.query(`SELECT 1 FROM treasury_deposits WHERE payment_intent_id = $1 AND status = 'confirmed'`, [id])).length > 0, { what: 'the second prompt\'s deposit' });
+    } finally {
+      rail.fake.holdMs = 0;
+      rail.fake.callbackOrigin = rail.apiUrl;
+    }
+    const pushes = rail.fake.log.filter((r) => r.path === '/mpesa/stkpush/v1/processrequest' && [first, second].includes(`+${r.body.PhoneNumber}`));
+    expect(pushes.map((r) => r.body.AccountReference)).to.deep.equal([`${id.replace(/-/g, '').slice(0, 11)}1`, `${id.replace(/-/g, '').slice(0, 11)}2`]);
+    // The first prompt is still asked about: Pull Transactions lists the second's payment, which is not the first's.
+    await checkProviderJob.process({ data: { intentId: id, attempt: 1, round: MAX_CHECK_ROUNDS } } as never, rail.pools.deps);
+    const deposits = await (await getDs()).query(`SELECT payment_key FROM treasury_deposits WHERE payment_intent_id = $1`, [id]);
+    expect(deposits).to.have.length(1);
+    expect(deposits[0].payment_key).to.match(/^ws_CO_/);
+  });
 });
 
 describe('live M-Pesa: status results slower than the checks', function () {

@@ -38,9 +38,15 @@ function unanswered(answer: DarajaAnswer): boolean {
   return answer.status >= 500 && String(answer.body?.errorCode ?? '') !== '500.001.1001';
 }
 
-/** A prompt's AccountReference (12 characters at most): our reference without its dashes. Pull Transactions lists it as `billreference`. */
+/**
+ * A prompt's AccountReference (12 characters at most), which Pull Transactions lists as `billreference`: an on-ramp's
+ * id without its dashes; a payment intent's attempt (`<intent id>-<n>`) ends in its number, so two prompts of one
+ * intent never share one (fault seed 12000: a payment to the second prompt was found again for the first).
+ */
 export function accountReference(reference: string): string {
-  return reference.replace(/-/g, '').slice(0, 12);
+  const attempt = /^([0-9a-f-]{36})-(\d+)$/.exec(reference);
+  if (!attempt) return reference.replace(/-/g, '').slice(0, 12);
+  return attempt[1].replace(/-/g, '').slice(0, 12 - attempt[2].length) + attempt[2];
 }
 
 /** Pull Transactions pages: 100 rows each; a prompt's window is minutes, so a few pages are plenty. */
