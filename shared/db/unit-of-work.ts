@@ -2,7 +2,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import type { Queues, JobRequest } from '../queues/producer.js';
 import type { JobName } from '../queues/registry.js';
-import { dispatchStaged, stageJobs, type OutboxScope } from '../queues/outbox.js';
+import { dispatchStaged, type OutboxScope, type StagedJob } from '../queues/outbox.js';
+import { JOB_QUEUES } from '../queues/registry.js';
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
 import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
@@ -43,29 +44,53 @@ interface PendingEvent {
   data: Record<string, unknown>;
 }
 
+/** A webhook message's first delivery job, with MESSAGE where its id goes (its outbox row is written in SQL). */
+const DELIVERY = webhookJobs.deliver('MESSAGE', 0, 1);
+const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
+
 /**
- * Writes the unit's events and, in the same statement, one webhook message per event and endpoint that takes it;
- * answers the messages' first delivery jobs, to be staged in the outbox with the unit's other jobs.
+ * Writes the unit's events, one webhook message per event and endpoint that takes it, and the outbox rows of the
+ * unit's jobs and of each message's first delivery, all in one statement (one round trip per unit, not two).
+ * Answers the staged jobs, to be dispatched after the commit.
  */
-async function writeEvents(em: EntityManager, events: PendingEvent[]): Promise<{ job: JobRequest; scope: OutboxScope }[]> {
-  if (!events.length) return [];
-  // In the order they happened: the identity `seq` follows the insertion order.
-  const messages: { id: string; business_id: string; environment: string }[] = await em.query(
+async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[]): Promise<StagedJob[]> {
+  if (!events.length && !jobs.length) return [];
+  const rows: { id: string; job_id: string; message_id: string | null }[] = await em.query(
     `WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
        -- When they were written (clock_timestamp, not the transaction's start: a unit that waited for another's lock on
        -- the same resource writes later), a microsecond apart, so a unit's events keep the order they happened in.
        SELECT b, e, t, d, clock_timestamp() + (o - 1) * interval '1 microsecond'
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS x(b, e, t, d, o) ORDER BY o
-       RETURNING id, business_id, environment, type)
-     INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment)
-     SELECT ev.id, w.id, ev.business_id, ev.environment FROM ev
-       JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
-      WHERE ${endpointTakes('ev.type')}
-     RETURNING id, business_id, environment`,
-    [events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data))],
+       RETURNING id, business_id, environment, type),
+     msg AS (
+       INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment)
+       SELECT ev.id, w.id, ev.business_id, ev.environment FROM ev
+         JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
+        WHERE ${endpointTakes('ev.type')}
+       RETURNING id, business_id, environment),
+     staged AS (
+       SELECT b, e, q, n, i, p, d, o
+         FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::integer[]) WITH ORDINALITY AS j(b, e, q, n, i, p, d, o)
+       UNION ALL
+       SELECT msg.business_id, msg.environment, $12::text, $13::text, $14::text || msg.id::text || $15::text, $16::jsonb || jsonb_build_object('messageId', msg.id),
+              $17::integer, $18::bigint + row_number() OVER ()
+         FROM msg)
+     INSERT INTO outbox_jobs (business_id, environment, queue, job_name, job_id, payload, delay_ms)
+     SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id`,
+    [
+      events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)),
+      jobs.map((x) => x.scope.businessId ?? null), jobs.map((x) => x.scope.environment ?? null), jobs.map((x) => JOB_QUEUES[x.job.name]),
+      jobs.map((x) => x.job.name), jobs.map((x) => x.job.id), jobs.map((x) => JSON.stringify(x.job.data)), jobs.map((x) => x.job.delayMs ?? 0),
+      JOB_QUEUES[DELIVERY.name], DELIVERY.name, DELIVERY_ID_HEAD, DELIVERY_ID_TAIL, JSON.stringify(DELIVERY.data), DELIVERY.delayMs ?? 0, jobs.length,
+    ],
   );
-  return messages.map((m) => ({ job: webhookJobs.deliver(m.id, 0, 1), scope: { businessId: m.business_id, environment: m.environment } }));
+  // The unit's own jobs first, in the order staged (the insert's order), then each message's delivery.
+  return rows.map((r, i) => {
+    if (i < jobs.length && r.job_id === jobs[i].job.id) return { outboxId: String(r.id), job: jobs[i].job };
+    if (i >= jobs.length && r.message_id) return { outboxId: String(r.id), job: webhookJobs.deliver(r.message_id, 0, 1) };
+    throw new Error(`outbox rows came back out of order (${r.job_id})`);
+  });
 }
 
 const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));
@@ -107,8 +132,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Pro
         postings.push({ scope, entry });
       },
     });
-    jobs.push(...(await writeEvents(em, events)));
-    const staged = await stageJobs(em, jobs);
+    const staged = await writeEventsAndJobs(em, events, jobs);
     // Entries that lock a guarded account first: a stripe row this transaction touched before asking for a guarded
     // account's lock could be the very row another transaction, holding that lock, waits for (a deadlock).
     const guardedFirst = [...postings].sort((a, b) => Number(touchesGuarded(b.entry)) - Number(touchesGuarded(a.entry)));

@@ -10,7 +10,7 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, lastTransferAt, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
@@ -218,7 +218,8 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
  * confirmed, funded, payout staged; else (or when the chain cannot be read) another check a step later.
  */
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
-  const depth = await paymentDepth(chain, settlement.chain, await countedTransfers(unit.em, settlement.id), settlement.required_confirmations, await lastTransferAt(unit.em, settlement.id));
+  const transfers = await countedTransfers(unit.em, settlement.id);
+  const depth = await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt);
   if (depth.state === 'reorged') return rollBack(unit, config, chain, tx, settlement, depth.removed, round);
   if (depth.state === 'unknown' || !depth.deep) {
     if (depth.state === 'counted') await setConfirmations(unit, settlement, depth.confirmations);

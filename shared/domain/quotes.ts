@@ -247,8 +247,8 @@ export function quoteView(row: QuoteRow): Record<string, unknown> {
 
 const scopeOf = (row: QuoteRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
-/** pending -> available with its price, valid `ttlSeconds` (expiry.quotes expires it then). Null if it was not pending. */
-export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<QuoteRow | null> {
+/** pending -> available with its price, valid `ttlSeconds` (expiry.quotes expires it then). False if it was not pending. */
+export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<boolean> {
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
   const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
     scope: scopeOf(row),
@@ -266,7 +266,7 @@ export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote,
     },
     view: (updated) => quoteView({ ...updated, requested_amount: String(updated.requested_amount) }),
   });
-  return moved ? await loadQuote(unit.em, row.id) ?? null : null;
+  return moved !== null;
 }
 
 /** pending -> failed, with the reason the business sees on GET. */

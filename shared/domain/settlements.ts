@@ -189,11 +189,17 @@ export interface CountedTransfer {
   from_address: string | null;
 }
 
-export function countedTransfers(q: Queryable, settlementId: string): Promise<CountedTransfer[]> {
-  return q.query(
-    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address FROM settlement_transfers WHERE settlement_id = $1 AND block_hash IS NOT NULL`,
+/**
+ * The transfers counted on-chain (with their block), as a reorg check reads them, and when the latest transfer to the
+ * address was seen, block or not (confirmations count from the transfer that completed the payment): one query.
+ */
+export async function countedTransfers(q: Queryable, settlementId: string): Promise<{ counted: CountedTransfer[]; lastAt: Date | null }> {
+  const rows: (CountedTransfer & { last_at: Date | null })[] = await q.query(
+    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address, max(observed_at) OVER () AS last_at
+       FROM settlement_transfers WHERE settlement_id = $1`,
     [settlementId],
   );
+  return { counted: rows.filter((r) => r.block_hash !== null).map(({ last_at: _, ...t }) => t), lastAt: rows[0]?.last_at ?? null };
 }
 
 /**
@@ -212,12 +218,6 @@ export async function uncountTransfers(unit: Unit, settlement: SettlementRow, re
     [settlement.id, fromMinor(total, USDC_SCALE)],
   );
   return rows[0];
-}
-
-/** When the latest transfer to the address was seen: confirmations count from the transfer that completed the payment. */
-export async function lastTransferAt(q: Queryable, settlementId: string): Promise<Date | null> {
-  const rows: { at: Date | null }[] = await q.query(`SELECT max(observed_at) AS at FROM settlement_transfers WHERE settlement_id = $1`, [settlementId]);
-  return rows[0]?.at ?? null;
 }
 
 /** A failed transaction's deposit address is closed: a transfer that still arrives is a late deposit. */

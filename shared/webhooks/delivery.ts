@@ -59,6 +59,8 @@ interface MessageRow {
   endpoint_id: string;
   url: string;
   endpoint_status: EndpointStatus;
+  /** When the endpoint's current run of failures began (null: its last delivery worked). */
+  endpoint_failing_since: Date | null;
   event_id: string;
   event_type: string;
   event_sequence: string;
@@ -68,7 +70,7 @@ interface MessageRow {
 
 async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
   const rows: MessageRow[] = await q.query(
-    `SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status,
+    `SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status, w.failing_since AS endpoint_failing_since,
             e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data
        FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`,
     [id],
@@ -151,7 +153,7 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
     await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW });
     // Any success means the endpoint works again (a healthy endpoint's row is not touched: deliveries never queue on it).
     if (message.endpoint_status === 'failing') await moveEndpoint(unit, message, 'enabled', { failing_since: null }, 'delivered');
-    else await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [message.endpoint_id]);
+    else if (message.endpoint_failing_since) await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [message.endpoint_id]);
     return 'delivered';
   }
   if (gone) {
