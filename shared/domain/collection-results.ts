@@ -89,7 +89,7 @@ async function receiptCredited(unit: Unit, receipt: string): Promise<string | un
 /** Applies a collection's (corroborated) result to the on-ramp or intent attempt its request names. */
 export async function applyCollection(unit: Unit, config: Config, reference: string, outcome: ProviderOutcome): Promise<string> {
   const credited = outcome.status === 'succeeded' && outcome.receipt ? await receiptCredited(unit, outcome.receipt) : undefined;
-  if (credited) return `already credited (${credited})`;
+  if (credited) return `unchanged (already credited: ${credited})`;
   const intent = INTENT_REFERENCE.exec(reference);
   if (intent) return settleIntentCollection(unit, config, intent[1], Number(intent[2]), outcome);
   const tx = await lockTransaction(unit, reference);

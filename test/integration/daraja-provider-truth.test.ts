@@ -105,7 +105,7 @@ describe('live M-Pesa: provider truth', function () {
       const rows: { result: string | null }[] = await ds.query(`SELECT result FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $1 AND processed_at IS NOT NULL`, [checkout]);
       return rows[0]?.result ?? false;
     }, { what: 'the late callback applied' });
-    expect(applied).to.equal(`already credited (on-ramp ${id})`);
+    expect(applied).to.equal(`unchanged (already credited: on-ramp ${id})`);
     expect((await history(id)).filter((s) => s === 'funded')).to.have.length(1);
   });
 
