@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import type { Queues, JobRequest } from '../queues/producer.js';
 import type { JobName } from '../queues/registry.js';
-import { dispatchStaged, type OutboxScope, type StagedJob } from '../queues/outbox.js';
+import { dispatchStaged, OUTBOX_COLUMNS, outboxParams, outboxRowsFrom, type OutboxScope, type StagedJob } from '../queues/outbox.js';
 import { JOB_QUEUES } from '../queues/registry.js';
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
@@ -70,18 +70,16 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
         WHERE ${endpointTakes('ev.type')}
        RETURNING id, business_id, environment),
      staged AS (
-       SELECT b, e, q, n, i, p, d, o
-         FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::integer[]) WITH ORDINALITY AS j(b, e, q, n, i, p, d, o)
+       SELECT b, e, q, n, i, p, d, o FROM ${outboxRowsFrom(5)}
        UNION ALL
        SELECT msg.business_id, msg.environment, $12::text, $13::text, $14::text || msg.id::text || $15::text, $16::jsonb || jsonb_build_object('messageId', msg.id),
               $17::integer, $18::bigint + row_number() OVER ()
          FROM msg)
-     INSERT INTO outbox_jobs (business_id, environment, queue, job_name, job_id, payload, delay_ms)
+     INSERT INTO outbox_jobs (${OUTBOX_COLUMNS})
      SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id`,
     [
       events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)),
-      jobs.map((x) => x.scope.businessId ?? null), jobs.map((x) => x.scope.environment ?? null), jobs.map((x) => JOB_QUEUES[x.job.name]),
-      jobs.map((x) => x.job.name), jobs.map((x) => x.job.id), jobs.map((x) => JSON.stringify(x.job.data)), jobs.map((x) => x.job.delayMs ?? 0),
+      ...outboxParams(jobs),
       JOB_QUEUES[DELIVERY.name], DELIVERY.name, DELIVERY_ID_HEAD, DELIVERY_ID_TAIL, JSON.stringify(DELIVERY.data), DELIVERY.delayMs ?? 0, jobs.length,
     ],
   );

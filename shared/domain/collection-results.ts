@@ -5,11 +5,11 @@
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
-import type { ProviderCallback, ProviderOutcome, Queryable } from '../providers/provider.js';
+import { pulledReference, type ProviderCallback, type ProviderOutcome, type Queryable } from '../providers/provider.js';
 import { AppError } from '../errors.js';
 import { logger } from '../logger.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
-import { formatAmount, toMinor } from './money.js';
+import { sameAmount } from './money.js';
 import { collectionCameToNothing, collectionFailure, loadPaymentIntent } from './payment-intents.js';
 import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { lockTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
@@ -34,7 +34,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
   const rows: CollectionRequest[] = result.reference
     ? await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`, [result.reference])
     : await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'provider_reference' IN ($1, $2)`,
-      [result.outcome.provider_reference, result.receipt ? `pull-${result.receipt}` : null]);
+      [result.outcome.provider_reference, result.receipt ? pulledReference(result.receipt) : null]);
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
   const payer = result.payer;
   if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
@@ -60,8 +60,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
 
 /** What of an STK success does not match its request (amount, phone), or null when both do. */
 export function requestMismatch(request: CollectionRequest, result: ProviderCallback): 'amount' | 'phone' | null {
-  const cents = (v: string) => toMinor(formatAmount(v, 2), 2);
-  if (!result.amount || !/^\d+(\.\d+)?$/.test(result.amount) || cents(result.amount) !== cents(request.amount)) return 'amount';
+  if (!result.amount || !sameAmount(result.amount, request.amount, 2)) return 'amount';
   if (request.payer && result.payer !== request.payer) return 'phone';
   return null;
 }

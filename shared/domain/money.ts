@@ -29,6 +29,16 @@ export function toMinor(amount: string, scale: number): bigint {
   return BigInt(whole) * 10n ** BigInt(scale) + BigInt(frac.padEnd(scale, '0') || '0');
 }
 
+/** Whether two decimal strings are the same amount at `scale`: false when either is not a decimal of at most that scale. */
+export function sameAmount(a: string, b: string, scale: number): boolean {
+  try {
+    return toMinor(a, scale) === toMinor(b, scale);
+  } catch (err) {
+    if (err instanceof AmountError) return false;
+    throw err;
+  }
+}
+
 /** 1250n at scale 2 -> "12.50": always exactly `scale` fractional digits. */
 export function fromMinor(minor: bigint, scale: number): string {
   const negative = minor < 0n;

@@ -211,3 +211,11 @@ function chooseProvider(environment: Environment, deps: ProviderDeps, currency: 
       throw AppError.unavailable('No provider is configured for this environment.');
   }
 }
+
+/**
+ * The provider reference of a collection found paid by a reconciliation listing (M-Pesa's Pull Transactions), which
+ * names the payment by its receipt alone: how the prompt's request records it and how a late callback finds it.
+ */
+export function pulledReference(receipt: string): string {
+  return `pull-${receipt}`;
+}

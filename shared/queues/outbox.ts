@@ -22,17 +22,29 @@ export async function stageJob<N extends JobName>(em: EntityManager, job: JobReq
   return (await stageJobs(em, [{ job, scope }]))[0];
 }
 
+/**
+ * How staged jobs become outbox rows: its columns, the `unnest` of their parameters (the `first` and the six after it)
+ * with each job's position as `o`, and those parameters. The one definition for stageJobs() and the unit of work,
+ * which writes its jobs in the statement that writes its events.
+ */
+export const OUTBOX_COLUMNS = 'business_id, environment, queue, job_name, job_id, payload, delay_ms';
+export function outboxRowsFrom(first: number): string {
+  const [b, e, q, n, i, p, d] = Array.from({ length: 7 }, (_, k) => `$${first + k}`);
+  return `unnest(${b}::uuid[], ${e}::text[], ${q}::text[], ${n}::text[], ${i}::text[], ${p}::jsonb[], ${d}::integer[]) WITH ORDINALITY AS j(b, e, q, n, i, p, d, o)`;
+}
+export function outboxParams(items: { job: JobRequest; scope: OutboxScope }[]): unknown[] {
+  return [
+    items.map((x) => x.scope.businessId ?? null), items.map((x) => x.scope.environment ?? null), items.map((x) => JOB_QUEUES[x.job.name]),
+    items.map((x) => x.job.name), items.map((x) => x.job.id), items.map((x) => JSON.stringify(x.job.data)), items.map((x) => x.job.delayMs ?? 0),
+  ];
+}
+
 /** Writes several staged jobs into the outbox with one statement, in the caller's transaction. */
 export async function stageJobs(em: EntityManager, items: { job: JobRequest; scope: OutboxScope }[]): Promise<StagedJob[]> {
   if (!items.length) return [];
   const rows: { id: string }[] = await em.query(
-    `INSERT INTO outbox_jobs (business_id, environment, queue, job_name, job_id, payload, delay_ms)
-     SELECT b, e, q, n, i, p, d FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::integer[]) WITH ORDINALITY AS j(b, e, q, n, i, p, d, o)
-      ORDER BY o RETURNING id`,
-    [
-      items.map((x) => x.scope.businessId ?? null), items.map((x) => x.scope.environment ?? null), items.map((x) => JOB_QUEUES[x.job.name]),
-      items.map((x) => x.job.name), items.map((x) => x.job.id), items.map((x) => JSON.stringify(x.job.data)), items.map((x) => x.job.delayMs ?? 0),
-    ],
+    `INSERT INTO outbox_jobs (${OUTBOX_COLUMNS}) SELECT b, e, q, n, i, p, d FROM ${outboxRowsFrom(1)} ORDER BY o RETURNING id`,
+    outboxParams(items),
   );
   return rows.map((r, i) => ({ outboxId: String(r.id), job: items[i].job }));
 }

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import { corridorError } from '../../domain/corridors.js';
 import { logger } from '../../logger.js';
-import { toMinor } from '../../domain/money.js';
-import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
+import { sameAmount, toMinor } from '../../domain/money.js';
+import { isFinalOutcome, ProviderError, pulledReference, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
@@ -172,15 +172,14 @@ export class DarajaProvider implements PaymentProvider {
    * ask STK Query about, so M-Pesa's reconciliation API (Pull Transactions) is asked what the shortcode collected since
    * the prompt left. A payment with its AccountReference and amount is its success, recorded with the M-Pesa receipt
    * as its reference (`pull-<receipt>`); a callback that still comes is matched to it by that receipt, and the payment,
-   * credited once by receipt, is not credited twice. None
-   * there: still unknown (null). A refused or failed query: unknown too, asked again on the next check.
+   * credited once by receipt, is not credited twice. None there: still unknown (null). A refused or failed query:
+   * unknown too, asked again on the next check.
    */
   private async pulled(reference: string): Promise<ProviderOutcome | null> {
-    const [row]: { created_at: Date; amount: string; currency: string; sends: number }[] = await this.db.query(
-      `SELECT created_at, request->>'amount' AS amount, request->>'currency' AS currency, sends FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`,
+    const [row]: { created_at: Date; amount: string; sends: number }[] = await this.db.query(
+      `SELECT created_at, request->>'amount' AS amount, sends FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`,
       [reference]);
     if (!row || row.sends === 0) return null; // never left: M-Pesa has nothing for it
-    const amount = wholeKes(row.currency, row.amount);
     const account = accountReference(reference);
     const since = row.created_at.getTime() - PULL_SKEW_MS;
     for (let page = 0; page < PULL_PAGES; page++) {
@@ -191,12 +190,12 @@ export class DarajaProvider implements PaymentProvider {
         throw new AppError('service_unavailable', `M-Pesa's Pull Transactions gave no list (${safeDescription(body.errorCode ?? body.ResponseCode ?? `HTTP ${answer.status}`)}).`);
       }
       const rows = ([] as Record<string, unknown>[]).concat(...((body.Response ?? body.Transaction ?? []) as Record<string, unknown>[][]));
-      const paid = rows.find((t) => String(t.billreference ?? '') === account && Number(t.amount) === amount && typeof t.transactionId === 'string'
+      const paid = rows.find((t) => String(t.billreference ?? '') === account && sameAmount(String(t.amount ?? ''), row.amount, 2) && typeof t.transactionId === 'string'
         && Date.parse(String(t.trxDate)) >= since);
       if (paid) {
         const receipt = String(paid.transactionId);
         this.log.warn({ provider: this.id, kind: 'collection', reference, receipt }, 'a prompt M-Pesa never named to us was found paid by Pull Transactions');
-        return this.store('collection', reference, { status: 'succeeded', provider_reference: `pull-${receipt}`, receipt });
+        return this.store('collection', reference, { status: 'succeeded', provider_reference: pulledReference(receipt), receipt });
       }
       if (rows.length < 100) return null;
     }
