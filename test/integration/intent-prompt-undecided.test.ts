@@ -19,6 +19,16 @@ describe('a payment intent whose prompt M-Pesa never decides', function () {
   });
   after(() => rail?.close());
 
+  /**
+   * Pauses the providers pool and waits for the check it may be running: pause() lets an active job finish, and a
+   * check that asks touches its request's updated_at after the test set it back (a flake in the full suite).
+   */
+  async function pauseProviders(): Promise<void> {
+    const queue = rail.pools.deps.queues.providers;
+    await queue.pause();
+    await until(async () => (await queue.getActiveCount()) === 0, { what: 'the providers pool idle' });
+  }
+
   async function promptedIntent(phone: string): Promise<string> {
     const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key))
       .send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
@@ -51,7 +61,7 @@ describe('a payment intent whose prompt M-Pesa never decides', function () {
     let counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
     expect(await seriesOf(), 'no second series beside running checks').to.have.length(0);
     // No check has asked for a while (lost): a new series. (The pool is paused meanwhile, so no running check asks.)
-    await rail.pools.deps.queues.providers.pause();
+    await pauseProviders();
     try {
       await ds.query(`UPDATE provider_requests SET updated_at = now() - interval '10 minutes' WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
       counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
@@ -70,7 +80,7 @@ describe('a payment intent whose prompt M-Pesa never decides', function () {
     const ds = await getDs();
     await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
     const queue = rail.pools.deps.queues.providers;
-    await queue.pause();
+    await pauseProviders();
     try {
       // Redis loses the prompt's checks; the intent completes another way.
       for (const job of await queue.getJobs(['delayed', 'waiting', 'prioritized'])) if ((job.data as { intentId?: string }).intentId === id) await job.remove();
