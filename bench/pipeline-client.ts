@@ -27,6 +27,15 @@ const prefix = `rampway-client-bench-${Date.now().toString(36)}`;
 const api = `http://127.0.0.1:${PORT}/api/v1/business`;
 const root = join(import.meta.dirname, '..');
 
+// An empty database each run: a table that grows from run to run would make one run's figures incomparable with the next.
+{
+  const admin = new URL(databaseUrl);
+  const name = decodeURIComponent(admin.pathname.slice(1));
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect().catch((err: Error) => { throw new Error(`PostgreSQL is unreachable at ${admin.host}: ${err.message}`); });
+  await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`).finally(() => client.end());
+}
 await ensureDatabase(databaseUrl);
 await ensureRedis(redisUrl);
 // This process only creates the business (as `npm run admin` would), in the service's database.

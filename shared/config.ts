@@ -14,6 +14,8 @@ export interface Config {
   publicBaseUrl: string;
   databaseUrl: string;
   databaseSsl: false | { rejectUnauthorized: boolean };
+  /** Parameterised statements run as named prepared statements (shared/db/prepared-client.ts); DATABASE_PREPARE=off for a pooler without them. */
+  databasePrepare: boolean;
   redisUrl: string;
   redisPrefix: string;
   redisTlsRejectUnauthorized: boolean;
@@ -302,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL, int(env, 'PORT', 3000)),
     databaseUrl: db.url,
     databaseSsl: env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true' && db.ssl ? { rejectUnauthorized: true } : db.ssl,
+    databasePrepare: env.DATABASE_PREPARE !== 'off',
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'rampway',
     redisTlsRejectUnauthorized: env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Environment } from '../domain/chains.js';
 import { allocateHdIndex, managedWalletAddress } from './hd-wallet.js';
+import { planOnce } from '../db/prepared-client.js';
 
 // Addresses derived ahead of need. Deriving one is an elliptic-curve step of about a millisecond of CPU: a worker
 // does it into hd_address_pool, and a create claims a row (deleted in the creating transaction, so a create that
@@ -20,11 +21,11 @@ export function xpubId(xpub: string): string {
 /** The next address for a managed wallet or deposit address: a pooled one, or one derived now. */
 export async function claimAddress(em: EntityManager, environment: Environment, xpub: string): Promise<ClaimedAddress> {
   const claimed: { hd_index: number; address: `0x${string}` }[] = await em.query(
-    `WITH claimed AS (
+    planOnce(`WITH claimed AS (
        DELETE FROM hd_address_pool WHERE hd_index = (
          SELECT hd_index FROM hd_address_pool WHERE environment = $1 AND xpub_id = $2 ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
        RETURNING hd_index, address)
-     SELECT hd_index, address FROM claimed`,
+     SELECT hd_index, address FROM claimed`),
     [environment, xpubId(xpub)],
   );
   if (claimed[0]) return { index: claimed[0].hd_index, address: claimed[0].address };

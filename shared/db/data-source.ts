@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { getConfig } from '../config.js';
+import { PreparingClient } from './prepared-client.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -25,6 +26,7 @@ export function createDataSource(overrides: { url?: string; poolSize?: number; s
       application_name: 'rampway',
       statement_timeout: overrides.statementTimeoutMs ?? 30_000,
       connectionTimeoutMillis: 5_000,
+      ...(config.databasePrepare ? { Client: PreparingClient } : {}),
     },
   });
 }

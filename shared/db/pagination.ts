@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
+import { byIdInScope, planOnce } from './prepared-client.js';
 
 export interface PageQuery {
   limit?: number;
@@ -128,7 +129,7 @@ export async function findScoped<R>(
 ): Promise<R> {
   const alias = spec.from.split(' ').pop();
   const rows: R[] = await db.query(
-    `SELECT ${spec.columns} FROM ${spec.from} WHERE ${alias}.id = $1 AND ${alias}.business_id = $2 AND ${alias}.environment = $3${lock ? ' FOR UPDATE' : ''}`,
+    planOnce(`SELECT ${spec.columns} FROM ${spec.from} WHERE ${byIdInScope(alias)}${lock ? ' FOR UPDATE' : ''}`),
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw AppError.notFound(spec.resource);

@@ -8,6 +8,7 @@ import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
 import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
 import { endpointTakes } from '../webhooks/endpoints.js';
+import { isStalePlan, planOnce } from './prepared-client.js';
 import { webhookJobs } from '../webhooks/delivery.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
@@ -45,7 +46,7 @@ interface PendingEvent {
 }
 
 /** A webhook message's first delivery job, with MESSAGE where its id goes (its outbox row is written in SQL). */
-const DELIVERY = webhookJobs.deliver('MESSAGE', 0, 1);
+const DELIVERY = webhookJobs.deliver('MESSAGE', 'ENDPOINT', 0, 1);
 const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
 
 /**
@@ -55,8 +56,8 @@ const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
  */
 async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[]): Promise<StagedJob[]> {
   if (!events.length && !jobs.length) return [];
-  const rows: { id: string; job_id: string; message_id: string | null }[] = await em.query(
-    `WITH ev AS (
+  const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null }[] = await em.query(
+    planOnce(`WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
        -- When they were written (clock_timestamp, not the transaction's start: a unit that waited for another's lock on
        -- the same resource writes later), a microsecond apart, so a unit's events keep the order they happened in.
@@ -68,15 +69,15 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
        SELECT ev.id, w.id, ev.business_id, ev.environment FROM ev
          JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
         WHERE ${endpointTakes('ev.type')}
-       RETURNING id, business_id, environment),
+       RETURNING id, endpoint_id, business_id, environment),
      staged AS (
        SELECT b, e, q, n, i, p, d, o FROM ${outboxRowsFrom(5)}
        UNION ALL
-       SELECT msg.business_id, msg.environment, $12::text, $13::text, $14::text || msg.id::text || $15::text, $16::jsonb || jsonb_build_object('messageId', msg.id),
+       SELECT msg.business_id, msg.environment, $12::text, $13::text, $14::text || msg.id::text || $15::text, $16::jsonb || jsonb_build_object('messageId', msg.id, 'endpointId', msg.endpoint_id),
               $17::integer, $18::bigint + row_number() OVER ()
          FROM msg)
      INSERT INTO outbox_jobs (${OUTBOX_COLUMNS})
-     SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id`,
+     SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id, payload->>'endpointId' AS endpoint_id`),
     [
       events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)),
       ...outboxParams(jobs),
@@ -86,7 +87,7 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
   // The unit's own jobs first, in the order staged (the insert's order), then each message's delivery.
   return rows.map((r, i) => {
     if (i < jobs.length && r.job_id === jobs[i].job.id) return { outboxId: String(r.id), job: jobs[i].job };
-    if (i >= jobs.length && r.message_id) return { outboxId: String(r.id), job: webhookJobs.deliver(r.message_id, 0, 1) };
+    if (i >= jobs.length && r.message_id) return { outboxId: String(r.id), job: webhookJobs.deliver(r.message_id, r.endpoint_id!, 0, 1) };
     throw new Error(`outbox rows came back out of order (${r.job_id})`);
   });
 }
@@ -100,15 +101,17 @@ const ATTEMPTS = 3;
 /**
  * Runs `work` in one transaction, writes its events and jobs, commits, then dispatches the jobs. Domain code never
  * opens its own. A transaction PostgreSQL chose as a deadlock's victim is run again from the start (`work` only
- * writes through the unit, so nothing of the failed attempt remains).
+ * writes through the unit, so nothing of the failed attempt remains); so is one that met a prepared statement a
+ * migration made stale (prepared-client.ts: the retry runs that statement unnamed).
  */
 export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await runUnit(deps, work);
     } catch (err) {
-      if (attempt >= ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
-      deps.log.warn({ code: (err as { code?: string }).code, attempt }, 'unit of work retried after a deadlock');
+      const stale = isStalePlan(err);
+      if (attempt >= ATTEMPTS || !(stale || RETRYABLE.has((err as { code?: string }).code ?? ''))) throw err;
+      deps.log.warn({ code: (err as { code?: string }).code, attempt }, stale ? 'unit of work retried after a migration changed a prepared statement\'s result' : 'unit of work retried after a deadlock');
     }
   }
 }

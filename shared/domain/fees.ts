@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import { AMOUNT_RE, formatAmount, USDC_SCALE } from './money.js';
 import type { PlatformFee } from './pricing.js';
+import { planOnce } from '../db/prepared-client.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -23,7 +24,7 @@ export function feeFromRow(row: FeeRow): PlatformFee {
 
 /** The business's fee, `min` in USDC at exactly 6 decimals. */
 export async function platformFeeOf(q: Queryable, businessId: string): Promise<PlatformFee> {
-  const rows: FeeRow[] = await q.query(`SELECT ${feeColumns('b')} FROM businesses b WHERE b.id = $1`, [businessId]);
+  const rows: FeeRow[] = await q.query(planOnce(`SELECT ${feeColumns('b')} FROM businesses b WHERE b.id = $1`), [businessId]);
   if (!rows[0]) throw new AppError('not_found', 'No such business.');
   return feeFromRow(rows[0]);
 }

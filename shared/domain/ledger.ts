@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
+import { planOnce } from '../db/prepared-client.js';
 
 // The double-entry ledger every balance is derived from. An entry's postings sum to zero per asset (checked here,
 // and by a deferred constraint trigger at commit); entries and postings are append-only. Amounts are bigint minor
@@ -128,13 +129,13 @@ interface LockedAccount {
  */
 async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[], reference: string | null): Promise<LockedAccount[]> {
   return em.query(
-    `WITH locked AS (
+    planOnce(`WITH locked AS (
        SELECT id, balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($3::text[]) AND NOT striped
         ORDER BY id FOR NO KEY UPDATE)
      SELECT a.id, a.account_key, a.striped, coalesce(l.balance, 0)::text AS balance,
             (SELECT e.id FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $4) AS existing
        FROM ledger_accounts a LEFT JOIN locked l ON l.id = a.id
-      WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])`,
+      WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])`),
     [scope.businessId, scope.environment, keys, reference],
   );
 }
@@ -171,13 +172,13 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
     if (p.noOverdraft && balance + net.get(accountKey(p.account))! < 0n) throw new InsufficientFundsError(p.account, balance, -net.get(accountKey(p.account))!);
   }
   const written: { id: string }[] = await em.query(
-    `WITH entry AS (
+    planOnce(`WITH entry AS (
        INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id),
      postings AS (
        INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
        SELECT entry.id, p.account_id, $1, $2, p.asset, p.amount FROM entry, unnest($7::uuid[], $8::text[], $9::numeric[]) AS p(account_id, asset, amount))
-     SELECT id FROM entry`,
+     SELECT id FROM entry`),
     [
       scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {}),
       input.postings.map((p) => byKey.get(accountKey(p.account))!.id), input.postings.map((p) => p.account.asset), input.postings.map((p) => p.amount.toString()),

@@ -18,6 +18,7 @@ import { NOW } from './transition.js';
 import { assertProvider } from '../providers/provider.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
+import { planOnce } from '../db/prepared-client.js';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -41,7 +42,7 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
   assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method);
   const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
   // Archived since the quote was priced: no new payout to it (one already under way still completes).
-  const [beneficiary]: { status: string }[] = await unit.em.query(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`, [quote.beneficiary_id]);
+  const [beneficiary]: { status: string }[] = await unit.em.query(planOnce(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`), [quote.beneficiary_id]);
   if (beneficiary?.status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
   const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
   const refundAddress = input.refund_address === undefined ? null : refundAddressOf(input.refund_address, fundingType);
@@ -96,7 +97,7 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
     }
     if (now.status !== 'submitting') return `moved on (${now.status})`;
     const locked = (await settlementOf(unit.em, tx.id, true))!;
-    await unit.em.query(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`, [
+    await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [
       locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
     ]);
     await observeTransfer(unit, deps.config, locked, {
@@ -275,7 +276,7 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
  */
 export async function expireSettlement(unit: Unit, config: Config, seen: TransactionRow): Promise<string> {
   const settlement = (await settlementOf(unit.em, seen.id, true))!;
-  const [tx]: TransactionRow[] = await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`, [seen.id]);
+  const [tx]: TransactionRow[] = await unit.em.query(planOnce(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`), [seen.id]);
   if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
   if (tx.status === 'signing' || tx.status === 'submitting') return `send in flight (${tx.status})`;
   if (tx.status === 'failed' || tx.status === 'completed') {

@@ -16,6 +16,7 @@ import { recordCreations, transition } from './transition.js';
 import type { PricedQuote } from './pricing.js';
 import type { RateQuote } from './rates.js';
 import { assertActive, findWallet } from './wallets.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -204,14 +205,14 @@ export async function insertConsumedQuote(unit: Unit, scope: EventScope, quote: 
 }
 
 export async function findQuote(q: Queryable, scope: EventScope, id: string): Promise<QuoteRow> {
-  const rows: QuoteRow[] = await q.query(`SELECT ${COLUMNS} FROM quotes WHERE id = $1 AND business_id = $2 AND environment = $3`, [id, scope.businessId, scope.environment]);
+  const rows: QuoteRow[] = await q.query(planOnce(`SELECT ${COLUMNS} FROM quotes WHERE ${byIdInScope()}`), [id, scope.businessId, scope.environment]);
   if (!rows[0]) throw AppError.notFound('quote');
   return rows[0];
 }
 
 /** For jobs, which carry ids only. */
 export async function loadQuote(q: Queryable, id: string): Promise<QuoteRow | undefined> {
-  return ((await q.query(`SELECT ${COLUMNS} FROM quotes WHERE id = $1`, [id])) as QuoteRow[])[0];
+  return ((await q.query(planOnce(`SELECT ${COLUMNS} FROM quotes WHERE id = $1`), [id])) as QuoteRow[])[0];
 }
 
 /** An available quote whose expiry has passed is expired, even before the expiry job has run. */

@@ -11,6 +11,7 @@ import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { SETTLEMENT_MACHINE, type SettlementStatus } from './machines.js';
 import { recordCreation, transition } from './transition.js';
+import { planOnce } from '../db/prepared-client.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -81,12 +82,12 @@ export function settlementView(row: SettlementRow): Record<string, unknown> {
 }
 
 export async function settlementOf(q: Queryable, transactionId: string, lock = false): Promise<SettlementRow | undefined> {
-  return ((await q.query(`SELECT ${COLUMNS} FROM settlements WHERE transaction_id = $1${lock ? ' FOR UPDATE' : ''}`, [transactionId])) as SettlementRow[])[0];
+  return ((await q.query(planOnce(`SELECT ${COLUMNS} FROM settlements WHERE transaction_id = $1${lock ? ' FOR UPDATE' : ''}`), [transactionId])) as SettlementRow[])[0];
 }
 
 /** For jobs, which carry ids only. */
 export async function loadSettlement(q: Queryable, id: string): Promise<SettlementRow | undefined> {
-  return ((await q.query(`SELECT ${COLUMNS} FROM settlements WHERE id = $1`, [id])) as SettlementRow[])[0];
+  return ((await q.query(planOnce(`SELECT ${COLUMNS} FROM settlements WHERE id = $1`), [id])) as SettlementRow[])[0];
 }
 
 export interface NewSettlement {
@@ -195,8 +196,8 @@ export interface CountedTransfer {
  */
 export async function countedTransfers(q: Queryable, settlementId: string): Promise<{ counted: CountedTransfer[]; lastAt: Date | null }> {
   const rows: (CountedTransfer & { last_at: Date | null })[] = await q.query(
-    `SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address, max(observed_at) OVER () AS last_at
-       FROM settlement_transfers WHERE settlement_id = $1`,
+    planOnce(`SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address, max(observed_at) OVER () AS last_at
+       FROM settlement_transfers WHERE settlement_id = $1`),
     [settlementId],
   );
   return { counted: rows.filter((r) => r.block_hash !== null).map(({ last_at: _, ...t }) => t), lastAt: rows[0]?.last_at ?? null };
@@ -231,6 +232,6 @@ export function isFullyPaid(row: SettlementRow): boolean {
 }
 
 export async function setConfirmations(unit: Unit, row: SettlementRow, confirmations: number): Promise<void> {
-  await unit.em.query(`UPDATE settlements SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`, [row.id, Math.min(confirmations, row.required_confirmations)]);
+  await unit.em.query(planOnce(`UPDATE settlements SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`), [row.id, Math.min(confirmations, row.required_confirmations)]);
 }
 

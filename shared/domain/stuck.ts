@@ -193,7 +193,7 @@ export const STUCK_RULES: StuckRule[] = [
   rule<{ id: string }>('treasury deposits still counting confirmations', STEP,
     `SELECT id FROM treasury_deposits WHERE status = 'pending' AND updated_at < ${STALE} ORDER BY updated_at LIMIT $2`, (r) => depositJobs.confirm(r.id, 0)),
   // An attempt whose job was lost is made again under the same id (the receiver dedupes on webhook-id anyway).
-  rule<{ id: string; round: number; attempts: number }>('webhook deliveries whose attempt was lost', STEP,
-    `SELECT id, round, attempts FROM webhook_messages WHERE status = 'pending' AND coalesce(next_attempt_at, updated_at) < ${STALE} ORDER BY updated_at LIMIT $2`,
-    (r) => webhookJobs.deliver(r.id, r.round, r.attempts + 1)),
+  rule<{ id: string; endpoint_id: string; round: number; attempts: number }>('webhook deliveries whose attempt was lost', STEP,
+    `SELECT id, endpoint_id, round, attempts FROM webhook_messages WHERE status = 'pending' AND coalesce(next_attempt_at, updated_at) < ${STALE} ORDER BY updated_at LIMIT $2`,
+    (r) => webhookJobs.deliver(r.id, r.endpoint_id, r.round, r.attempts + 1)),
 ];

@@ -15,6 +15,7 @@ import { assertActive, findWallet } from './wallets.js';
 import { followPayout } from './treasury-payouts.js';
 import { scheduleExcessReturn } from './refunds.js';
 import type { Direction, PaymentMethod } from './corridors.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -149,12 +150,12 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
 
 /** For jobs, which carry ids only. */
 export async function loadTransaction(q: Queryable, id: string): Promise<TransactionRow | undefined> {
-  return ((await q.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1`, [id])) as TransactionRow[])[0];
+  return ((await q.query(planOnce(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1`), [id])) as TransactionRow[])[0];
 }
 
 /** The row as it is now, locked for the caller's unit: what a decision that may move it must read. */
 export async function lockTransaction(unit: Unit, id: string): Promise<TransactionRow | undefined> {
-  return ((await unit.em.query(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR NO KEY UPDATE`, [id])) as TransactionRow[])[0];
+  return ((await unit.em.query(planOnce(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR NO KEY UPDATE`), [id])) as TransactionRow[])[0];
 }
 
 /**
@@ -163,10 +164,10 @@ export async function lockTransaction(unit: Unit, id: string): Promise<Transacti
  */
 export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: string, direction: Direction): Promise<QuoteRow> {
   const rows: QuoteRow[] = await unit.em.query(
-    `SELECT id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount::text, beneficiary_id, wallet_id,
+    planOnce(`SELECT id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount::text, beneficiary_id, wallet_id,
             exchange_rate::text, source_amount::text, total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, failure,
             created_at, updated_at
-       FROM quotes WHERE id = $1 AND business_id = $2 AND environment = $3 FOR UPDATE`,
+       FROM quotes WHERE ${byIdInScope()} FOR UPDATE`),
     [quoteId, scope.businessId, scope.environment],
   );
   const quote = rows[0];

@@ -3,6 +3,7 @@ import type { JobRequest } from '../queues/producer.js';
 import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
 import { sourcesOf, type EventType, type Machine } from './machines.js';
+import { planOnce } from '../db/prepared-client.js';
 
 /** Sets a column to the database's clock in a transition's UPDATE. */
 export const NOW = Symbol('now');
@@ -63,7 +64,10 @@ export async function transitionAll<S extends string, R extends Record<string, a
   if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
   const from = input.expected === undefined ? allowed : allowed.filter((s) => s === input.expected);
   if (!from.length || !input.ids.length) return [];
-  const params: unknown[] = [input.ids, input.scope.businessId, input.scope.environment, from, input.to];
+  // One id (nearly every change) as a scalar: the prepared statement's generic plan then expects one row by primary
+  // key, costs no more than a custom plan, and is used, so the statement is not planned again on each call.
+  const one = input.ids.length === 1;
+  const params: unknown[] = [one ? input.ids[0] : input.ids, input.scope.businessId, input.scope.environment, from, input.to];
   const sets = [`${machine.column} = $5`, 'updated_at = now()'];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
@@ -78,12 +82,13 @@ export async function transitionAll<S extends string, R extends Record<string, a
   const [resourceParam, reasonParam] = [params.length - 1, params.length];
   // One round trip: lock (in id order), conditional update and the history rows. The lock is NO KEY UPDATE, as the
   // UPDATE's own: a status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
+  // Prepared (planOnce): the scope is a filter (IS TRUE), so every plan finds the rows by their primary key.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
-    `WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE id = ANY($1::uuid[]) AND business_id = $2 AND environment = $3 ORDER BY id FOR NO KEY UPDATE),
+    planOnce(`WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE ${one ? 'id = $1::uuid' : 'id = ANY($1::uuid[])'} AND (business_id = $2 AND environment = $3) IS TRUE ORDER BY id FOR NO KEY UPDATE),
      moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])${guarded(machine, from, input.to, t, input.reason)} RETURNING ${t}.*, prev.status AS previous_status),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
                  SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)
-     SELECT * FROM moved`,
+     SELECT * FROM moved`),
     params,
   );
   const order = new Map(input.ids.map((id, i) => [id, i]));

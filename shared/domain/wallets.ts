@@ -11,6 +11,7 @@ import { WALLET_STATUS_MACHINE } from './machines.js';
 export type WalletType = 'managed_wallet' | 'external_wallet';
 export type { OwnershipStatus } from './machines.js';
 import type { OwnershipStatus } from './machines.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 export interface WalletRow {
   id: string;
@@ -65,7 +66,7 @@ export function walletView(row: WalletRow): Record<string, unknown> {
 /** The wallet in this business and environment, or 404. `lock`: a row lock for a state change ('update') or against one ('share'). */
 export async function findWallet(db: DataSource | EntityManager, scope: EventScope, id: string, lock?: 'update' | 'share'): Promise<WalletRow> {
   const rows: WalletRow[] = await db.query(
-    `SELECT ${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE w.id = $1 AND w.business_id = $2 AND w.environment = $3${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`,
+    planOnce(`SELECT ${WALLET_COLUMNS} FROM ${WALLET_FROM} WHERE ${byIdInScope('w')}${lock ? ` FOR ${lock.toUpperCase()} OF w` : ''}`),
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw AppError.notFound('wallet');

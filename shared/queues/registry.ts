@@ -47,7 +47,8 @@ export interface JobPayloads {
   /** Sandbox: the payer of a payment intent pays, by mobile money or USDC. */
   'sandbox.pay': { intentId: string; method: 'mobile_money' | 'stablecoin'; key: string };
   /** One attempt at delivering an event to one endpoint; `round` counts redeliveries, `attempt` the tries of a round. */
-  'webhook.deliver': { messageId: string; round: number; attempt: number };
+  /** endpointId: the message's endpoint, so a delivery that must wait for its endpoint's slot reads nothing first (older jobs lack it). */
+  'webhook.deliver': { messageId: string; round: number; attempt: number; endpointId?: string };
   /** Reads a chain's USDC transfers since its cursor and records those to our deposit addresses. */
   'chain.scan': { environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche' };
   /** The business named the hash of its transfer: its receipt is read and its transfers to our addresses recorded. */

@@ -5,11 +5,12 @@ import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { JobRequest, Queues } from '../queues/producer.js';
-import { jobId } from '../queues/registry.js';
+import { jobId, type JobPayloads } from '../queues/registry.js';
 import { endpointTakes, signingSecrets, type EndpointStatus } from './endpoints.js';
 import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
 import { NOW, transition } from '../domain/transition.js';
 import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-delivery.js';
+import { planOnce } from '../db/prepared-client.js';
 
 // Delivery (CONTRACT section 10): each event row fans out, in the transaction that wrote it, to one message per
 // matching endpoint, whose job the outbox gets to Redis. A delivery job signs the event per Standard Webhooks (the
@@ -20,8 +21,8 @@ import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-deliver
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
 export const webhookJobs = {
-  deliver: (messageId: string, round: number, attempt: number, delayMs = 0): JobRequest<'webhook.deliver'> => ({
-    name: 'webhook.deliver', id: jobId('webhook.deliver', messageId, String(round), String(attempt)), data: { messageId, round, attempt }, delayMs,
+  deliver: (messageId: string, endpointId: string, round: number, attempt: number, delayMs = 0): JobRequest<'webhook.deliver'> => ({
+    name: 'webhook.deliver', id: jobId('webhook.deliver', messageId, String(round), String(attempt)), data: { messageId, endpointId, round, attempt }, delayMs,
   }),
 };
 
@@ -70,9 +71,9 @@ interface MessageRow {
 
 async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
   const rows: MessageRow[] = await q.query(
-    `SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status, w.failing_since AS endpoint_failing_since,
+    planOnce(`SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status, w.failing_since AS endpoint_failing_since,
             e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data
-       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`,
+       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`),
     [id],
   );
   return rows[0];
@@ -115,24 +116,34 @@ export type Sender = typeof sendWebhook;
  * One attempt: the message's event, signed and sent to its endpoint within the endpoint's concurrency share (a slot
  * leased in Redis, so a slow endpoint holds only its own share of the pool), then recorded.
  */
-export async function deliverMessage(deps: DeliveryDeps, data: { messageId: string; round: number; attempt: number }, send: Sender = sendWebhook): Promise<string> {
-  const message = await loadMessage(deps.ds, data.messageId);
-  if (!message || message.status !== 'pending' || message.round !== data.round) return `moved on (${message?.status ?? 'gone'})`;
-  if (message.endpoint_status === 'disabled' || message.endpoint_status === 'deleted') {
-    await inUnit(deps, (unit) => moveMessage(unit, message, 'cancelled', {}, `endpoint_${message.endpoint_status}`));
-    return `cancelled (endpoint ${message.endpoint_status})`;
-  }
-  const slot = await EndpointSlots.take(deps, message.endpoint_id, `${message.id}:${data.round}:${data.attempt}`);
-  if (!slot) throw new EndpointBusy(`endpoint ${message.endpoint_id} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
+export async function deliverMessage(deps: DeliveryDeps, data: JobPayloads['webhook.deliver'], send: Sender = sendWebhook): Promise<string> {
+  const take = async (endpointId: string) => {
+    const slot = await EndpointSlots.take(deps, endpointId, `${data.messageId}:${data.round}:${data.attempt}`);
+    if (!slot) throw new EndpointBusy(`endpoint ${endpointId} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
+    return slot;
+  };
+  // The endpoint's slot before the message when the job names the endpoint: a delivery that has to wait for its
+  // endpoint (a busy business's one endpoint) steps aside without a database read.
+  let slot = data.endpointId ? await take(data.endpointId) : undefined;
+  let message: MessageRow | undefined;
   let result: DeliveryResult;
   try {
+    message = await loadMessage(deps.ds, data.messageId);
+    if (!message || message.status !== 'pending' || message.round !== data.round) return `moved on (${message?.status ?? 'gone'})`;
+    if (message.endpoint_status === 'disabled' || message.endpoint_status === 'deleted') {
+      const { endpoint_status: status } = message;
+      await inUnit(deps, (unit) => moveMessage(unit, message!, 'cancelled', {}, `endpoint_${status}`));
+      return `cancelled (endpoint ${status})`;
+    }
+    slot ??= await take(message.endpoint_id);
     const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, sequence: message.event_sequence, created_at: message.event_created_at, data: message.event_data }));
     const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
     result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy: endpointPolicy(deps.config, message.environment) });
   } finally {
-    await slot.release();
+    await slot?.release();
   }
-  return inUnit(deps, (unit) => recordAttempt(unit, deps.config, message, data, result));
+  const sent = message;
+  return inUnit(deps, (unit) => recordAttempt(unit, deps.config, sent, data, result));
 }
 
 async function recordAttempt(unit: Unit, config: Config, message: MessageRow, data: { round: number; attempt: number }, result: DeliveryResult): Promise<string> {
@@ -141,13 +152,13 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
   const delay = ok || gone ? null : nextDelayMs(config.webhooks.retryScheduleMs, data.attempt, result.retryAfterSeconds);
   const nextAt = delay === null ? null : new Date(Date.now() + delay);
   await unit.em.query(
-    `INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    planOnce(`INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
     [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
       Math.round(result.latencyMs), result.error, nextAt],
   );
   // A redelivery started a new round meanwhile: this attempt is history; the new round decides the message's status.
-  const [current]: { round: number }[] = await unit.em.query(`SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`, [message.id]);
+  const [current]: { round: number }[] = await unit.em.query(planOnce(`SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`), [message.id]);
   if (current.round !== data.round) return 'superseded by a redelivery';
   if (ok) {
     await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW });
@@ -165,7 +176,7 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
   if (delay !== null) {
     // Still pending: not a status change, only the attempt count and the next attempt's time.
     await unit.em.query(`UPDATE webhook_messages SET attempts = $2, next_attempt_at = $3, updated_at = now() WHERE id = $1`, [message.id, data.attempt, nextAt]);
-    await unit.stage(webhookJobs.deliver(message.id, data.round, data.attempt + 1, delay), { businessId: message.business_id, environment: message.environment });
+    await unit.stage(webhookJobs.deliver(message.id, message.endpoint_id, data.round, data.attempt + 1, delay), { businessId: message.business_id, environment: message.environment });
     return `retry in ${delay} ms`;
   }
   await moveMessage(unit, message, 'failed', { attempts: data.attempt, next_attempt_at: null }, 'schedule_exhausted');
@@ -233,7 +244,7 @@ export async function redeliverEvent(unit: Unit, scope: { businessId: string; en
       scope, id: row.id, to: 'pending', set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
     });
     if (!moved) continue;
-    await unit.stage(webhookJobs.deliver(row.id, row.round + 1, 1), scope);
+    await unit.stage(webhookJobs.deliver(row.id, row.endpoint_id, row.round + 1, 1), scope);
     queued.push(row.endpoint_id);
   }
   return queued;
@@ -254,6 +265,6 @@ export async function sendTestEvent(unit: Unit, scope: { businessId: string; env
      INSERT INTO webhook_messages (event_id, endpoint_id, business_id, environment) SELECT ev.id, $4::uuid, $1, $2 FROM ev RETURNING id, event_id`,
     [scope.businessId, scope.environment, endpointId, endpointId],
   );
-  await unit.stage(webhookJobs.deliver(message.id, 0, 1), scope);
+  await unit.stage(webhookJobs.deliver(message.id, endpointId, 0, 1), scope);
   return message.event_id;
 }

@@ -42,12 +42,16 @@ async function scanOnce(deps: WorkerDeps, environment: Environment, chain: Chain
   // Open addresses, and for LATE_DEPOSIT_WATCH_SECONDS those that closed: a transfer sent after an address closed (a
   // late deposit, an overpayment) is recorded and given its exit even when nothing else on the chain is open. A
   // liquidation address is permanent: a chain with one (archived too: its transfers go back) is always scanned.
+  // Each EXISTS runs only when those before it found nothing: the open ones first, through their partial indexes (the
+  // statuses written out, so the index's condition is seen to hold), then the recently closed ones, which read the
+  // tables (no index on updated_at: every update would then touch every index), only when nothing at all is open.
   const [{ open }]: { open: boolean }[] = await deps.ds.query(
-    `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND (status = ANY($3::text[]) OR updated_at > now() - make_interval(secs => $4)))
-         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2
-                     AND (status IN ('awaiting_payment', 'processing') OR updated_at > now() - make_interval(secs => $4)))
-         OR EXISTS (SELECT 1 FROM liquidation_addresses WHERE environment = $1 AND chain = $2) AS open`,
-    [environment, chain, OPEN_SETTLEMENT_STATUSES, deps.config.lateDepositWatchSeconds],
+    `SELECT EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND status IN (${OPEN_SETTLEMENT_STATUSES.map((s) => `'${s}'`).join(', ')}))
+         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND status IN ('awaiting_payment', 'processing'))
+         OR EXISTS (SELECT 1 FROM liquidation_addresses WHERE environment = $1 AND chain = $2)
+         OR EXISTS (SELECT 1 FROM settlements WHERE environment = $1 AND chain = $2 AND updated_at > now() - make_interval(secs => $3))
+         OR EXISTS (SELECT 1 FROM payment_intents WHERE environment = $1 AND chain = $2 AND updated_at > now() - make_interval(secs => $3)) AS open`,
+    [environment, chain, deps.config.lateDepositWatchSeconds],
   );
   if (!open) return 'nothing open';
   const result = await scanChain(deps, {
