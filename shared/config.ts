@@ -369,7 +369,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
       allowLoopback: env.WEBHOOKS_ALLOW_LOOPBACK === 'true',
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100),
       retryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE_MS),
-      endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1),
+      endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1),
     },
   };
 }

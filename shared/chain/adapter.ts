@@ -46,6 +46,12 @@ export interface ChainAdapter {
    * ChainFundsError; too little gas and no top-up: InsufficientGasError.
    */
   sendFromManagedWallet(deps: ChainDeps, scope: EventScope, req: TransferRequest & { walletId: string; hdIndex: number }): Promise<SentTransfer>;
+  /**
+   * The same send made in the caller's unit of work, where the adapter's transfer is only a ledger entry (the sandbox):
+   * the off-ramp's move to signing, the send and its observation then commit together, or not at all. Absent where
+   * the send goes to a real chain (it must happen, and be waited for, outside any transaction).
+   */
+  sendInUnit?(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; hdIndex: number }): Promise<SentTransfer>;
   /** The platform sends USDC to a wallet (an on-ramp's delivery): the hash now, or null when a send job was staged. */
   deliver(unit: Unit, scope: EventScope, req: TransferRequest & { walletId: string; transactionId: string }): Promise<{ hash: Hex } | null>;
   /**

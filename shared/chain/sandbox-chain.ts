@@ -15,12 +15,16 @@ import { ChainFundsError } from './sender.js';
  * when they are all there rather than once per step. No block is ever removed.
  */
 export function sandboxChain(stepMs: number): ChainAdapter {
-  return {
+  const adapter: ChainAdapter = {
     live: false,
-    async sendFromManagedWallet(deps, scope: EventScope, req) {
+    sendFromManagedWallet(deps, scope: EventScope, req) {
+      return inUnit(deps, (unit) => adapter.sendInUnit!(unit, scope, req));
+    },
+    async sendInUnit(unit, scope: EventScope, req) {
       try {
-        // One entry per off-ramp (its reference): a repeated step finds it and sends nothing twice.
-        await inUnit(deps, (unit) => postEntry(unit.em, scope, {
+        // One entry per off-ramp (its reference): a repeated step finds it and sends nothing twice. Posted here, not
+        // staged with the unit's entries: a debit the balance refuses is refused where it is decided.
+        await postEntry(unit.em, scope, {
           kind: 'offramp_funding',
           reference: `offramp-funding-${req.reference}`,
           metadata: { transaction_id: req.reference, wallet_id: req.walletId },
@@ -28,7 +32,7 @@ export function sandboxChain(stepMs: number): ChainAdapter {
             { account: walletUsdcAccount(req.walletId, req.chain), amount: -req.amount, noOverdraft: true },
             { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: req.amount },
           ],
-        }));
+        });
       } catch (err) {
         if (err instanceof InsufficientFundsError) throw new ChainFundsError(req.walletId, err.available, err.required);
         throw err;
@@ -62,6 +66,7 @@ export function sandboxChain(stepMs: number): ChainAdapter {
       return null;
     },
   };
+  return adapter;
 }
 
 /** The chain that serves an environment: the sandbox plays it; live reads and signs on each chain's RPC. */

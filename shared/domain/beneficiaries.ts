@@ -12,6 +12,7 @@ import { checkDetails, redactDetails, redactValue, type Details } from './corrid
 import type { Unit } from '../db/unit-of-work.js';
 import { NOW, transition } from './transition.js';
 import { BENEFICIARY_STATUS_MACHINE } from './machines.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 export interface Tenant {
   businessId: string;
@@ -56,7 +57,7 @@ export interface ActiveBeneficiary {
 const TABLE = 'beneficiaries';
 const SEALED = 'details';
 export const BENEFICIARY_COLUMNS = 'id, business_id, environment, customer_id, currency, payment_method, account_holder_name, label, external_reference, status, created_at, updated_at, archived_at';
-const SCOPED = 'id = $1 AND business_id = $2 AND environment = $3';
+const SCOPED = byIdInScope();
 
 function aad(row: { id: string; business_id: string; environment: string }): string {
   return rowAad(TABLE, SEALED, row);
@@ -66,7 +67,7 @@ type SealedRow = BeneficiaryRow & Record<string, unknown>;
 
 async function findRow(q: Queryable, tenant: Tenant, id: string, opts: { sealed?: boolean; forUpdate?: boolean } = {}): Promise<SealedRow | null> {
   const rows = await q.query(
-    `SELECT ${BENEFICIARY_COLUMNS}${opts.sealed ? `, ${sealedColumnList(SEALED)}` : ''} FROM ${TABLE} WHERE ${SCOPED}${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    planOnce(`SELECT ${BENEFICIARY_COLUMNS}${opts.sealed ? `, ${sealedColumnList(SEALED)}` : ''} FROM ${TABLE} WHERE ${SCOPED}${opts.forUpdate ? ' FOR UPDATE' : ''}`),
     [id, tenant.businessId, tenant.environment],
   );
   return rows[0] ?? null;

@@ -61,50 +61,78 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
  * simulated balance; live signs, sends once and waits for it to be mined, outside any unit of work), then
  * signing -> submitting and the transfer observed like any other, in one unit. Not enough USDC: action_required
  * `insufficient_funds`; not enough gas and no top-up: `insufficient_gas`; both retryable, and a retry resumes at
- * `signing`, where the adapter finds the transfer already sent (its reference) rather than sending it twice.
+ * `signing`, where the adapter finds the transfer already sent (its reference) rather than sending it twice. Where
+ * the adapter sends in a unit of work (the sandbox), all of it is one unit: it commits whole or not at all.
  */
 export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
-  let current = tx;
-  if (current.status === 'created') {
-    const moved = await inUnit(deps, (unit) => moveTransaction(unit, current, 'signing'));
-    if (!moved) return 'moved on';
-    current = moved.row;
-  }
-  if (current.status !== 'signing' && current.status !== 'submitting') return `not submittable (${current.status})`;
-  const settlement = (await settlementOf(deps.ds, tx.id))!;
-  const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
-  const total = minor(settlement.total_required);
-  let sent: SentTransfer;
   try {
-    sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), {
-      reference: tx.id, chain: tx.chain, amount: total, to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0,
+    if (chain.sendInUnit) {
+      const sendInUnit = chain.sendInUnit;
+      return await inUnit(deps, async (unit) => {
+        const now = await toSigning(unit, tx);
+        if (typeof now === 'string') return now;
+        const settlement = (await settlementOf(unit.em, tx.id, true))!;
+        const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
+        const sent = await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet));
+        return recordSubmission(unit, deps.config, chain, now, settlement, sent, wallet.address);
+      });
+    }
+    const current = await inUnit(deps, (unit) => toSigning(unit, tx));
+    if (typeof current === 'string') return current;
+    const settlement = (await settlementOf(deps.ds, tx.id))!;
+    const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
+    const sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), sendRequest(tx, settlement, wallet));
+    return await inUnit(deps, async (unit) => {
+      const now = (await loadTransaction(unit.em, tx.id))!;
+      return recordSubmission(unit, deps.config, chain, now, (await settlementOf(unit.em, tx.id, true))!, sent, wallet.address);
     });
   } catch (err) {
     const failure = sendFailure(err);
     if (!failure) throw err;
     await inUnit(deps, async (unit) => {
-      const now = (await loadTransaction(unit.em, tx.id))!;
-      if (now.status === 'signing') await moveTransaction(unit, now, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
+      // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing,
+      // as a send refused after its own move to signing, so a retry resumes at signing either way.
+      const now = await toSigning(unit, (await loadTransaction(unit.em, tx.id))!);
+      if (typeof now !== 'string' && now.status === 'signing') await moveTransaction(unit, now, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
     });
     return failure.code;
   }
-  return inUnit(deps, async (unit) => {
-    let now = (await loadTransaction(unit.em, tx.id))!;
-    if (now.status === 'signing') {
-      const moved = await moveTransaction(unit, now, 'submitting');
-      if (!moved) return 'moved on';
-      now = moved.row;
-    }
-    if (now.status !== 'submitting') return `moved on (${now.status})`;
-    const locked = (await settlementOf(unit.em, tx.id, true))!;
-    await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [
-      locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
-    ]);
-    await observeTransfer(unit, deps.config, locked, {
-      transactionHash: sent.hash, logIndex: sent.logIndex, amount: total, blockNumber: sent.blockNumber, blockHash: sent.blockHash, from: wallet.address,
-    }, now, chain);
-    return 'submitted';
-  });
+}
+
+/** created -> signing; the row that may be sent from (signing or submitting), or why it may not. */
+async function toSigning(unit: Unit, tx: TransactionRow): Promise<TransactionRow | string> {
+  let current = tx;
+  if (current.status === 'created') {
+    const moved = await moveTransaction(unit, current, 'signing');
+    if (!moved) return 'moved on';
+    current = moved.row;
+  }
+  if (current.status !== 'signing' && current.status !== 'submitting') return `not submittable (${current.status})`;
+  return current;
+}
+
+function sendRequest(tx: TransactionRow, settlement: SettlementRow, wallet: { id: string; hd_index: number | null }) {
+  return { reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0 };
+}
+
+/** The sent transfer, in the caller's unit: signing -> submitting, its hash on the settlement, the transfer observed. */
+async function recordSubmission(
+  unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, locked: SettlementRow, sent: SentTransfer, from: string,
+): Promise<string> {
+  let now = tx;
+  if (now.status === 'signing') {
+    const moved = await moveTransaction(unit, now, 'submitting');
+    if (!moved) return 'moved on';
+    now = moved.row;
+  }
+  if (now.status !== 'submitting') return `moved on (${now.status})`;
+  await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [
+    locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
+  ]);
+  await observeTransfer(unit, config, locked, {
+    transactionHash: sent.hash, logIndex: sent.logIndex, amount: minor(locked.total_required), blockNumber: sent.blockNumber, blockHash: sent.blockHash, from,
+  }, now, chain);
+  return 'submitted';
 }
 
 /** Why a managed wallet could not send, as the transaction's failure (null: an error the job retries). */

@@ -17,6 +17,7 @@ import type { PricedQuote } from './pricing.js';
 import type { RateQuote } from './rates.js';
 import { assertActive, findWallet } from './wallets.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
+import { feeColumns, type FeeRow } from './fees.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -94,7 +95,7 @@ function requestedAmount(input: CreateQuoteInput, units: { source: string; desti
 /** Off-ramp: the beneficiary exists here, is active, and is paid in the quote's currency by the quote's method. */
 async function checkBeneficiary(q: Queryable, scope: EventScope, id: string, currency: string, method: string): Promise<void> {
   const rows: { status: string; currency: string; payment_method: string }[] = await q.query(
-    `SELECT status, currency, payment_method FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3`,
+    planOnce(`SELECT status, currency, payment_method FROM beneficiaries WHERE ${byIdInScope()}`),
     [id, scope.businessId, scope.environment],
   );
   const b = rows[0];
@@ -147,8 +148,8 @@ export async function createQuote(unit: Unit, config: Config, scope: EventScope,
     await checkDestinationWallet(unit.em, scope, input.wallet_id, input.chain);
   }
   const rows: QuoteRow[] = await unit.em.query(
-    `INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, wallet_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`,
+    planOnce(`INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, wallet_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`),
     [id, scope.businessId, scope.environment, input.direction, input.chain, currency, corridor.payment_method, requested.side, requested.amount,
       input.beneficiary_id ?? null, input.wallet_id ?? null],
   );
@@ -208,6 +209,14 @@ export async function findQuote(q: Queryable, scope: EventScope, id: string): Pr
   const rows: QuoteRow[] = await q.query(planOnce(`SELECT ${COLUMNS} FROM quotes WHERE ${byIdInScope()}`), [id, scope.businessId, scope.environment]);
   if (!rows[0]) throw AppError.notFound('quote');
   return rows[0];
+}
+
+/** The quote and its business's fee (`feeFromRow` reads it), for the pricing job: one query. */
+export async function loadQuoteToPrice(q: Queryable, id: string): Promise<(QuoteRow & FeeRow) | undefined> {
+  return ((await q.query(
+    planOnce(`SELECT q.*, f.* FROM (SELECT ${COLUMNS} FROM quotes WHERE id = $1) q CROSS JOIN LATERAL (SELECT ${feeColumns('b')} FROM businesses b WHERE b.id = q.business_id) f`),
+    [id],
+  )) as (QuoteRow & FeeRow)[])[0];
 }
 
 /** For jobs, which carry ids only. */

@@ -122,9 +122,9 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
   };
   const id = randomUUID();
   const rows: SettlementRow[] = await unit.em.query(
-    `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
+    planOnce(`INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
        amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block, liquidation_address_id)
-     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`,
+     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`),
     [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
       input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
       input.issuedBlock?.toString() ?? null, input.liquidationAddress?.id ?? null],
@@ -164,16 +164,16 @@ export interface ObservedTransfer {
  */
 export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean }> {
   const inserted: unknown[] = await unit.em.query(
-    `INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id`,
+    planOnce(`INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id`),
     [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
       transfer.from?.toLowerCase() ?? null],
   );
   if (!inserted.length) return { settlement, isNew: false };
   const rows = await updateReturning<SettlementRow>(
     unit.em,
-    `UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = GREATEST(block_number, $4),
-       detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    planOnce(`UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = GREATEST(block_number, $4),
+       detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`),
     [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
   );
   return { settlement: rows[0], isNew: true };

@@ -237,10 +237,9 @@ export async function insertTransactions(unit: Unit, scope: EventScope, inputs: 
   const tuples = values.map((_, r) => `(${Array.from({ length: width }, (_, i) => `$${r * width + i + 1}`).join(', ')})`);
   let rows: TransactionRow[];
   try {
-    rows = await unit.em.query(
-      `INSERT INTO transactions AS t (${[...INSERTED_COLUMNS, ...sealedColumns].join(', ')}) VALUES ${tuples.join(', ')} RETURNING ${TRANSACTION_COLUMNS}`,
-      params,
-    );
+    const text = `INSERT INTO transactions AS t (${[...INSERTED_COLUMNS, ...sealedColumns].join(', ')}) VALUES ${tuples.join(', ')} RETURNING ${TRANSACTION_COLUMNS}`;
+    // One row (every create but a batch's) is prepared; a batch's text has as many tuples as it has items.
+    rows = await unit.em.query(values.length === 1 ? planOnce(text) : text, params);
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
       throw new AppError('invalid_state', 'A transaction with this external_reference already exists.', { external_reference: inputs.length === 1 ? inputs[0].externalReference : undefined });

@@ -134,8 +134,8 @@ export async function recordCreations<S extends string>(
 ): Promise<void> {
   if (!created.length) return;
   await unit.em.query(
-    `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
-     SELECT $1, $2, $3, r, NULL, $4 FROM unnest($5::uuid[]) WITH ORDINALITY AS x(r, o) ORDER BY o`,
+    planOnce(`INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
+     SELECT $1, $2, $3, r, NULL, $4 FROM unnest($5::uuid[]) WITH ORDINALITY AS x(r, o) ORDER BY o`),
     [scope.businessId, scope.environment, machine.resource, status, created.map((c) => c.id)],
   );
   if (!machine.announced.includes(status)) return;

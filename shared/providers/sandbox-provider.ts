@@ -8,6 +8,7 @@ import type { Environment } from '../domain/chains.js';
 import { AmountError, formatAmount, scaleOf, toMinor } from '../domain/money.js';
 import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderDeps, ProviderKind, ProviderOutcome, Queryable } from './provider.js';
 import type { EventScope } from '../domain/events.js';
+import { planOnce } from '../db/prepared-client.js';
 
 /** Suffixes of a phone number, account number (or other destination) that pick a sandbox outcome. */
 export const SANDBOX_MAGIC = Object.freeze({ declinedCollection: '0001', rejectedPayout: '0002', temporaryPayout: '0003' });
@@ -146,7 +147,7 @@ export class SandboxProvider implements PaymentProvider {
    */
   private async record(kind: ProviderKind, scope: EventScope, reference: string, request: StoredRequest, evaluated: ProviderOutcome): Promise<ProviderOutcome> {
     const rows: { outcome: ProviderOutcome; attempts: number }[] = await this.db.query(
-      `INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
+      planOnce(`INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
        VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (environment, kind, reference) DO UPDATE SET
          attempts = p.attempts + 1,
@@ -154,7 +155,7 @@ export class SandboxProvider implements PaymentProvider {
          outcome = CASE WHEN p.outcome->>'status' = 'temporary_failure' THEN EXCLUDED.outcome ELSE p.outcome END,
          updated_at = now()
        WHERE p.business_id = EXCLUDED.business_id AND p.request = EXCLUDED.request
-       RETURNING outcome, attempts`,
+       RETURNING outcome, attempts`),
       [scope.businessId, scope.environment, kind, reference, JSON.stringify(request), JSON.stringify(evaluated)],
     );
     if (rows.length === 0) {

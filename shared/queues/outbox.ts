@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { enqueue, type JobRequest, type Queues } from './producer.js';
 import { isDependencyDown } from '../errors.js';
 import { JOB_QUEUES, type JobName } from './registry.js';
+import { planOnce } from '../db/prepared-client.js';
 
 export interface OutboxScope {
   businessId?: string | null;
@@ -69,7 +70,7 @@ export async function dispatchStaged(ds: DataSource, queues: Queues, staged: Sta
 }
 
 /** How often a process writes the dispatched marks it has collected: well inside the relay's grace period. */
-const MARK_EVERY_MS = 50;
+const MARK_EVERY_MS = 250;
 
 /**
  * The dispatched marks of every unit a process commits, written together: one UPDATE (its own transaction) every
@@ -95,7 +96,7 @@ class OutboxMarks {
     const ids = this.ids;
     this.ids = [];
     if (ids.length && this.ds.isInitialized) {
-      this.writing = this.writing.then(() => this.ds.query(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1::bigint[])`, [ids]).then(
+      this.writing = this.writing.then(() => this.ds.query(planOnce(`UPDATE outbox_jobs SET dispatched_at = now() WHERE id = ANY($1::bigint[])`), [ids]).then(
         () => undefined,
         (err: unknown) => this.log.warn({ err: errorText(err), outboxIds: ids.length }, 'could not mark outbox rows dispatched; the relay will enqueue them again'),
       ));

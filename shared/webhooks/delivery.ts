@@ -151,14 +151,16 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
   const gone = result.statusCode === 410;
   const delay = ok || gone ? null : nextDelayMs(config.webhooks.retryScheduleMs, data.attempt, result.retryAfterSeconds);
   const nextAt = delay === null ? null : new Date(Date.now() + delay);
-  await unit.em.query(
-    planOnce(`INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`),
+  // The attempt recorded, and the message locked with its round read, in one statement. A redelivery started a new
+  // round meanwhile: this attempt is history; the new round decides the message's status.
+  const [current]: { round: number }[] = await unit.em.query(
+    planOnce(`WITH attempt AS (
+       INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11))
+     SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`),
     [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
       Math.round(result.latencyMs), result.error, nextAt],
   );
-  // A redelivery started a new round meanwhile: this attempt is history; the new round decides the message's status.
-  const [current]: { round: number }[] = await unit.em.query(planOnce(`SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`), [message.id]);
   if (current.round !== data.round) return 'superseded by a redelivery';
   if (ok) {
     await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW });

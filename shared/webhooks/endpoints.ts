@@ -8,6 +8,7 @@ import { rowAad, sealedColumnList, sealedFromRow, sealedValues } from '../crypto
 import type { EventScope } from '../domain/events.js';
 import { EVENT_TYPES, WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_ENDPOINT_STATUSES } from '../domain/machines.js';
 import { NOW, transition } from '../domain/transition.js';
+import { planOnce } from '../db/prepared-client.js';
 
 // Webhook endpoints (CONTRACT section 10): where a business wants its events, which ones, and the secrets deliveries
 // are signed with. A secret is shown once, at creation or rotation, and kept sealed like beneficiary details; after a
@@ -94,8 +95,8 @@ async function addSecret(unit: Unit, keys: readonly MasterKey[], endpoint: { id:
 /** The secrets that sign a delivery now: the current one, and a rotated one until it expires. */
 export async function signingSecrets(q: Queryable, keys: readonly MasterKey[], endpointId: string): Promise<string[]> {
   const rows: Record<string, unknown>[] = await q.query(
-    `SELECT id, business_id, environment, ${sealedColumnList('secret')} FROM webhook_secrets
-      WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC`,
+    planOnce(`SELECT id, business_id, environment, ${sealedColumnList('secret')} FROM webhook_secrets
+      WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC`),
     [endpointId],
   );
   return rows.map((r) => openJson<string>(sealedFromRow(r, 'secret'), keys, rowAad(SECRETS, 'secret', r as { id: string; business_id: string; environment: string })));

@@ -1,8 +1,8 @@
 import { AppError } from '../../shared/errors.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { loadQuote, markFailed, markPriced } from '../../shared/domain/quotes.js';
+import { loadQuote, loadQuoteToPrice, markFailed, markPriced } from '../../shared/domain/quotes.js';
 import { priceQuote, wholeFiatRail } from '../../shared/domain/pricing.js';
-import { platformFeeOf } from '../../shared/domain/fees.js';
+import { feeFromRow } from '../../shared/domain/fees.js';
 import { freshRateFromSource, StaleRateError } from '../../shared/domain/rates.js';
 import { defineJob } from '../job-definition.js';
 
@@ -10,7 +10,7 @@ import { defineJob } from '../job-definition.js';
 export const priceQuoteJob = defineJob({
   name: 'quote.price',
   async process(job, deps) {
-    const row = await loadQuote(deps.ds, job.data.quoteId);
+    const row = await loadQuoteToPrice(deps.ds, job.data.quoteId);
     if (!row || row.status !== 'pending') return 'not pending';
     let rate;
     try {
@@ -28,7 +28,7 @@ export const priceQuoteJob = defineJob({
         payment_method: row.payment_method,
         [row.requested_side === 'source' ? 'source_amount' : 'destination_amount']: row.requested_amount,
         rate: rate.rate,
-        platform_fee: await platformFeeOf(deps.ds, row.business_id),
+        platform_fee: feeFromRow(row),
         whole_fiat: wholeFiatRail(row.environment, row.currency, row.payment_method),
       });
       await inUnit(deps, (unit) => markPriced(unit, row, priced, rate, deps.config.quoteTtlSeconds));
