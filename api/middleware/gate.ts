@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { AppError } from '../../shared/errors.js';
+import { leaseSize, RateLeases, type LeaseHeaders } from './rate-leases.js';
 import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'DELETE']);
@@ -9,12 +10,13 @@ const KEY_SHAPE = /^[\x20-\x7e]{8,255}$/;
 const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
 
 /**
- * Rate limit and idempotency in one Redis round trip (one Lua script). Runs after authentication and the
- * route's access checks. A request already refused (scope, sandbox-only) or without a usable Idempotency-Key
+ * Rate limit and idempotency in at most one Redis round trip (one Lua script): none for a read this process holds a
+ * leased request for (rate-leases.ts). Runs after authentication and the route's access checks. A request already refused (scope, sandbox-only) or without a usable Idempotency-Key
  * is still counted, but never claims or replays an idempotency record.
  */
 export function gate(deps: AppDeps) {
   let lastRedisDownLog = 0;
+  const leases = new RateLeases();
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const auth = req.state.auth!;
@@ -43,15 +45,35 @@ export function gate(deps: AppDeps) {
         )
       : null;
     const counterKey = `${deps.config.redisPrefix}:rl:${auth.keyId}`;
+    const limit = auth.rateLimit;
+    // A request that claims nothing (a read, or one refused before its claim) is answered from a lease when this
+    // process holds one (rate-leases.ts): no Redis round trip.
+    let leased = claim ? null : leases.take(counterKey, limit);
+    if (!claim && !leased) {
+      const pending = leases.pending(counterKey);
+      if (pending) {
+        await pending;
+        leased = leases.take(counterKey, limit);
+      }
+    }
+    if (leased) {
+      setRateHeaders(res, limit, leased);
+      return next(refusal ?? undefined);
+    }
+    // A write uses a request this process already had counted, if it holds one.
+    const held = claim !== null && leases.take(counterKey, limit) !== null;
     let result;
     try {
-      result = await deps.scripts.gate(
+      const asked = deps.scripts.gate(
         claim ? [counterKey, claim.redisKey] : [counterKey],
-        auth.rateLimit,
+        limit,
         auth.rateWindowSeconds * 1000,
         claim ? inFlightRecord(claim) : '',
         deps.config.idempotencyLockMs,
+        claim ? (held ? 0 : 1) : leaseSize(limit),
       );
+      if (!claim) leases.asking(counterKey, asked);
+      result = await asked;
     } catch (err) {
       if (Date.now() - lastRedisDownLog > REDIS_DOWN_LOG_INTERVAL_MS) {
         lastRedisDownLog = Date.now();
@@ -63,13 +85,13 @@ export function gate(deps: AppDeps) {
       if (mutating) return next(AppError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'));
       return next();
     }
-    const [count, pttl, verdict, existing] = result;
-    const resetSeconds = Math.max(1, Math.ceil(pttl / 1000));
-    res.setHeader('X-RateLimit-Limit', String(auth.rateLimit));
-    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, auth.rateLimit - count)));
-    res.setHeader('X-RateLimit-Reset', String(resetSeconds));
+    const [count, pttl, verdict, existing, counted] = result;
+    // This request used one of those counted now, or the one it held (counted 0); one held from an ended window is
+    // void, and Redis counted it anew.
+    const headers = leases.record(counterKey, limit, { count, pttl, counted, used: counted > 0 ? 1 : 0 });
+    setRateHeaders(res, limit, headers);
     if (verdict === 'limited') {
-      return next(new AppError('rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, resetSeconds));
+      return next(new AppError('rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, headers.resetSeconds));
     }
     if (refusal) return next(refusal);
     if (verdict === 'existing' && claim) {
@@ -94,4 +116,10 @@ export function gate(deps: AppDeps) {
     }
     next();
   };
+}
+
+function setRateHeaders(res: Response, limit: number, headers: LeaseHeaders): void {
+  res.setHeader('X-RateLimit-Limit', String(limit));
+  res.setHeader('X-RateLimit-Remaining', String(headers.remaining));
+  res.setHeader('X-RateLimit-Reset', String(headers.resetSeconds));
 }

@@ -5,22 +5,34 @@ import type { Redis } from 'ioredis';
 /**
  * Rate limit (fixed window, starting at the key's first request) and, for writes, the idempotency claim.
  * KEYS[1] counter, KEYS[2] idempotency key (optional).
- * ARGV: limit, window ms, in-flight record, in-flight ttl ms.
- * Returns { count, pttl, verdict, existing record }.
+ * ARGV: limit, window ms, in-flight record, in-flight ttl ms, requests to count: 1; more for a read's lease (never
+ * past the limit, at least 1 so a refusal is still counted; rate-leases.ts); 0 when the process already holds a
+ * leased one for this request (counted when leased: the window's count is read, not raised).
+ * Returns { count, pttl, verdict, existing record, requests counted }.
  */
 const GATE = `
-local n = redis.call('INCR', KEYS[1])
+local limit = tonumber(ARGV[1])
+local want = tonumber(ARGV[5])
+local n
+local held = want == 0 and redis.call('EXISTS', KEYS[1]) == 1
+if held then
+  n = tonumber(redis.call('GET', KEYS[1]))
+else
+  if want < 1 then want = 1 end
+  if want > 1 then want = math.max(1, math.min(want, limit - tonumber(redis.call('GET', KEYS[1]) or '0'))) end
+  n = redis.call('INCRBY', KEYS[1], want)
+end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   ttl = tonumber(ARGV[2])
 end
-if n > tonumber(ARGV[1]) then return {n, ttl, 'limited', false} end
-if #KEYS < 2 then return {n, ttl, 'ok', false} end
+if held then want = 0 elseif n > limit then return {n, ttl, 'limited', false, want} end
+if #KEYS < 2 then return {n, ttl, 'ok', false, want} end
 local cur = redis.call('GET', KEYS[2])
-if cur then return {n, ttl, 'existing', cur} end
+if cur then return {n, ttl, 'existing', cur, want} end
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
-return {n, ttl, 'claimed', false}`;
+return {n, ttl, 'claimed', false, want}`;
 
 /**
  * KEYS[1] idempotency key. ARGV: token, 'store'|'release', record, ttl seconds. Only the claimant may settle it.
@@ -59,10 +71,10 @@ return {n, redis.call('TTL', KEYS[1])}`;
 const AUTH_FAIL_COUNT = `
 return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('TTL', KEYS[1])}`;
 
-export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null];
+export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null, counted: number];
 
 export interface Scripts {
-  gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number): Promise<GateResult>;
+  gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number, take: number): Promise<GateResult>;
   finish(key: string, token: string, mode: 'store' | 'release', record: string, ttlSeconds: number): Promise<number>;
   authFail(key: string, windowSeconds: number): Promise<[number, number]>;
   authFailCount(key: string): Promise<[number, number]>;
@@ -77,7 +89,7 @@ export function installScripts(redis: Redis): Scripts {
   redis.defineCommand('rwRenew', { lua: RENEW, numberOfKeys: 1 });
   const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
   return {
-    gate: (keys, limit, windowMs, record, lockMs) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs),
+    gate: (keys, limit, windowMs, record, lockMs, take) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs, take),
     finish: (key, token, mode, record, ttl) => r.rwFinish(key, token, mode, record, ttl),
     authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
     authFailCount: (key) => r.rwAuthFailCount(key),

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { bearer, makeBusiness, makeKey, writeHeaders } from '../helpers/factories.js';
+import { testRedis } from '../helpers/shared.js';
+import { getConfig } from '../../shared/config.js';
 
 const ACCOUNT = '/api/v1/business/account';
 
@@ -29,6 +31,25 @@ describe('rate limiting', () => {
     expect(limited.body.error.code).to.equal('rate_limited');
     expect(Number(limited.headers['retry-after'])).to.be.within(1, 30);
     expect(limited.headers['x-ratelimit-remaining']).to.equal('0');
+  });
+
+  it('leases reads: a limit of 1000 counts ten reads in Redis at once, the headers count down one per request, and a write uses a leased one', async () => {
+    const biz = await makeBusiness();
+    const { key, id } = await makeKey(biz.businessId, { rateLimit: 1000, rateWindowSeconds: 60 });
+    const counter = async () => Number(await testRedis().get(`${getConfig().redisPrefix}:rl:${id}`));
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) remaining.push((await api.http.get(ACCOUNT).set(bearer(key))).headers['x-ratelimit-remaining']);
+    expect(remaining).to.deep.equal(['999', '998', '997']);
+    // One round trip counted ten (the lease); the two reads after it asked Redis nothing.
+    expect(await counter()).to.equal(10);
+    const write = await api.http.post('/api/v1/business/customers').set(writeHeaders(key)).send({ external_reference: `lease-${id}` });
+    expect(write.status).to.equal(201);
+    expect(write.headers['x-ratelimit-remaining']).to.equal('996');
+    expect(await counter()).to.equal(10);
+    // Past the lease, the next read leases ten more.
+    for (let i = 0; i < 7; i++) await api.http.get(ACCOUNT).set(bearer(key));
+    expect(await counter()).to.equal(20);
+    expect((await api.http.get(ACCOUNT).set(bearer(key))).headers['x-ratelimit-remaining']).to.equal('988');
   });
 
   it('is per key: another key of the same business is not limited', async () => {
@@ -93,14 +114,16 @@ describe('rate limiting', () => {
 
     it('reads go on unlimited, writes get 503 with Retry-After, /ready says so: nothing hangs', async () => {
       const biz = await makeBusiness();
-      expect((await stalled.http.get(ACCOUNT).set(bearer(biz.sandboxKey))).headers['x-ratelimit-limit']).to.equal('1000');
+      // A limit under 100: every read asks Redis (no lease of several), so the read below meets the stall.
+      const { key } = await makeKey(biz.businessId, { rateLimit: 50, rateWindowSeconds: 60 });
+      expect((await stalled.http.get(ACCOUNT).set(bearer(key))).headers['x-ratelimit-limit']).to.equal('50');
       proxy.stall();
       try {
         const started = Date.now();
-        const read = await stalled.http.get(ACCOUNT).set(bearer(biz.sandboxKey));
+        const read = await stalled.http.get(ACCOUNT).set(bearer(key));
         expect(read.status).to.equal(200);
         expect(read.headers['x-ratelimit-limit']).to.equal(undefined);
-        const write = await stalled.http.post('/api/v1/business/customers').set(writeHeaders(biz.sandboxKey)).send({ external_reference: 'stalled' });
+        const write = await stalled.http.post('/api/v1/business/customers').set(writeHeaders(key)).send({ external_reference: 'stalled' });
         expect(write.status).to.equal(503);
         expect(Number(write.headers['retry-after'])).to.be.at.least(1);
         const ready = await stalled.http.get('/ready');
