@@ -11,8 +11,9 @@ const REDIS_DOWN_LOG_INTERVAL_MS = 60_000;
 
 /**
  * Rate limit and idempotency in at most one Redis round trip (one Lua script): none for a read this process holds a
- * leased request for (rate-leases.ts). Runs after authentication and the route's access checks. A request already refused (scope, sandbox-only) or without a usable Idempotency-Key
- * is still counted, but never claims or replays an idempotency record.
+ * leased request for (rate-leases.ts). Runs after authentication and the route's access checks. A request already
+ * refused (scope, sandbox-only) or without a usable Idempotency-Key is still counted, but never claims or replays an
+ * idempotency record.
  */
 export function gate(deps: AppDeps) {
   let lastRedisDownLog = 0;

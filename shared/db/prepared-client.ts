@@ -67,7 +67,7 @@ export class PreparingClient extends pg.Client {
     const name = args.length === 2 && typeof text === 'string' && Array.isArray(values) ? names.get(text) : undefined;
     if (!name) return (super.query as (...a: any[]) => any)(...args);
     const self = this as unknown as PgInternals;
-    const known = name !== null && self.connection.parsedStatements[name] !== undefined;
+    const known = self.connection.parsedStatements[name] !== undefined;
     if (!known && this.prepared >= MAX_PER_CONNECTION) return super.query(text, values);
     if (!known) this.prepared += 1;
     // Nothing before it on this connection and no transaction open: it runs on its own, so it may simply run again.

@@ -58,6 +58,15 @@ describe('off-ramps end to end in sandbox', function () {
     );
     expect(await balance(api, key, customer.wallet.id)).to.equal('98.500000');
     expect((await providerCallStats(await getDs(), 'payout', tx.id)).requests).to.equal(1);
+    // In the sandbox the move to signing, the wallet's debit and the move on to awaiting_funds are one database
+    // transaction: every row they wrote carries the same xmin.
+    const [{ xmins }] = await (await getDs()).query(
+      `SELECT count(DISTINCT x)::int AS xmins FROM (
+         SELECT xmin::text AS x FROM status_history WHERE resource_id = $1 AND to_status IN ('signing', 'submitting', 'awaiting_funds')
+         UNION ALL SELECT xmin::text FROM journal_entries WHERE reference = 'offramp-funding-' || $1::text) t`,
+      [tx.id],
+    );
+    expect(xmins).to.equal(1);
     const settlement = (await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body;
     expect(settlement).to.deep.include({ status: 'confirmed', received_amount: '101.500000', overpaid_amount: null });
     expect(settlement.confirmations).to.equal(settlement.required_confirmations);

@@ -12,7 +12,7 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 import { getDs } from '../helpers/shared.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import type { EventType } from '../../shared/domain/machines.js';
-import { deliverMessage } from '../../shared/webhooks/delivery.js';
+import { deliverMessage, EndpointBusy, EndpointSlots } from '../../shared/webhooks/delivery.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { until } from '../helpers/until.js';
 
@@ -349,6 +349,33 @@ describe('events and signed webhooks', function () {
       const [attempt] = await ds.query(`SELECT status_code, error FROM webhook_deliveries WHERE message_id = $1`, [message.id]);
       expect(attempt.status_code).to.equal(null);
       expect(attempt.error).to.match(/^refused: /);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('a delivery whose endpoint has its share in flight steps aside before reading anything (its job names the endpoint)', async () => {
+    const r = await receiver();
+    const ep = await register(r.url, { events: ['quote.available'] });
+    await emit('quote.available');
+    const ds = await getDs();
+    // The first delivery's job, as the unit of work staged it, names the endpoint.
+    const [row] = await ds.query(`SELECT o.payload FROM outbox_jobs o JOIN webhook_messages m ON m.id = (o.payload->>'messageId')::uuid WHERE m.endpoint_id = $1`, [ep.id]);
+    expect(row.payload.endpointId).to.equal(ep.id);
+    // That delivery done (the pool's own slot given back) before the test holds the endpoint's slots.
+    await until(async () => (await ds.query(`SELECT count(*)::int AS n FROM webhook_messages WHERE endpoint_id = $1 AND status = 'delivered'`, [ep.id]))[0].n === 1, { what: 'the delivery' });
+    const redis = createWorkerRedis(pools.deps.config.redisUrl);
+    const deps = { ...pools.deps, redis };
+    const held = [];
+    try {
+      for (let i = 0; i < pools.deps.config.webhooks.endpointConcurrency; i++) held.push((await EndpointSlots.take(deps, ep.id, `held-${i}`))!);
+      // A message that does not exist: had it been read first, the answer would be `moved on (gone)`.
+      const busy = await deliverMessage(deps, { messageId: randomUUID(), endpointId: ep.id, round: 0, attempt: 1 }).catch((err: unknown) => err);
+      expect(busy).to.be.instanceOf(EndpointBusy);
+      await Promise.all(held.map((h) => h.release()));
+      expect(await deliverMessage(deps, { messageId: randomUUID(), endpointId: ep.id, round: 0, attempt: 1 })).to.equal('moved on (gone)');
+      // The slot it took to find that out is given back.
+      expect(await redis.zcard(`${pools.deps.config.redisPrefix}:webhook-slots:${ep.id}`)).to.equal(0);
     } finally {
       redis.disconnect();
     }
