@@ -5,8 +5,10 @@ import type { EntryInput } from './ledger.js';
 import { sourcesOf, type EventType, type Machine } from './machines.js';
 import { planOnce } from '../db/prepared-client.js';
 
-/** Sets a column to the database's clock in a transition's UPDATE. */
-export const NOW = Symbol('now');
+import { NOW } from '../kernel/plan.js';
+
+/** Sets a column to the database's clock in a transition's UPDATE (the kernel's, so pure decisions can name it). */
+export { NOW };
 
 export interface TransitionInput<S extends string, R> {
   scope: EventScope;

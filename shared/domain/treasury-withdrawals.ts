@@ -8,11 +8,12 @@ import { jobId } from '../queues/registry.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
-import { InsufficientFundsError, postEntry, type EntryInput, type LedgerAccount } from './ledger.js';
+import { InsufficientFundsError, postEntry } from './ledger.js';
 import { TREASURY_WITHDRAWAL_MACHINE, type TreasuryWithdrawalStatus } from './machines.js';
+import { decideWithdrawal, withdrawalEntry, type WithdrawalFact, type WithdrawalSnapshot } from '../kernel/withdrawals.js';
+import { decideIn, type Flow } from '../kernel/run.js';
 import { AmountError, formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
-import { NOW, recordCreation, transition } from './transition.js';
-import { walletUsdcAccount } from './wallet-balances.js';
+import { recordCreation } from './transition.js';
 import { assertActive, findWallet, resolveChain } from './wallets.js';
 
 // Treasury withdrawals (CONTRACT section 14): treasury USDC sent to a verified external wallet of the business. The
@@ -36,10 +37,11 @@ export interface WithdrawalRow {
   failure: { code: string; message: string } | null;
   created_at: Date;
   updated_at: Date;
+  send_staged_at: Date | null;
 }
 
 export const WITHDRAWAL_COLUMNS = `w.id, w.business_id, w.environment, w.wallet_id, w.chain, w.to_address, w.amount::text, w.status, w.transaction_hash,
-  w.external_reference, w.failure, w.created_at, w.updated_at`;
+  w.external_reference, w.failure, w.created_at, w.updated_at, w.send_staged_at`;
 
 const scopeOf = (row: WithdrawalRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
 const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_SCALE);
@@ -71,20 +73,20 @@ export const withdrawalJobs = {
   send: (withdrawalId: string, delayMs = 0): JobRequest<'withdrawal.send'> => ({ name: 'withdrawal.send', id: jobId('withdrawal.send', withdrawalId), data: { withdrawalId }, delayMs }),
 };
 
-const TREASURY: LedgerAccount = { kind: 'treasury', asset: 'USDC' };
-const CLEARING: LedgerAccount = { kind: 'settlement_clearing', asset: 'USDC' };
-
-/** The withdrawal's entries: the debit when it is written, then its completion (to the wallet) or failure (back). */
-function withdrawalEntry(row: WithdrawalRow, step: TreasuryWithdrawalStatus): EntryInput {
-  const amount = minor(row.amount);
-  const [from, to] = step === 'pending' ? [TREASURY, CLEARING] : step === 'completed' ? [CLEARING, walletUsdcAccount(row.wallet_id, row.chain)] : [CLEARING, TREASURY];
-  return {
-    kind: `treasury_withdrawal_${step}`,
-    reference: `treasury-withdrawal-${step}-${row.id}`,
-    metadata: { withdrawal_id: row.id, wallet_id: row.wallet_id, ...(row.transaction_hash ? { transaction_hash: row.transaction_hash } : {}) },
-    postings: [{ account: from, amount: -amount, noOverdraft: from === TREASURY }, { account: to, amount }],
-  };
+/** The snapshot the kernel decides on, from the row (locked by the caller). */
+function snapshotOf(row: WithdrawalRow): WithdrawalSnapshot {
+  return { id: row.id, scope: scopeOf(row), status: row.status, walletId: row.wallet_id, chain: row.chain, amount: minor(row.amount), transactionHash: row.transaction_hash, sendStaged: row.send_staged_at !== null };
 }
+
+/** The withdrawal flow: a fact about a withdrawal is decided on its locked row (kernel/withdrawals.ts). */
+const WITHDRAWAL_FLOW: Flow<WithdrawalSnapshot, WithdrawalFact> = {
+  load: async (unit, id) => {
+    const row = await loadWithdrawal(unit.em, id, true);
+    return row && snapshotOf(row);
+  },
+  decide: decideWithdrawal,
+  views: new Map([[TREASURY_WITHDRAWAL_MACHINE, withdrawalView]]),
+};
 
 export interface CreateWithdrawalInput {
   wallet_id: string;
@@ -124,7 +126,7 @@ export async function createWithdrawal(unit: Unit, config: Config, scope: EventS
     [id, scope.businessId, scope.environment, wallet.id, chain, wallet.address, fromMinor(amount, USDC_SCALE), input.external_reference ?? null],
   );
   try {
-    await postEntry(unit.em, scope, withdrawalEntry(row, 'pending'));
+    await postEntry(unit.em, scope, withdrawalEntry(snapshotOf(row), 'pending'));
   } catch (err) {
     if (!(err instanceof InsufficientFundsError)) throw err;
     throw new AppError('insufficient_funds', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC available, less than the ${fromMinor(amount, USDC_SCALE)} asked for.`, {
@@ -145,44 +147,22 @@ export async function sendWithdrawal(deps: UnitDeps, config: Config, withdrawalI
     const row = await loadWithdrawal(unit.em, withdrawalId, true);
     if (!row || row.status !== 'pending') return `not pending (${row?.status ?? 'gone'})`;
     const [wallet]: { status: string }[] = await unit.em.query(`SELECT status FROM wallets WHERE id = $1`, [row.wallet_id]);
-    if (wallet.status !== 'active') {
-      return failWithdrawal(unit, row, { code: 'wallet_archived', message: 'The wallet was archived before the withdrawal was sent; the amount is back in the treasury.' });
-    }
+    if (wallet.status !== 'active') return decideIn(unit, WITHDRAWAL_FLOW, row.id, { kind: 'wallet_archived' });
     const sent = await chainFor(row.environment, config).withdraw(unit, scopeOf(row), {
       reference: row.id, withdrawalId: row.id, chain: row.chain, amount: minor(row.amount), to: row.to_address,
     });
-    return sent ? completeWithdrawal(unit, row, sent.hash) : 'sending';
+    if (sent) return decideIn(unit, WITHDRAWAL_FLOW, row.id, { kind: 'sent', hash: sent.hash });
+    await unit.em.query(`UPDATE treasury_withdrawals SET send_staged_at = now() WHERE id = $1 AND send_staged_at IS NULL`, [row.id]);
+    return 'sending';
   });
-}
-
-/** pending -> completed with the send's hash: the clearing account pays the wallet (its simulated balance in sandbox). */
-export async function completeWithdrawal(unit: Unit, row: WithdrawalRow, hash: string): Promise<string> {
-  const moved = await transition<TreasuryWithdrawalStatus, WithdrawalRow>(unit, TREASURY_WITHDRAWAL_MACHINE, {
-    scope: scopeOf(row), id: row.id, to: 'completed', expected: 'pending', set: { transaction_hash: hash, completed_at: NOW },
-    view: withdrawalView, ledger: (updated) => withdrawalEntry(updated, 'completed'),
-  });
-  return moved ? 'completed' : `not pending (${row.status})`;
-}
-
-/** pending -> failed: nothing was sent, and the amount goes back to the treasury's available balance. */
-export async function failWithdrawal(unit: Unit, row: WithdrawalRow, failure: { code: string; message: string }): Promise<string> {
-  const moved = await transition<TreasuryWithdrawalStatus, WithdrawalRow>(unit, TREASURY_WITHDRAWAL_MACHINE, {
-    scope: scopeOf(row), id: row.id, to: 'failed', expected: 'pending', set: { failure }, reason: failure.code,
-    view: withdrawalView, ledger: (updated) => withdrawalEntry(updated, 'failed'),
-  });
-  return moved ? 'failed' : `not pending (${row.status})`;
 }
 
 /** The hot wallet's send of a withdrawal was mined (chain.send): it completes, once. */
-export async function withdrawalSent(unit: Unit, withdrawalId: string, hash: string): Promise<string> {
-  const row = await loadWithdrawal(unit.em, withdrawalId, true);
-  if (!row || row.status !== 'pending') return `not pending (${row?.status ?? 'gone'})`;
-  return completeWithdrawal(unit, row, hash);
+export function withdrawalSent(unit: Unit, withdrawalId: string, hash: string): Promise<string> {
+  return decideIn(unit, WITHDRAWAL_FLOW, withdrawalId, { kind: 'sent', hash });
 }
 
 /** The hot wallet's send reverted on chain: nothing moved, so the withdrawal fails and its amount is returned. */
-export async function withdrawalReverted(unit: Unit, withdrawalId: string, message: string): Promise<string> {
-  const row = await loadWithdrawal(unit.em, withdrawalId, true);
-  if (!row || row.status !== 'pending') return `not pending (${row?.status ?? 'gone'})`;
-  return failWithdrawal(unit, row, { code: 'send_reverted', message: `The transfer reverted on chain, so nothing was sent: ${message}` });
+export function withdrawalReverted(unit: Unit, withdrawalId: string, message: string): Promise<string> {
+  return decideIn(unit, WITHDRAWAL_FLOW, withdrawalId, { kind: 'reverted', message });
 }

@@ -12,6 +12,8 @@ import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { chainSendJob } from '../../workers/settlement/chain-send.job.js';
+import { sendWithdrawal } from '../../shared/domain/treasury-withdrawals.js';
+import { loadConfig } from '../../shared/config.js';
 
 // Live treasury withdrawals on Anvil: the treasury hot wallet sends the USDC through the once-only chain send
 // (recorded in chain_sends before broadcast); a hot wallet without gas leaves the withdrawal pending, re-driven by the
@@ -53,6 +55,15 @@ describe('treasury withdrawals on Anvil (live)', function () {
     return res.body as Record<string, any>;
   };
 
+  /** A withdrawal whose hot-wallet send was staged and refused once for gas (the caller took the hot wallet's gas). */
+  const withdrawWithoutGas = async (walletId: string, amount: string) => {
+    const created = await withdraw(walletId, amount);
+    const queue = rail.pools.deps.queues.settlement;
+    const sendId = jobId('chain.send', 'live', 'base', `withdrawal-${created.id}`);
+    await until(async () => ((await queue.getJob(sendId))?.attemptsMade ?? 0) >= 1, { what: 'a send attempt refused for gas' });
+    return { created, queue, sendId };
+  };
+
   it('the hot wallet sends the withdrawal on chain, recorded once; the hash is the mined transfer\'s', async () => {
     await fundTreasury('100');
     const before = await available();
@@ -68,6 +79,31 @@ describe('treasury withdrawals on Anvil (live)', function () {
     expect(before - (await available())).to.equal(minor('25'));
   });
 
+  it('a wallet archived after its withdrawal\'s send was staged: the send job run again fails nothing; the send completes it, paid once', async () => {
+    // The kernel simulator's seed 8: the amount went back to the treasury while the staged send was still to be mined.
+    await fundTreasury('10');
+    const before = await available();
+    const wallet = await verifiedWallet(rail.api, rail.key);
+    const hotEth = await rail.anvil.publicClient.getBalance({ address: hot });
+    await setEth(hot, 0n);
+    try {
+      const { created } = await withdrawWithoutGas(wallet.id, '10');
+      const archived = await rail.api.http.delete(`${BASE}/wallets/${wallet.id}`).set(writeHeaders(rail.key));
+      expect(archived.status, JSON.stringify(archived.body)).to.equal(200);
+      // The withdrawal's own send job delivered again (at least once): its staged send is in flight, so nothing fails.
+      expect(await sendWithdrawal(rail.pools.deps, loadConfig(), created.id)).to.equal('send in flight: its outcome decides');
+      expect((await get(created.id)).status).to.equal('pending');
+      expect(before - (await available())).to.equal(minor('10'));
+      await setEth(hot, hotEth > 0n ? hotEth : parseEther('10'));
+      const done = await untilDone(created.id);
+      expect(done.status, JSON.stringify(done.failure)).to.equal('completed');
+      expect(await usdcOf(wallet.address)).to.equal(minor('10'));
+      expect(before - (await available())).to.equal(minor('10'));
+    } finally {
+      await setEth(hot, hotEth > 0n ? hotEth : parseEther('10'));
+    }
+  });
+
   it('a hot wallet without gas leaves it pending; after its send gave up, the sweeper sends it once gas is back', async () => {
     await fundTreasury('10');
     const before = await available();
@@ -75,10 +111,7 @@ describe('treasury withdrawals on Anvil (live)', function () {
     const hotEth = await rail.anvil.publicClient.getBalance({ address: hot });
     await setEth(hot, 0n);
     try {
-      const created = await withdraw(wallet.id, '10');
-      const queue = rail.pools.deps.queues.settlement;
-      const sendId = jobId('chain.send', 'live', 'base', `withdrawal-${created.id}`);
-      await until(async () => ((await queue.getJob(sendId))?.attemptsMade ?? 0) >= 1, { what: 'a send attempt refused for gas' });
+      const { created, queue, sendId } = await withdrawWithoutGas(wallet.id, '10');
       expect((await get(created.id)).status).to.equal('pending');
       expect(await sendsOf(created.id)).to.deep.equal([]);
       // The send job gives up (its last attempt's handler runs) and is gone from Redis: the withdrawal stays pending.

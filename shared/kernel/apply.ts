@@ -1,0 +1,38 @@
+// The one way a plan is carried out: every move a compare-and-set from the status the decision read (through
+// transition(): history row, event), every entry posted, every job staged, all in the caller's unit. A move whose row
+// is no longer where the decision saw it makes the whole plan stale: nothing of it may be written.
+import type { Unit } from '../db/unit-of-work.js';
+import { postEntry } from '../domain/ledger.js';
+import type { Machine } from '../domain/machines.js';
+import { transition } from '../domain/transition.js';
+import { assertPlan } from './invariants.js';
+import { isEmpty, type Plan } from './plan.js';
+
+/** The resource as the API shows it, for a move's event, per machine. */
+export type Views = ReadonlyMap<Machine<any>, (row: any) => Record<string, unknown> | Promise<Record<string, unknown>>>;
+
+/** A move found its row elsewhere than the snapshot said: the unit rolls back and the fact is decided again. */
+export class StalePlanError extends Error {
+  constructor(readonly resource: string, readonly id: string, readonly expected: string) {
+    super(`${resource} ${id} is no longer ${expected}`);
+    this.name = 'StalePlanError';
+  }
+}
+
+/** Carries the plan out in `unit`; answers the moved rows by id. Throws StalePlanError (roll back) on a lost race. */
+export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<string, Record<string, unknown>>> {
+  assertPlan(p);
+  const moved = new Map<string, Record<string, unknown>>();
+  if (isEmpty(p)) return moved;
+  for (const { entry, guarded } of p.entries) if (guarded) await postEntry(unit.em, p.scope, entry);
+  for (const m of p.moves) {
+    const view = views.get(m.machine);
+    if (!view) throw new Error(`no view for ${m.machine.resource}`);
+    const done = await transition(unit, m.machine, { scope: p.scope, id: m.id, to: m.to, expected: m.from, set: m.set, reason: m.reason, view });
+    if (!done) throw new StalePlanError(m.machine.resource, m.id, m.from);
+    moved.set(m.id, done.row);
+  }
+  for (const { entry, guarded } of p.entries) if (!guarded) unit.post(p.scope, entry);
+  for (const job of p.jobs) await unit.stage(job, p.scope);
+  return moved;
+}

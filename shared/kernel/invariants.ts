@@ -1,0 +1,43 @@
+// What every plan must satisfy before apply() writes any of it, checked by name; the simulator checks the same.
+import { sourcesOf } from '../domain/machines.js';
+import type { Plan } from './plan.js';
+
+export class KernelInvariantError extends Error {
+  constructor(readonly invariant: string, detail: string) {
+    super(`kernel invariant ${invariant} broken: ${detail}`);
+    this.name = 'KernelInvariantError';
+  }
+}
+
+function check(holds: boolean, invariant: string, detail: () => string): void {
+  if (!holds) throw new KernelInvariantError(invariant, detail());
+}
+
+/** Throws KernelInvariantError for the first invariant the plan breaks. */
+export function assertPlan(p: Plan): void {
+  const seen = new Set<string>();
+  for (const m of p.moves) {
+    const key = `${m.machine.resource}:${m.id}`;
+    check(!seen.has(key), 'one_move_per_row', () => `${key} moves twice in one plan`);
+    seen.add(key);
+    check(m.from !== m.to, 'move_changes_status', () => `${key} ${m.from} -> ${m.to}`);
+    check(sourcesOf(m.machine, m.to).includes(m.from), 'move_allowed_by_machine', () => `${key} ${m.from} -> ${m.to}`);
+  }
+  const references = new Set<string>();
+  for (const { entry } of p.entries) {
+    const name = entry.reference ?? entry.kind;
+    check(entry.reference !== undefined, 'entry_has_reference', () => name);
+    check(!references.has(name), 'one_entry_per_reference', () => name);
+    references.add(name);
+    check(entry.postings.length >= 2, 'entry_has_two_sides', () => name);
+    const perAsset = new Map<string, bigint>();
+    for (const posting of entry.postings) perAsset.set(posting.account.asset, (perAsset.get(posting.account.asset) ?? 0n) + posting.amount);
+    for (const [asset, sum] of perAsset) check(sum === 0n, 'entry_balances', () => `${name}: ${asset} sums to ${sum}`);
+    check(entry.postings.every((posting) => posting.amount !== 0n), 'posting_moves_money', () => name);
+  }
+  const jobIds = new Set<string>();
+  for (const job of p.jobs) {
+    check(!jobIds.has(job.id), 'one_job_per_id', () => job.id);
+    jobIds.add(job.id);
+  }
+}
