@@ -1,7 +1,7 @@
 // Parsers for the live rails' settings (M-Pesa Daraja, the test seam for the live chain), kept beside config.ts so
 // it stays readable; config.ts alone hands them the environment.
 import { isIP } from 'node:net';
-import { ConfigError } from './config.js';
+import { ConfigError } from './config-error.js';
 
 export function darajaBaseUrl(raw: string | undefined): string {
   const value = raw || 'https://sandbox.safaricom.co.ke';

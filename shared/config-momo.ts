@@ -1,6 +1,6 @@
 // The MTN MoMo rail's settings (CONTRACT §17), kept beside config.ts so it stays readable; config.ts alone hands them
 // the environment. All or none, like Daraja: a half-configured rail refuses to boot, naming what is missing.
-import { ConfigError } from './config.js';
+import { ConfigError } from './config-error.js';
 import { getCorridor } from './domain/corridors.js';
 
 export interface MomoSettings {

@@ -2,17 +2,12 @@
 // addresses from. config.ts alone hands them the environment.
 import { validateMnemonic } from '@scure/bip39';
 import { wordlist as english } from '@scure/bip39/wordlists/english';
-import { accountXpub, sameXpub, treasuryAddress, xpubProblem } from './chain/hd-wallet.js';
-import { checksumAddress } from './chain/address.js';
-import { ConfigError } from './config.js';
+import { accountXpub, sameXpub, treasuryAddress, xpubProblem, type PublicWallet } from './chain/hd-wallet.js';
 
-/** The public half of an environment's wallet keys: enough to derive every deposit and managed-wallet address. */
-export interface PublicWallet {
-  /** The account node m/44'/60'/0'/0 as `xpub...` (WALLET_XPUB, WALLET_XPUB_LIVE). */
-  xpub: string;
-  /** The treasury hot wallet (m/44'/60'/1'/0/0, a hardened branch the xpub cannot reach: WALLET_TREASURY_ADDRESS[_LIVE]). */
-  treasuryAddress: `0x${string}`;
-}
+export type { PublicWallet };
+import { checksumAddress } from './chain/address.js';
+import { ConfigError } from './config-error.js';
+
 
 export interface WalletSettings {
   /** live is null until it is configured: live customers, deposit addresses and chain rails then answer 503. */

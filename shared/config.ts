@@ -2,6 +2,7 @@
 import { hkdfSync } from 'node:crypto';
 import { isIP } from 'node:net';
 import { CHAINS, type Chain } from './domain/chains.js';
+import { ConfigError } from './config-error.js';
 import { checksumAddress } from './chain/address.js';
 import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
 import { checkMomo, momoSettings, type MomoSettings } from './config-momo.js';
@@ -135,7 +136,7 @@ export interface Config {
   rateSourceUrl: string | null;
 }
 
-export class ConfigError extends Error {}
+export { ConfigError };
 
 const CANONICAL_USDC: Record<Chain, string> = {
   base: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',

@@ -1,13 +1,19 @@
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { HDKey } from '@scure/bip32';
 import type { EntityManager } from 'typeorm';
-import type { Config } from '../config.js';
-import type { PublicWallet } from '../config-wallets.js';
 import type { Environment } from '../domain/chains.js';
 import { AppError } from '../errors.js';
 import { bytesToHex } from 'viem';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { hdKeyToAccount, publicKeyToAddress, type HDAccount, type HDKeyToAccountOptions } from 'viem/accounts';
+
+/** The public half of an environment's wallet keys: enough to derive every deposit and managed-wallet address. */
+export interface PublicWallet {
+  /** The account node m/44'/60'/0'/0 as `xpub...` (WALLET_XPUB, WALLET_XPUB_LIVE). */
+  xpub: string;
+  /** The treasury hot wallet (m/44'/60'/1'/0/0, a hardened branch the xpub cannot reach: WALLET_TREASURY_ADDRESS[_LIVE]). */
+  treasuryAddress: `0x${string}`;
+}
 
 // Managed addresses live at m/44'/60'/0'/0/<index> of the environment's BIP-39 seed. Only the index is stored;
 // private keys exist in memory for the moment a signer needs them and are never stored, logged or returned.
@@ -100,7 +106,7 @@ export function managedWalletAddress(xpub: string, index: number): `0x${string}`
 }
 
 /** The environment's public wallet keys, for handing out `what`; live without them configured answers 503. */
-export function walletOf(config: Pick<Config, 'wallets'>, environment: Environment, what: string): PublicWallet {
+export function walletOf(config: { wallets: { sandbox: PublicWallet; live: PublicWallet | null } }, environment: Environment, what: string): PublicWallet {
   const wallet = config.wallets[environment];
   if (!wallet) throw AppError.unavailable(`${what} are not configured on this deployment (WALLET_XPUB_LIVE).`, 60);
   return wallet;

@@ -7,9 +7,8 @@ import { JOB_QUEUES } from '../queues/registry.js';
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
 import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
-import { endpointTakes } from '../webhooks/endpoints.js';
 import { isStalePlan, planOnce } from './prepared-client.js';
-import { webhookJobs } from '../webhooks/delivery.js';
+import { endpointTakes, webhookJobs } from '../webhooks/fan-out.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
 export interface UnitDeps {

@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
+import { assertActiveCustomer } from './customer-status.js';
 import { walletOf } from '../chain/hd-wallet.js';
 import { claimAddress } from '../chain/address-pool.js';
 import type { Config } from '../config.js';
@@ -25,15 +26,7 @@ export interface CustomerRow {
   wallet_status: WalletRow['status'];
 }
 
-/** For resources that name a customer_id: it must exist in this business and environment (404) and be active (409). */
-export async function assertActiveCustomer(q: Pick<DataSource | EntityManager, 'query'>, scope: EventScope, customerId: string): Promise<void> {
-  const rows: { status: string }[] = await q.query(
-    `SELECT status FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`,
-    [customerId, scope.businessId, scope.environment],
-  );
-  if (!rows[0]) throw new AppError('not_found', 'No such customer.', { param: 'customer_id' });
-  if (rows[0].status !== 'active') throw new AppError('resource_archived', 'This customer is archived.', { customer_id: customerId });
-}
+export { assertActiveCustomer };
 
 /** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
 export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { assertActiveCustomer } from './customers.js';
+import { assertActiveCustomer } from './customer-status.js';
 import { AppError } from '../errors.js';
 import { checksumAddress } from '../chain/address.js';
 import { CHAINS, type Chain } from './chains.js';

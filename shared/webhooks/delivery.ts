@@ -6,7 +6,10 @@ import type { Config } from '../config.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { JobRequest, Queues } from '../queues/producer.js';
 import { jobId, type JobPayloads } from '../queues/registry.js';
-import { endpointTakes, signingSecrets, type EndpointStatus } from './endpoints.js';
+import { signingSecrets, type EndpointStatus } from './endpoints.js';
+import { endpointTakes, webhookJobs } from './fan-out.js';
+
+export { webhookJobs };
 import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
 import { NOW, transition } from '../domain/transition.js';
 import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-delivery.js';
@@ -19,12 +22,6 @@ import { planOnce } from '../db/prepared-client.js';
 // the endpoint; a schedule run out marks the endpoint failing.
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
-
-export const webhookJobs = {
-  deliver: (messageId: string, endpointId: string, round: number, attempt: number, delayMs = 0): JobRequest<'webhook.deliver'> => ({
-    name: 'webhook.deliver', id: jobId('webhook.deliver', messageId, String(round), String(attempt)), data: { messageId, endpointId, round, attempt }, delayMs,
-  }),
-};
 
 export interface EventRow {
   id: string;

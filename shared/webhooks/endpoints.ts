@@ -68,12 +68,6 @@ export function eventFilter(events: string[] | undefined): string[] | null {
   return events.includes('*') ? null : [...new Set(events)];
 }
 
-/**
- * SQL: endpoint `w` takes an event of type `type` (an SQL expression). The one place the filter is read, for the
- * fan-out at commit and for redelivery.
- */
-export const endpointTakes = (type: string) => `(w.events IS NULL OR ${type} = ANY(w.events) OR (split_part(${type}, '.', 1) || '.*') = ANY(w.events))`;
-
 /** `whsec_` and 24 random bytes in base64, the form the standardwebhooks package reads. */
 function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
