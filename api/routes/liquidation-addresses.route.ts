@@ -81,12 +81,15 @@ export const routes: RouteDef[] = [
     method: 'post',
     path: '/liquidation-addresses',
     operationId: 'createLiquidationAddress',
-    errors: ['resource_archived'],
+    errors: ['resource_archived', 'unsupported_corridor'],
     summary: 'Create a liquidation address: send USDC to it, and the beneficiary is paid.',
     description:
       'A permanent USDC deposit address on `chain`, tied to `beneficiary_id`. Each confirmed transfer to it becomes an off-ramp to the beneficiary priced at that moment, ' +
-      'the fees taken from what arrived (`source.total_required` is the amount received). A transfer whose payout would fall outside the corridor\'s limits, or that arrives ' +
-      'after the address was archived, is returned to its sender (the off-ramp ends `failed` with its `refund`). An archived beneficiary or customer: 409 `resource_archived`.',
+      'the fees taken from what arrived (`source.total_required` is exactly the amount received; the rest is converted, nothing is returned after the payout). ' +
+      'A transfer whose payout would fall outside the corridor\'s limits, that arrives after the address was archived, or that no fresh rate could price within ' +
+      '`AUTO_REFUND_AFTER_SECONDS` (it is priced as soon as the rate returns), is returned to its sender (the off-ramp ends `failed` with its `refund`). ' +
+      'An archived beneficiary or customer: 409 `resource_archived`. Live, a beneficiary whose corridor has no live provider: 422 `unsupported_corridor` ' +
+      '(`details.reason` `no_live_provider`).',
     tag: TAG,
     scope: 'liquidation_addresses:write',
     requiresLiveEnabled: true,

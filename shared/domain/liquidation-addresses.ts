@@ -9,7 +9,10 @@ import { claimAddress } from '../chain/address-pool.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { issuedBlock } from './confirmations.js';
+import { momoServes, requireLiveProvider } from '../providers/live-rails.js';
+import { loadActiveBeneficiary } from './beneficiaries.js';
 import { assertActiveCustomer } from './customers.js';
+import { rampCorridor } from './quotes.js';
 import { LIQUIDATION_ADDRESS_MACHINE, type RecordStatus } from './machines.js';
 import { NOW, recordCreation, transition } from './transition.js';
 
@@ -70,16 +73,29 @@ export interface CreateLiquidationAddressInput {
 }
 
 /**
+ * Live: every transfer will pay this beneficiary, so its corridor needs a live provider (on its network, where MTN
+ * MoMo serves the currency), as a live quote's does; else 422 unsupported_corridor `no_live_provider`.
+ */
+async function requireLivePayout(em: EntityManager, config: Config, scope: EventScope, id: string, beneficiary: { currency: string; payment_method: string }): Promise<void> {
+  const corridor = rampCorridor(config, 'live', beneficiary.currency, beneficiary.payment_method, 'offramp');
+  if (corridor.payment_method !== 'mobile_money' || !momoServes(config, beneficiary.currency)) return;
+  const { details } = await loadActiveBeneficiary(em, config.encryptionKeys, scope, id);
+  requireLiveProvider(config, beneficiary.currency, corridor.payment_method, details.mobile_network);
+}
+
+/**
  * A new address at the next HD index, for an active beneficiary (and customer, when named) of this business and
- * environment. Live: the chain head is recorded as it is issued, where the watcher's first scan may have to start.
+ * environment, whose corridor a live provider serves (live). Live: the chain head is recorded as it is issued, where the
+ * watcher's first scan may have to start.
  */
 export async function createLiquidationAddress(unit: Unit, config: Config, scope: EventScope, input: CreateLiquidationAddressInput): Promise<LiquidationAddressRow> {
   const { xpub } = walletOf(config, scope.environment, 'Live liquidation addresses');
-  const [beneficiary]: { status: string }[] = await unit.em.query(
-    `SELECT status FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3 FOR SHARE`, [input.beneficiary_id, scope.businessId, scope.environment],
+  const [beneficiary]: { status: string; currency: string; payment_method: string }[] = await unit.em.query(
+    `SELECT status, currency, payment_method FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3 FOR SHARE`, [input.beneficiary_id, scope.businessId, scope.environment],
   );
   if (!beneficiary) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
   if (beneficiary.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be paid.', { beneficiary_id: input.beneficiary_id });
+  if (scope.environment === 'live') await requireLivePayout(unit.em, config, scope, input.beneficiary_id, beneficiary);
   if (input.customer_id !== undefined) await assertActiveCustomer(unit.em, scope, input.customer_id);
   const block = await issuedBlock(config, scope, input.chain);
   const { index, address } = await claimAddress(unit.em, scope.environment, xpub);

@@ -12,8 +12,10 @@ import { loadLiquidationAddress } from './liquidation-addresses.js';
 import type { LiquidationRejection } from './liquidation-returns.js';
 import { Decimal, formatRate, fromMinor, toMinor, USDC_SCALE, scaleOf } from './money.js';
 import { observeTransfer } from './offramps.js';
-import { priceQuote, wholeFiatRail } from './pricing.js';
-import { freshRateFromSource } from './rates.js';
+import { corridorError, requireCorridor } from './corridors.js';
+import { priceQuote, wholeFiatRail, type PlatformFee } from './pricing.js';
+import { freshRateFromSource, type RateQuote } from './rates.js';
+import { nextPricingStep, priceLiquidation, RATE_SCALE } from '../kernel/liquidation.js';
 import { createSettlement, settlementOf } from './settlements.js';
 import { insertTransaction } from './transactions.js';
 import { insertConsumedQuote, type ServicePrice } from './quotes.js';
@@ -48,9 +50,10 @@ interface TransferRow {
   block_hash: string | null;
   archived: boolean;
   transaction_id: string | null;
+  created_at: Date;
 }
 
-const TRANSFER_COLUMNS = `id, liquidation_address_id, transaction_hash, log_index, amount::text, from_address, block_number::text, block_hash, archived, transaction_id`;
+const TRANSFER_COLUMNS = `id, liquidation_address_id, transaction_hash, log_index, amount::text, from_address, block_number::text, block_hash, archived, transaction_id, created_at`;
 
 /** The pricing job of one recorded transfer (its id is the transfer's: a repeat is a no-op). */
 export const liquidationJob = (transferId: string, delayMs = 0): JobRequest<'liquidation.offramp'> => ({
@@ -94,7 +97,7 @@ function rejectionBefore(transfer: TransferRow, beneficiaryStatus: string): Liqu
 }
 
 /** A transfer returned unpaid: nothing goes to the beneficiary and no fee is taken, so all of it goes back. */
-function unpaidPrice(received: string, beneficiary: { currency: string; payment_method: string }, rate: string): ServicePrice {
+function unpaidPrice(received: string, beneficiary: Beneficiary, rate: string): ServicePrice {
   const zero = (unit: string) => fromMinor(0n, unit === 'USDC' ? USDC_SCALE : scaleOf(unit));
   return {
     currency: beneficiary.currency, payment_method: beneficiary.payment_method as ServicePrice['payment_method'], exchange_rate: formatRate(new Decimal(rate)),
@@ -102,41 +105,92 @@ function unpaidPrice(received: string, beneficiary: { currency: string; payment_
   };
 }
 
+interface Beneficiary { currency: string; payment_method: string; status: string }
+
+/** No fresh rate yet: the job asks again in `retryInMs` (before the transfer's deadline to go back). */
+export class AwaitingRate extends AppError {
+  constructor(currency: string, readonly retryInMs: number) {
+    super('service_unavailable', `No fresh ${currency} rate to price the liquidation transfer with; asking again shortly.`);
+    this.name = 'AwaitingRate';
+  }
+}
+
+/** A rate fresh enough to price with, or null while the rate source has none (down, stale, not configured). */
+async function freshRateOrNone(deps: UnitDeps, config: Config, environment: 'sandbox' | 'live', currency: string): Promise<RateQuote | null> {
+  try {
+    return await freshRateFromSource(deps.ds, config, environment, currency);
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'service_unavailable') return null;
+    throw err;
+  }
+}
+
 /**
- * The pricing pool's job: prices the transfer now from a fresh rate of the beneficiary's currency (the largest payout
- * whose total, fees included, is what arrived), then in one unit writes its consumed quote, the off-ramp
- * (`liquidation_address` funding) and its settlement, and observes the transfer on it. A transfer outside the
- * corridor's limits (or one the address's archive or the beneficiary's rules out) becomes the same off-ramp priced
- * to pay nothing, with the reason it is returned once confirmed.
+ * Fees from what arrived (those of the largest payout whose total fits), the rest converted: total_required is exactly
+ * what arrived (the kernel's rule). Outside the corridor's limits: 422 amount_out_of_range, as a quote would be.
+ */
+function priceTransfer(received: string, beneficiary: Beneficiary, rate: string, platformFee: PlatformFee, environment: 'sandbox' | 'live'): ServicePrice {
+  const whole = wholeFiatRail(environment, beneficiary.currency, beneficiary.payment_method);
+  const budgeted = priceQuote({
+    direction: 'offramp', currency: beneficiary.currency, payment_method: beneficiary.payment_method, total_budget: received, rate, platform_fee: platformFee, whole_fiat: whole,
+  });
+  const corridor = requireCorridor(beneficiary.currency, beneficiary.payment_method, 'offramp');
+  const fiatScale = scaleOf(beneficiary.currency);
+  const exact = priceLiquidation({
+    received: toMinor(received, USDC_SCALE), fees: { provider: budgeted.minor.provider_fee, platform: budgeted.minor.platform_fee }, rate: toMinor(rate, RATE_SCALE),
+    fiatScale, fiatStep: whole ? 10n ** BigInt(fiatScale) : 1n, limits: { min: toMinor(corridor.min_amount, fiatScale), max: toMinor(corridor.max_amount, fiatScale) },
+  });
+  if (exact.kind === 'out_of_range') {
+    throw corridorError('amount_out_of_range', `With the fees taken, the payout would be ${fromMinor(exact.destination, fiatScale)} ${beneficiary.currency}, outside the ${corridor.min_amount} to ${corridor.max_amount} ${beneficiary.currency} the corridor allows.`,
+      { min_amount: corridor.min_amount, max_amount: corridor.max_amount, currency: beneficiary.currency });
+  }
+  const { price } = exact;
+  return {
+    currency: budgeted.currency, payment_method: budgeted.payment_method, exchange_rate: budgeted.exchange_rate,
+    source: { amount: fromMinor(price.source, USDC_SCALE), total_required: fromMinor(price.totalRequired, USDC_SCALE) },
+    destination: { amount: fromMinor(price.destination, fiatScale) }, fees: { provider: budgeted.fees.provider, platform: budgeted.fees.platform },
+  };
+}
+
+/**
+ * The pricing pool's job: prices the transfer now from a fresh rate of the beneficiary's currency (fees from what
+ * arrived, the rest paid out), then in one unit writes its consumed quote, the off-ramp (`liquidation_address`
+ * funding) and its settlement, and observes the transfer on it. A transfer outside the corridor's limits (or one the
+ * address's archive or the beneficiary's rules out, or one no fresh rate priced within AUTO_REFUND_AFTER_SECONDS)
+ * becomes the same off-ramp priced to pay nothing, with the reason it is returned once confirmed. Without a fresh
+ * rate before then, AwaitingRate: the job asks again.
  */
 export async function startLiquidationOfframp(deps: UnitDeps, config: Config, transferId: string): Promise<string> {
   const [transfer]: TransferRow[] = await deps.ds.query(`SELECT ${TRANSFER_COLUMNS} FROM liquidation_transfers WHERE id = $1`, [transferId]);
   if (!transfer || transfer.transaction_id) return 'already priced';
   const address = (await loadLiquidationAddress(deps.ds, transfer.liquidation_address_id))!;
   const scope = { businessId: address.business_id, environment: address.environment };
-  const [beneficiary]: { currency: string; payment_method: string; status: string }[] = await deps.ds.query(
-    `SELECT currency, payment_method, status FROM beneficiaries WHERE id = $1`, [address.beneficiary_id],
-  );
+  const [beneficiary]: Beneficiary[] = await deps.ds.query(`SELECT currency, payment_method, status FROM beneficiaries WHERE id = $1`, [address.beneficiary_id]);
   const received = fromMinor(toMinor(transfer.amount, USDC_SCALE), USDC_SCALE);
-  const rate = await freshRateFromSource(deps.ds, config, address.environment, beneficiary.currency);
+  const rate = await freshRateOrNone(deps, config, address.environment, beneficiary.currency);
   let rejection = rejectionBefore(transfer, beneficiary.status);
+  const step = nextPricingStep({
+    rejected: rejection !== null, rateAvailable: rate !== null, recordedAtMs: transfer.created_at.getTime(), nowMs: Date.now(), returnAfterSeconds: config.autoRefundAfterSeconds,
+  });
+  if (step.kind === 'wait_for_rate') throw new AwaitingRate(beneficiary.currency, step.retryInMs);
+  if (step.kind === 'return' && step.reason === 'rate_unavailable') {
+    rejection = { code: 'rate_unavailable', message: `No fresh ${beneficiary.currency} rate came within ${config.autoRefundAfterSeconds} s of the transfer (AUTO_REFUND_AFTER_SECONDS); it is returned to its sender.` };
+  }
   let priced: ServicePrice | null = null;
-  if (!rejection) {
+  if (step.kind === 'price') {
     try {
-      priced = priceQuote({
-        direction: 'offramp', currency: beneficiary.currency, payment_method: beneficiary.payment_method, total_budget: received, rate: rate.rate,
-        platform_fee: await platformFeeOf(deps.ds, address.business_id), whole_fiat: wholeFiatRail(address.environment, beneficiary.currency, beneficiary.payment_method),
-      });
+      priced = priceTransfer(received, beneficiary, rate!.rate, await platformFeeOf(deps.ds, address.business_id), address.environment);
     } catch (err) {
       if (!(err instanceof AppError) || !['amount_out_of_range', 'unsupported_corridor'].includes(err.code)) throw err;
       rejection = { code: err.code, message: `${err.message} The transfer is returned to its sender.`, ...(err.details ? { details: err.details as Record<string, unknown> } : {}) };
     }
   }
-  const price = priced ?? unpaidPrice(received, beneficiary, rate.rate);
+  // Returned unpriced for want of a rate: none is shown (0), and the quote names no time one was observed.
+  const price = priced ?? unpaidPrice(received, beneficiary, rate?.rate ?? '0');
   return inUnit(deps, async (unit) => {
     const [locked]: TransferRow[] = await unit.em.query(`SELECT ${TRANSFER_COLUMNS} FROM liquidation_transfers WHERE id = $1 FOR UPDATE`, [transferId]);
     if (locked.transaction_id) return 'already priced';
-    const quote = await insertConsumedQuote(unit, scope, { chain: address.chain, beneficiaryId: address.beneficiary_id, priced: price, rateAsOf: rate.as_of });
+    const quote = await insertConsumedQuote(unit, scope, { chain: address.chain, beneficiaryId: address.beneficiary_id, priced: price, rateAsOf: rate?.as_of ?? null });
     const tx = await insertTransaction(unit, scope, {
       quote, wallet: null, fundingAddress: address.address, status: 'created', fundingType: 'liquidation_address', customerId: address.customer_id,
       liquidationAddressId: address.id,
@@ -144,7 +198,7 @@ export async function startLiquidationOfframp(deps: UnitDeps, config: Config, tr
     const fees = toMinor(price.fees.provider, USDC_SCALE) + toMinor(price.fees.platform, USDC_SCALE);
     const settlement = await createSettlement(unit, config, scope, {
       transactionId: tx.id, chain: address.chain as Chain, fromAddress: transfer.from_address, amount: price.source.amount, feeAmount: fromMinor(fees, USDC_SCALE),
-      totalRequired: received, issuedBlock: null, liquidationAddress: { id: address.id, address: address.address, hdIndex: address.hd_index },
+      totalRequired: price.source.total_required, issuedBlock: null, liquidationAddress: { id: address.id, address: address.address, hdIndex: address.hd_index },
     });
     await unit.em.query(`UPDATE liquidation_transfers SET transaction_id = $2, rejection = $3 WHERE id = $1`, [transferId, tx.id, rejection ? JSON.stringify(rejection) : null]);
     // Like any settlement (expiry.settlements): one a reorg emptied and nothing mined again expires, and its off-ramp fails.

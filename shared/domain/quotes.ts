@@ -169,7 +169,8 @@ export interface ConsumedQuote {
   chain: Chain;
   beneficiaryId: string;
   priced: ServicePrice;
-  rateAsOf: string;
+  /** When the rate was observed; null for a payout returned unpriced because no fresh rate came. */
+  rateAsOf: string | null;
   /** Which side the amount was given for (a batch item in fiat: `destination`); `source` by default. */
   requestedSide?: 'source' | 'destination';
 }

@@ -118,6 +118,30 @@ describe('liquidation addresses (sandbox)', function () {
     expect(second.source.total_required).to.equal('50.000000');
   });
 
+  it('takes exactly what arrived: no dust returned after completion (37 USDC, where a quote\'s total comes to 36.999998)', async () => {
+    const address = await newAddress();
+    await transfer(address.id, '37');
+    const tx = await offrampReaching(address.id, 1, ['completed', 'failed', 'action_required']);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(tx.source.total_required).to.equal('37.000000');
+    const parts = [tx.source.amount, tx.fees.provider, tx.fees.platform].map((a: string) => toMinor(a, USDC_SCALE));
+    expect(parts.reduce((a, b) => a + b, 0n)).to.equal(toMinor('37', USDC_SCALE));
+    // The fees of the largest payout a quote's total fits; the 0.000002 it left over is converted, not returned.
+    const quoted = priceQuote({ direction: 'offramp', currency: 'KES', payment_method: 'mobile_money', total_budget: '37', rate: tx.exchange_rate, platform_fee: DEFAULT_PLATFORM_FEE });
+    expect(quoted.source.total_required).to.equal('36.999998');
+    expect({ provider: tx.fees.provider, platform: tx.fees.platform }).to.deep.equal({ provider: quoted.fees.provider, platform: quoted.fees.platform });
+    expect(tx.source.amount).to.equal('36.453202');
+    expect(tx.destination.amount).to.equal('4715.22');
+    // Nothing is owed back: no refund, none due, nothing overpaid, no refund entry in the ledger.
+    expect(tx.refund).to.equal(null);
+    const [row]: { refund_due_at: Date | null }[] = await (await getDs()).query(`SELECT refund_due_at FROM transactions WHERE id = $1`, [tx.id]);
+    expect(row.refund_due_at).to.equal(null);
+    const settlement = (await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body;
+    expect(settlement).to.include({ received_amount: '37.000000', total_required: '37.000000', overpaid_amount: null });
+    const refunds = await (await getDs()).query(`SELECT 1 FROM journal_entries WHERE kind = 'offramp_refund' AND metadata->>'settlement_id' = $1`, [settlement.id]);
+    expect(refunds).to.have.length(0);
+  });
+
   it('a transfer whose payout falls outside the corridor\'s limits goes back to the sender (failed, refund)', async () => {
     const address = await newAddress();
     await transfer(address.id, '5000'); // 5000 USDC is far above the 250000 KES M-Pesa limit
@@ -237,14 +261,7 @@ describe('liquidation addresses on a live chain (Anvil)', function () {
     await mintUsdc(rail.anvil, rail.token, sender, toMinor('30', USDC_SCALE));
     await rail.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [sender, `0x${parseEther('1').toString(16)}`] as never });
     const hash = await transferUsdcFrom(rail, pk, address.address, toMinor('30', USDC_SCALE));
-    let last: Record<string, any> = {};
-    const tx = await until(async () => {
-      await mine();
-      const ids = await offrampsOf(address.id);
-      if (!ids.length) return false;
-      last = (await rail.api.http.get(`${BASE}/transactions/${ids[0]}`).set(bearer(rail.key))).body;
-      return ['completed', 'failed', 'action_required'].includes(last.status) && last;
-    }, { what: 'the live liquidation off-ramp to end', describe: () => ({ status: last.status, failure: last.failure }), timeoutMs: 40_000, everyMs: 150 });
+    const tx = await liveOfframpEnding(address.id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     expect(tx.funding_source).to.deep.equal({ type: 'liquidation_address', reference: address.id, address: address.address });
     expect(tx.source.total_required).to.equal('30.000000');
@@ -257,5 +274,90 @@ describe('liquidation addresses on a live chain (Anvil)', function () {
     const [sweep]: { status: string; amount: string; to_address: string }[] = await (await getDs()).query(
       `SELECT status, amount::text, to_address FROM chain_sends WHERE purpose = 'sweep' AND from_address = $1`, [address.address.toLowerCase()]);
     expect(sweep).to.deep.include({ status: 'mined', amount: toMinor('30', USDC_SCALE).toString(), to_address: rail.hot.toLowerCase() });
+  });
+  it('live creation refuses a beneficiary whose corridor has no live provider: 422 unsupported_corridor, no_live_provider', async () => {
+    // KES by bank transfer is served in sandbox only: no live provider pays it.
+    const bank = await rail.api.http.post(`${BASE}/beneficiaries`).set(writeHeaders(rail.key))
+      .send({ currency: 'KES', payment_method: 'bank_transfer', account_holder_name: 'Amina W', details: { bank_code: '01', account_number: '0123456789' } });
+    expect(bank.status, JSON.stringify(bank.body)).to.equal(201);
+    const before = await (await getDs()).query(`SELECT count(*)::int AS n FROM liquidation_addresses WHERE beneficiary_id = $1`, [bank.body.id]);
+    const res = await rail.api.http.post(`${BASE}/liquidation-addresses`).set(writeHeaders(rail.key)).send({ chain: 'base', beneficiary_id: bank.body.id });
+    expect(res.status, JSON.stringify(res.body)).to.equal(422);
+    expect(res.body.error.code).to.equal('unsupported_corridor');
+    expect(res.body.error.details).to.include({ reason: 'no_live_provider' });
+    expect(await (await getDs()).query(`SELECT count(*)::int AS n FROM liquidation_addresses WHERE beneficiary_id = $1`, [bank.body.id])).to.deep.equal(before);
+  });
+
+  /** A live address for a new M-Pesa beneficiary and a funded sender; `send` transfers `amount` USDC to it. */
+  async function liveAddressAndSender(phone: string, amount: string) {
+    const beneficiaryId = await liveBeneficiary(rail, 'mobile_money', { phone_number: phone, mobile_network: 'safaricom' });
+    const res = await rail.api.http.post(`${BASE}/liquidation-addresses`).set(writeHeaders(rail.key)).send({ chain: 'base', beneficiary_id: beneficiaryId });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const pk = generatePrivateKey();
+    const sender = privateKeyToAccount(pk).address as Address;
+    await mintUsdc(rail.anvil, rail.token, sender, toMinor(amount, USDC_SCALE));
+    await rail.anvil.publicClient.request({ method: 'anvil_setBalance' as never, params: [sender, `0x${parseEther('1').toString(16)}`] as never });
+    return { address: res.body, sender, send: () => transferUsdcFrom(rail, pk, res.body.address, toMinor(amount, USDC_SCALE)) };
+  }
+  /** The rate source answers with a rate too old to price with, once any fresh one cached (at most 5 s) is gone. */
+  async function staleRates() {
+    rail.rates.ageMs = 10 * 60_000;
+    await new Promise((r) => setTimeout(r, 5_100));
+  }
+  const transferRow = async (addressId: string) => (await (await getDs()).query(
+    `SELECT id, transaction_id FROM liquidation_transfers WHERE liquidation_address_id = $1`, [addressId])) as { id: string; transaction_id: string | null }[];
+  async function liveOfframpEnding(addressId: string, statuses: string[], timeoutMs = 40_000): Promise<Record<string, any>> {
+    let last: Record<string, any> = {};
+    return until(async () => {
+      await mine();
+      const ids = await offrampsOf(addressId);
+      if (!ids.length) return false;
+      last = (await rail.api.http.get(`${BASE}/transactions/${ids[0]}`).set(bearer(rail.key))).body;
+      return statuses.includes(last.status) && last;
+    }, { what: `the live liquidation off-ramp reaching ${statuses.join('/')}`, describe: () => ({ status: last.status, failure: last.failure, refund: last.refund }), timeoutMs, everyMs: 150 });
+  }
+
+  it('a transfer that finds no fresh rate waits, past the job\'s attempts, and is priced and paid once the rate returns', async () => {
+    const { address, send } = await liveAddressAndSender('+254712345067', '25');
+    await staleRates();
+    try {
+      await send();
+      await until(async () => (await transferRow(address.id)).length === 1, { what: 'the transfer recorded', timeoutMs: 20_000 });
+      // Longer than the job's five attempts with backoff (about 7.5 s): still waiting, unpriced, nothing returned.
+      await new Promise((r) => setTimeout(r, 9_000));
+      expect((await transferRow(address.id))[0].transaction_id).to.equal(null);
+      expect(await offrampsOf(address.id)).to.deep.equal([]);
+    } finally {
+      rail.rates.ageMs = 1000;
+    }
+    // Priced at the returned rate and paid out (the payout's own fate is the Daraja tests' concern).
+    const tx = await liveOfframpEnding(address.id, ['processing', 'completed', 'failed', 'action_required']);
+    expect(tx.source.total_required).to.equal('25.000000');
+    expect(tx.exchange_rate).to.equal('129.35');
+    expect(tx.failure?.code).to.not.equal('rate_unavailable');
+    expect((await history(tx.id)).slice(0, 4)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing']);
+  });
+
+  it('a transfer still unpriced AUTO_REFUND_AFTER_SECONDS after it arrived goes back to its sender (failed, rate_unavailable, refund)', async () => {
+    const { address, sender, send } = await liveAddressAndSender('+254712345068', '15');
+    await staleRates();
+    try {
+      await send();
+      await until(async () => (await transferRow(address.id)).length === 1, { what: 'the transfer recorded', timeoutMs: 20_000 });
+      expect(await usdcOf(sender)).to.equal(0n);
+      // Its deadline (AUTO_REFUND_AFTER_SECONDS, 900 s by default) passes: it was recorded long enough ago.
+      await (await getDs()).query(`UPDATE liquidation_transfers SET created_at = now() - interval '901 seconds' WHERE liquidation_address_id = $1`, [address.id]);
+      const tx = await liveOfframpEnding(address.id, ['failed', 'completed']);
+      expect(tx.status).to.equal('failed');
+      expect(tx.failure.code).to.equal('rate_unavailable');
+      expect(tx.source.total_required).to.equal('15.000000');
+      expect(tx.destination.amount).to.equal('0.00');
+      expect(tx.refund).to.deep.include({ amount: '15.000000', to_address: sender });
+      expect(await history(tx.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'failed']);
+      // The USDC is back with the sender.
+      await until(async () => (await usdcOf(sender)) === toMinor('15', USDC_SCALE), { what: 'the sender repaid', timeoutMs: 20_000 });
+    } finally {
+      rail.rates.ageMs = 1000;
+    }
   });
 });

@@ -1069,7 +1069,7 @@ export interface paths {
         put?: never;
         /**
          * Create a liquidation address: send USDC to it, and the beneficiary is paid.
-         * @description A permanent USDC deposit address on `chain`, tied to `beneficiary_id`. Each confirmed transfer to it becomes an off-ramp to the beneficiary priced at that moment, the fees taken from what arrived (`source.total_required` is the amount received). A transfer whose payout would fall outside the corridor's limits, or that arrives after the address was archived, is returned to its sender (the off-ramp ends `failed` with its `refund`). An archived beneficiary or customer: 409 `resource_archived`.
+         * @description A permanent USDC deposit address on `chain`, tied to `beneficiary_id`. Each confirmed transfer to it becomes an off-ramp to the beneficiary priced at that moment, the fees taken from what arrived (`source.total_required` is exactly the amount received; the rest is converted, nothing is returned after the payout). A transfer whose payout would fall outside the corridor's limits, that arrives after the address was archived, or that no fresh rate could price within `AUTO_REFUND_AFTER_SECONDS` (it is priced as soon as the rate returns), is returned to its sender (the off-ramp ends `failed` with its `refund`). An archived beneficiary or customer: 409 `resource_archived`. Live, a beneficiary whose corridor has no live provider: 422 `unsupported_corridor` (`details.reason` `no_live_provider`).
          *
          *     Scope: `liquidation_addresses:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
          */
@@ -3446,6 +3446,21 @@ export interface components {
             content: {
                 "application/json": {
                     error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["InvalidBatchError"];
+                };
+            };
+        };
+        /** @description Unprocessable: `idempotency_key_reused`, `unsupported_corridor`. */
+        Unprocessable_IdempotencyKeyReused_UnsupportedCorridor: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: components["schemas"]["IdempotencyKeyReusedError"] | components["schemas"]["UnsupportedCorridorError"];
                 };
             };
         };
@@ -5845,7 +5860,7 @@ export interface operations {
             404: components["responses"]["NotFound_NotFound"];
             409: components["responses"]["Conflict_IdempotencyKeyInUse_ResourceArchived"];
             413: components["responses"]["PayloadTooLarge"];
-            422: components["responses"]["Unprocessable_IdempotencyKeyReused"];
+            422: components["responses"]["Unprocessable_IdempotencyKeyReused_UnsupportedCorridor"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
