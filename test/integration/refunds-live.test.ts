@@ -74,6 +74,8 @@ describe('refunds on Anvil: one hot-wallet send per return', function () {
     const again = await untilRefunded(created.id, '5.000000');
     expect(again.status).to.equal('completed');
     expect(await usdcOf(account.address)).to.equal(minor('8'));
+    // Swept with the payment or returned from the hot wallet after its sweep: the deposit address keeps nothing.
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
     expect((await sendsTo(account.address)).map((s) => [s.amount, s.status])).to.deep.equal([[minor('3').toString(), 'mined'], [minor('2').toString(), 'mined']]);
   });
 
@@ -88,5 +90,6 @@ describe('refunds on Anvil: one hot-wallet send per return', function () {
     expect(done.failure.code).to.equal('late_deposit');
     expect(await usdcOf(account.address)).to.equal(total);
     expect(await sendsTo(account.address)).to.have.length(1);
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
   });
 });
