@@ -103,10 +103,11 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
   if (!settlement) return tx.refund;
   const sends = sendsOf(tx);
   const funds = await fundsOf(unit.em, tx, settlement);
-  const next = nextRefundSend(tx.id, funds, sends, requested);
-  if (!next) return tx.refund;
+  const due = nextRefundSend(tx.id, funds, sends, requested);
+  if (!due) return tx.refund;
   const { returned, inFlight } = refundTally(funds, sends);
   const to = destinationOf(tx, settlement);
+  const next = { ...due, to };
   // Back into the funding wallet's account when that is where it goes; any other address is outside our books.
   const walletId = tx.funding_type === 'managed_wallet' || to.toLowerCase() === settlement.from_address.toLowerCase() ? tx.wallet_id : null;
   const sent = await chain.refund(unit, scopeOf(tx), {

@@ -10,6 +10,8 @@ export interface RefundSend {
   hash: string | null;
   /** Asked for by the business (POST /refund): a failed one waits for the business, not the sweeper. */
   requested: boolean;
+  /** Where it goes (the refund destination when it was decided); a job sending it reads it here. */
+  to?: string;
 }
 
 export interface RefundFunds {
