@@ -12,12 +12,16 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { closeSettlement, settlementOf, type SettlementRow } from './settlements.js';
 import { findTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
+import {
+  nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundFunds, type RefundSend,
+} from '../kernel/refund-due.js';
 
 // CONTRACT section 14: every USDC an off-ramp received and neither paid out nor returned has an exit. The business
 // asks for it (POST /transactions/{id}/refund), or it goes back on its own: the excess over total_required once the
 // payout completed, and what an off-ramp left waiting on `underpaid` or `late_deposit` holds after
-// AUTO_REFUND_AFTER_SECONDS. Each return is one ledger entry and, live, one hot-wallet send, named by the total
-// returned so far: a repeated step finds its entry (or send), a later return is a new one.
+// AUTO_REFUND_AFTER_SECONDS. Each return is one ledger entry and, live, one send, named by the total returned so far
+// (and its attempt, when a send of that total failed): a repeated step finds its entry (or send), a later return is a
+// new one. How much is due and what the next send is: shared/kernel/refund-due.ts.
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -49,12 +53,35 @@ export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'pa
   return 'unknown';
 }
 
-/** USDC received, paid out (total_required once the payout happened), already returned, and what is left to return. */
-async function heldFunds(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined) {
+/** What the off-ramp received and paid out, the two facts its refund is measured against. */
+async function fundsOf(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined): Promise<RefundFunds> {
   const received = tx.funding_type === 'treasury' ? minor(tx.total_required) : settlement ? minor(settlement.received_amount) : 0n;
   const paidOut = tx.status === 'completed' || (await payoutState(q, tx)) === 'paid' ? minor(tx.total_required) : 0n;
-  const returned = tx.refund ? minor(tx.refund.amount) : 0n;
-  return { received, paidOut, returned, due: received - paidOut - returned };
+  return { received, paidOut };
+}
+
+/** USDC received, paid out, already returned (completed sends only), on its way back, and what is left to return. */
+async function heldFunds(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined) {
+  const funds = await fundsOf(q, tx, settlement);
+  return { ...funds, ...refundTally(funds, sendsOf(tx)) };
+}
+
+/** The off-ramp's returns of USDC so far. */
+export function sendsOf(tx: TransactionRow): RefundSend[] {
+  const refund = tx.refund;
+  if (!refund || refund.currency) return [];
+  if (refund.sends) return refund.sends.map((s) => ({ ...s, amount: BigInt(s.amount) }));
+  // Written before each send was kept: one send of the whole amount, a failed one counted as returned (as it was then).
+  return [{ reference: `${tx.id}-${minor(refund.amount)}`, amount: minor(refund.amount), status: refund.status === 'pending' ? 'pending' : 'completed', hash: refund.transaction_hash, requested: false }];
+}
+
+/** The refund as stored: its sends, and the status, amount and hash they add up to. */
+function refundStateOf(sends: RefundSend[], to: string | null): RefundState {
+  const summary = refundSummary(sends);
+  return {
+    status: summary.status, amount: usdc(summary.amount), to_address: to, transaction_hash: summary.hash,
+    sends: sends.map((s) => ({ ...s, amount: s.amount.toString() })),
+  };
 }
 
 /** Where a refund goes: a managed wallet's funds back to it; an external wallet's to refund_address, else where they came from. */
@@ -63,34 +90,37 @@ function destinationOf(tx: TransactionRow, settlement: SettlementRow): string {
 }
 
 /**
- * Returns what the off-ramp holds and has neither paid out nor returned (the caller records the answer as the
- * transaction's `refund`, whose `amount` is everything returned so far). A managed wallet's funds go back to it (its
- * ledger balance in sandbox), an external wallet's on-chain to its refund destination; a treasury-funded payout's
- * whole amount goes back to the treasury's available balance. Live: the hot wallet's send is staged and the refund is
- * pending until it is mined (the chain.send job completes it).
+ * Returns what the off-ramp holds and has neither paid out, returned nor sent back yet (the caller records the answer
+ * as the transaction's `refund`, whose `amount` is what was returned so far, plus what is on its way). A managed
+ * wallet's funds go back to it (its ledger balance in sandbox), an external wallet's on-chain to its refund
+ * destination; a treasury-funded payout's whole amount goes back to the treasury's available balance. Live: a send
+ * is staged and the refund is pending until it is mined (the chain.send job completes it, or fails it: then it is due
+ * again). `requested`: the business asked (POST /refund); a failed automatic refund is tried again on its own.
  */
-export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow): Promise<RefundState | null> {
+export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow, requested = false): Promise<RefundState | null> {
   if (tx.funding_type === 'treasury') return tx.refund ?? refundToTreasury(unit, tx);
   const settlement = await settlementOf(unit.em, tx.id, true);
   if (!settlement) return tx.refund;
-  const { due, returned } = await heldFunds(unit.em, tx, settlement);
-  if (due <= 0n) return tx.refund;
-  const total = returned + due;
+  const sends = sendsOf(tx);
+  const funds = await fundsOf(unit.em, tx, settlement);
+  const due = nextRefundSend(tx.id, funds, sends, requested);
+  if (!due) return tx.refund;
+  const { returned, inFlight } = refundTally(funds, sends);
   const to = destinationOf(tx, settlement);
+  const next = { ...due, to };
   // Back into the funding wallet's account when that is where it goes; any other address is outside our books.
   const walletId = tx.funding_type === 'managed_wallet' || to.toLowerCase() === settlement.from_address.toLowerCase() ? tx.wallet_id : null;
   const sent = await chain.refund(unit, scopeOf(tx), {
-    reference: `${tx.id}-${total}`, chain: tx.chain, amount: due, to, settlementId: settlement.id, walletId, transactionId: tx.id, total,
+    reference: next.reference, chain: tx.chain, amount: next.amount, to, settlementId: settlement.id, walletId, transactionId: tx.id, total: returned + inFlight + next.amount,
   });
-  const previousHash = tx.refund?.transaction_hash ?? null;
-  if (!sent) return { status: 'pending', amount: usdc(total), to_address: to, transaction_hash: previousHash };
+  if (!sent) return refundStateOf([...sends, next], to);
   // Sent at once (the sandbox): booked now, back into the funding wallet's account or out through inbound clearing.
   unit.post(scopeOf(tx), refundEntry({
-    reference: `refund-${tx.id}-${total}`, settlementId: settlement.id, amount: due,
+    reference: `refund-${next.reference}`, settlementId: settlement.id, amount: next.amount,
     to: walletId ? walletUsdcAccount(walletId, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
   }));
   // A managed wallet's refund is a ledger credit in sandbox: no chain transaction to show.
-  return { status: 'completed', amount: usdc(total), to_address: to, transaction_hash: tx.funding_type === 'managed_wallet' ? null : sent.hash };
+  return refundStateOf([...sends, { ...next, status: 'completed', hash: tx.funding_type === 'managed_wallet' ? null : sent.hash }], to);
 }
 
 async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<RefundState> {
@@ -121,30 +151,58 @@ export function refundEntry(req: { reference: string; settlementId: string; amou
 }
 
 /** The refund changed on a transaction whose status did not: stored, and the status announced again with it. */
-export async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: null } = {}): Promise<TransactionRow> {
-  await unit.em.query(`UPDATE transactions SET refund = $2, refund_due_at = CASE WHEN $3::boolean THEN NULL ELSE refund_due_at END, updated_at = now() WHERE id = $1`, [
-    tx.id, JSON.stringify(refund), 'refund_due_at' in set,
+export async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: Date | null } = {}): Promise<TransactionRow> {
+  await unit.em.query(`UPDATE transactions SET refund = $2, refund_due_at = CASE WHEN $3::boolean THEN $4::timestamptz ELSE refund_due_at END, updated_at = now() WHERE id = $1`, [
+    tx.id, JSON.stringify(refund), 'refund_due_at' in set, set.refund_due_at ?? null,
   ]);
   const now = (await loadTransaction(unit.em, tx.id))!;
   unit.event(scopeOf(tx), `transaction.${now.status}`, transactionView(now));
   return now;
 }
 
+/** Whether `reference` (a chain send's: refund-<transaction>-<total>[-<attempt>]) is a send of this refund still in flight. */
+export function refundSendPending(tx: TransactionRow, reference: string): boolean {
+  if (!tx.refund?.sends) return tx.refund?.status === 'pending';
+  return sendsOf(tx).some((s) => `refund-${s.reference}` === reference && s.status === 'pending');
+}
+
 /**
- * Live: the hot wallet's refund send was mined. The refund completes with its hash (when it is still the refund of
- * that total: a later return supersedes it), the funds leave the settlement's clearing account, and the transaction's
- * current status is announced again with the refund in it.
+ * Live: the refund's send was mined. Its USDC leaves the settlement's clearing account, the send counts as returned,
+ * and the transaction's current status is announced again with the refund in it.
  */
-export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<total> */ reference: string; amount: bigint; total: string | null; hash: string }): Promise<string> {
+export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /** the send's: refund-<transaction>-<total>[-<attempt>] */ reference: string; amount: bigint; hash: string }): Promise<string> {
   const settlement = (await settlementOf(unit.em, tx.id))!;
   // Out of our books as it left: to the managed wallet's account, or out through inbound clearing to an external one.
   unit.post(scopeOf(tx), refundEntry({
     reference: send.reference, settlementId: settlement.id, amount: send.amount, transactionHash: send.hash,
     to: tx.funding_type === 'managed_wallet' ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
   }));
-  if (!tx.refund || (send.total !== null && tx.refund.amount !== usdc(BigInt(send.total)))) return 'superseded';
-  await recordRefund(unit, tx, { ...tx.refund, status: 'completed', transaction_hash: send.hash });
+  const sends = sendsOf(tx);
+  const ours = sends.find((s) => `refund-${s.reference}` === send.reference);
+  if (!tx.refund || !ours) return 'superseded';
+  await recordRefund(unit, tx, refundStateOf(settleRefundSend(sends, ours.reference, { status: 'completed', hash: send.hash }), tx.refund.to_address ?? null));
   return 'refunded';
+}
+
+/**
+ * Live: the refund's send will never be mined (the chain reverted it, or it was never signed). Nothing left: its
+ * amount is due again. POST /refund sends it again; an automatic one is tried again after a backoff (refund_due_at,
+ * its job staged for then, the sweeper's net behind it).
+ */
+export async function refundSendFailed(unit: Unit, tx: TransactionRow, reference: string): Promise<string> {
+  const sends = sendsOf(tx);
+  const ours = sends.find((s) => `refund-${s.reference}` === reference && s.status === 'pending');
+  if (!tx.refund || !ours) return 'not pending';
+  const after = settleRefundSend(sends, ours.reference, { status: 'failed' });
+  if (!retriesOnItsOwn(after)) {
+    await recordRefund(unit, tx, refundStateOf(after, tx.refund.to_address ?? null));
+    return 'refund failed; due again on request';
+  }
+  const delayMs = refundRetryDelayMs(after.filter((s) => s.status === 'failed').length);
+  const dueAt = new Date(Date.now() + delayMs);
+  await unit.stage(refundJob(tx.id, dueAt, delayMs), scopeOf(tx));
+  await recordRefund(unit, tx, refundStateOf(after, tx.refund.to_address ?? null), { refund_due_at: dueAt });
+  return `refund failed; tried again in ${delayMs} ms`;
 }
 
 export interface RefundRequest {
@@ -173,7 +231,7 @@ export async function requestRefund(unit: Unit, chain: ChainAdapter, scope: Even
     await unit.em.query(`UPDATE transactions SET refund_address = $2 WHERE id = $1`, [tx.id, refundAddress]);
     tx = { ...tx, refund_address: refundAddress };
   }
-  const refund = await refundOfframp(unit, chain, tx);
+  const refund = await refundOfframp(unit, chain, tx, true);
   if (tx.status === 'failed') return recordRefund(unit, tx, refund, { refund_due_at: null });
   const failure = { code: 'refund_requested', message: 'The business asked for the USDC back.', details: { previous_failure: tx.failure?.code ?? null } };
   const moved = await moveTransaction(unit, tx, 'failed', { set: { refund, failure, refund_due_at: null }, reason: 'refund_requested' });
@@ -238,15 +296,17 @@ export async function returnHeldFunds(unit: Unit, chain: ChainAdapter, id: strin
   if (!tx) return 'gone';
   if (!tx.refund_due_at || tx.refund_due_at.getTime() > Date.now() + DUE_TOLERANCE_MS) return 'not due';
   const waiting = tx.status === 'action_required' && AUTO_REFUND_CODES.includes(tx.failure?.code ?? '');
-  if (tx.status !== 'completed' && !waiting) {
+  // An automatic refund whose send failed: sent again (a failed off-ramp keeps its status).
+  const retrying = tx.status === 'failed' && retriesOnItsOwn(sendsOf(tx));
+  if (tx.status !== 'completed' && !waiting && !retrying) {
     await unit.em.query(`UPDATE transactions SET refund_due_at = NULL WHERE id = $1`, [tx.id]);
     return `unchanged (${tx.status})`;
   }
   if ((await payoutState(unit.em, tx)) === 'unknown') return 'payout outcome unknown';
   const refund = await refundOfframp(unit, chain, tx);
-  if (tx.status === 'completed') {
+  if (tx.status === 'completed' || retrying) {
     await recordRefund(unit, tx, refund, { refund_due_at: null });
-    return 'excess returned';
+    return retrying ? 'refund sent again' : 'excess returned';
   }
   await moveTransaction(unit, tx, 'failed', { set: { refund, refund_due_at: null }, reason: 'auto_refund' });
   await closeSettlement(unit, tx.id, 'auto_refund');

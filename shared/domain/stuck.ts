@@ -125,9 +125,12 @@ export const STUCK_RULES: StuckRule[] = [
   // A hot-wallet send (a delivery, a refund) or a sweep whose job was lost, or that gave up (the hot wallet dry for
   // hours): its staged job, from the outbox that staged it, runs again under its own id (the send is recorded per
   // reference, so it is never made twice).
-  outboxRule('refunds still pending or failed', STEP,
+  // Only a send still in flight: one that failed is due again under a new reference (the refund-due rule below).
+  outboxRule('refund sends still pending', STEP,
     `o.job_name = 'chain.send' AND o.payload->>'purpose' = 'refund' AND EXISTS (
-       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.refund->>'status' IN ('pending', 'failed') AND t.updated_at < ${STALE})`),
+       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.refund->>'status' = 'pending' AND t.updated_at < ${STALE}
+          AND (t.refund->'sends' IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements(t.refund->'sends') e
+                WHERE 'refund-' || (e->>'reference') = o.payload->>'reference' AND e->>'status' = 'pending')))`),
   // An on-ramp's fiat refund to its payer still pending (its job gave up, or its result never came): the same payout
   // job again; the provider adapter asks what became of the earlier request before it sends anything.
   outboxRule('on-ramp fiat refunds still pending', PROVIDER,
@@ -143,10 +146,12 @@ export const STUCK_RULES: StuckRule[] = [
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),
   // USDC an off-ramp holds past its refund's due time (an excess after the payout, an underpaid or late deposit left
-  // waiting): the delayed job staged with the deadline does it; this is the net for one that was lost.
+  // waiting, an automatic refund whose send failed, after its backoff): the delayed job staged with the deadline does
+  // it; this is the net for one that was lost.
   rule<{ id: string; refund_due_at: Date }>('off-ramp refunds past their due time', DEADLINE,
     `SELECT id, refund_due_at FROM transactions
-      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
+      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund->>'status' = 'failed')
+        OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
       ORDER BY refund_due_at LIMIT $2`,
     (r) => refundJob(r.id, r.refund_due_at, 0, true)),
   settlementsPastExpiry(DEADLINE),

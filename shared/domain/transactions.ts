@@ -82,6 +82,8 @@ export interface RefundState {
   phone_number?: string;
   provider_reference?: string | null;
   failure?: { code: string; message: string };
+  /** Off-ramps: each return of USDC (amount in minor units); never shown, `amount` and `status` are derived from it. */
+  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string }[];
 }
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,

@@ -125,6 +125,9 @@ contract TestUSDC {
     function blacklist(address account) external {
         isBlacklisted[account] = true;
     }
+    function unBlacklist(address account) external {
+        isBlacklisted[account] = false;
+    }
     function _move(address from, address to, uint256 value) internal {
         require(!isBlacklisted[from] && !isBlacklisted[to], "Blacklistable: account is blacklisted");
         require(balanceOf[from] >= value, "balance");

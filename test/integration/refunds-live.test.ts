@@ -1,16 +1,23 @@
 // Refunds on a real chain (Anvil playing base): each return leaves the treasury hot wallet as one send, recorded
-// before it is broadcast (chain_sends, one reference per amount), and completes with its hash once mined.
+// before it is broadcast (chain_sends, one reference per amount), and completes with its hash once mined. CONTRACT
+// section 18: USDC that arrived at a deposit address leaves it (the address is swept to the hot wallet before the hot
+// wallet returns it, so the hot wallet's own USDC is never spent), the reconciliation reads every deposit address, and
+// a refund the chain refuses is due again: refund.amount counts only completed sends, POST /refund sends it again (to
+// a new address if given), and the sweeper tries a failed automatic refund again.
 import { expect } from 'chai';
-import { erc20Abi, getAddress, type Address } from 'viem';
+import { encodeAbiParameters, erc20Abi, getAddress, keccak256, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
+import { contracts } from '../helpers/chain.js';
 import { liveExternalOfframp, startLiveChainRail, transferUsdcFrom, type LiveChainRail } from '../helpers/live-rail.js';
 import { fromMinor, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
+import { reconcileChain } from '../../shared/chain/reconcile.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 
 const minor = (v: string) => toMinor(v, USDC_SCALE);
 const usdc = (v: bigint) => fromMinor(v, USDC_SCALE);
@@ -32,10 +39,11 @@ describe('refunds on Anvil: one hot-wallet send per return', function () {
   const get = async (id: string) => (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
   const counted = (id: string, amount: string) =>
     until(async () => (await rail.api.http.get(`${BASE}/transactions/${id}/settlement`).set(bearer(rail.key))).body.received_amount === amount, { what: `${amount} counted` });
-  const untilRefunded = (id: string, amount: string) => until(async () => {
+  const untilRefund = (id: string, status: string, amount: string) => until(async () => {
     const tx = await get(id);
-    return tx.refund?.status === 'completed' && tx.refund.amount === amount && tx;
-  }, { what: `a refund of ${amount} completed`, timeoutMs: 30_000 });
+    return tx.refund?.status === status && tx.refund.amount === amount && tx;
+  }, { what: `a refund ${status} at ${amount}`, timeoutMs: 30_000 });
+  const untilRefunded = (id: string, amount: string) => untilRefund(id, 'completed', amount);
   const expireNow = async (id: string) => {
     await (await getDs()).query(`UPDATE settlements SET expires_at = now() - interval '1 second' WHERE transaction_id = $1`, [id]);
     await expireSettlementJob.process({ data: { transactionId: id } } as never, rail.pools.deps);
@@ -74,6 +82,8 @@ describe('refunds on Anvil: one hot-wallet send per return', function () {
     const again = await untilRefunded(created.id, '5.000000');
     expect(again.status).to.equal('completed');
     expect(await usdcOf(account.address)).to.equal(minor('8'));
+    // Swept with the payment or returned from the hot wallet after its sweep: the deposit address keeps nothing.
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
     expect((await sendsTo(account.address)).map((s) => [s.amount, s.status])).to.deep.equal([[minor('3').toString(), 'mined'], [minor('2').toString(), 'mined']]);
   });
 
@@ -88,5 +98,104 @@ describe('refunds on Anvil: one hot-wallet send per return', function () {
     expect(done.failure.code).to.equal('late_deposit');
     expect(await usdcOf(account.address)).to.equal(total);
     expect(await sendsTo(account.address)).to.have.length(1);
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
+  });
+
+  const refundSendsTo = async (address: string) =>
+    ((await (await getDs()).query(`SELECT reference, status FROM chain_sends WHERE purpose = 'refund' AND to_address = $1 ORDER BY id`, [address.toLowerCase()])) as { reference: string; status: string }[]);
+  const blacklist = async (address: Address, on: boolean) => {
+    const hash = await rail.anvil.walletClient.writeContract({
+      address: rail.token, abi: contracts().TestUSDC.abi, functionName: on ? 'blacklist' : 'unBlacklist', args: [address], account: rail.anvil.deployer, chain: rail.anvil.chain,
+    });
+    await rail.anvil.publicClient.waitForTransactionReceipt({ hash });
+  };
+  const reconcile = async () => {
+    const result = await reconcileChain({ ds: await getDs(), config: rail.pools.deps.config, log: rail.pools.deps.log }, 'live', 'base');
+    if (result === 'not configured') throw new Error('reconciliation not configured');
+    return result;
+  };
+  // The business asks before AUTO_REFUND_AFTER_SECONDS (1 s here) is up, however slow the machine.
+  const holdAutoRefund = async (id: string) => (await getDs()).query(`UPDATE transactions SET refund_due_at = now() + interval '1 hour' WHERE id = $1`, [id]);
+  const underpaid = async (phone: string, body: Record<string, unknown> = {}) => {
+    const made = await liveExternalOfframp(rail, phone, 0n, body);
+    await transferUsdcFrom(rail, made.account.key, made.created.settlement.to_address, minor('7'));
+    await counted(made.created.id, '7.000000');
+    return made;
+  };
+
+  it('an underpaid off-ramp refunded: its deposit address ends with 0 USDC and the hot wallet\'s USDC is unchanged by the refund; the reconciliation reads the address', async () => {
+    const { created, account, total } = await underpaid('+254712342010');
+    const deposit = created.settlement.to_address;
+    await expireNow(created.id);
+    await holdAutoRefund(created.id);
+    expect((await get(created.id)).failure.code).to.equal('underpaid');
+    const hotBefore = await usdcOf(rail.hot);
+    const res = await rail.api.http.post(`${BASE}/transactions/${created.id}/refund`).set(writeHeaders(rail.key)).send({});
+    expect(res.status, JSON.stringify(res.body)).to.equal(202);
+    await untilRefund(created.id, 'completed', '7.000000');
+    expect(await usdcOf(account.address)).to.equal(total);
+    expect(await usdcOf(deposit)).to.equal(0n);
+    expect(await usdcOf(rail.hot)).to.equal(hotBefore);
+    const of = (result: Awaited<ReturnType<typeof reconcile>>) => result.find((d) => d.address.toLowerCase() === deposit.toLowerCase());
+    expect(of(await reconcile())).to.deep.include({ kind: 'deposit_address', chain_balance: 0n, ledger_balance: 0n, drift: 0n });
+    // USDC at the address that no record explains (written straight into the token's balance slot, no Transfer log):
+    // a mismatch on that address.
+    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [getAddress(deposit), 1n]));
+    await rail.anvil.publicClient.request({ method: 'anvil_setStorageAt' as never, params: [rail.token, slot, `0x${minor('5').toString(16).padStart(64, '0')}`] as never });
+    expect(of(await reconcile())).to.deep.include({ kind: 'deposit_address', chain_balance: minor('5'), ledger_balance: 0n, drift: minor('5') });
+    await rail.anvil.publicClient.request({ method: 'anvil_setStorageAt' as never, params: [rail.token, slot, `0x${'0'.repeat(64)}`] as never });
+  });
+
+  it('a refund the chain refuses counts nothing as returned; POST /refund with a new refund_address sends it again and completes', async () => {
+    const blocked = privateKeyToAccount(generatePrivateKey()).address;
+    await blacklist(blocked, true);
+    const { created } = await underpaid('+254712342020', { refund_address: blocked });
+    await expireNow(created.id);
+    await holdAutoRefund(created.id);
+    const hotBefore = await usdcOf(rail.hot);
+    const first = await rail.api.http.post(`${BASE}/transactions/${created.id}/refund`).set(writeHeaders(rail.key)).send({});
+    expect(first.status, JSON.stringify(first.body)).to.equal(202);
+    const failed = await untilRefund(created.id, 'failed', '0.000000');
+    expect(failed).to.deep.include({ status: 'failed' });
+    expect(await refundSendsTo(blocked)).to.deep.equal([{ reference: `refund-${created.id}-${minor('7')}`, status: 'reverted' }]);
+    const elsewhere = privateKeyToAccount(generatePrivateKey()).address;
+    const again = await rail.api.http.post(`${BASE}/transactions/${created.id}/refund`).set(writeHeaders(rail.key)).send({ refund_address: elsewhere });
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    expect(again.body.refund).to.deep.include({ status: 'pending', amount: '7.000000', to_address: elsewhere });
+    const done = await untilRefund(created.id, 'completed', '7.000000');
+    expect(done.refund.to_address).to.equal(elsewhere);
+    expect(await usdcOf(elsewhere)).to.equal(minor('7'));
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
+    expect(await usdcOf(rail.hot)).to.equal(hotBefore);
+    expect(await refundSendsTo(elsewhere)).to.deep.equal([{ reference: `refund-${created.id}-${minor('7')}-2`, status: 'mined' }]);
+    // Everything went back: nothing is left to refund.
+    const none = await rail.api.http.post(`${BASE}/transactions/${created.id}/refund`).set(writeHeaders(rail.key)).send({});
+    expect(none.status).to.equal(409);
+    expect(none.body.error.details.reason).to.equal('nothing_to_refund');
+  });
+
+  it('an automatic refund the chain refuses is due again: the sweeper tries it again after its backoff, until it completes', async () => {
+    const blocked = privateKeyToAccount(generatePrivateKey()).address;
+    await blacklist(blocked, true);
+    const { created } = await underpaid('+254712342030', { refund_address: blocked });
+    // Underpaid, refunded on its own after AUTO_REFUND_AFTER_SECONDS: the send reverts.
+    await expireNow(created.id);
+    const failed = await untilRefund(created.id, 'failed', '0.000000');
+    expect(failed.failure.code).to.equal('underpaid');
+    const ds = await getDs();
+    const [{ due }]: { due: Date | null }[] = await ds.query(`SELECT refund_due_at AS due FROM transactions WHERE id = $1`, [created.id]);
+    expect(due, 'the retry is scheduled').to.be.instanceOf(Date);
+    expect(due!.getTime()).to.be.greaterThan(Date.now());
+    // Once the address can receive again and the backoff has passed, the sweeper's rule sends it again.
+    await blacklist(blocked, false);
+    await ds.query(`UPDATE transactions SET refund_due_at = now() - interval '1 minute' WHERE id = $1`, [created.id]);
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['off-ramp refunds past their due time']).to.be.greaterThan(0);
+    const done = await untilRefund(created.id, 'completed', '7.000000');
+    expect(done).to.deep.include({ status: 'failed' });
+    expect(done.failure.code).to.equal('underpaid');
+    expect(await usdcOf(blocked)).to.equal(minor('7'));
+    expect(await usdcOf(created.settlement.to_address)).to.equal(0n);
+    expect((await refundSendsTo(blocked)).map((s) => s.status)).to.deep.equal(['reverted', 'mined']);
   });
 });

@@ -36,6 +36,6 @@ describe('the sweeper\'s table: every transaction status that is not terminal ha
   });
 
   it('money owed after a transaction ended is re-driven too: refunds, and sweeps in flight', () => {
-    expect(STUCK_RULES.map((r) => r.name)).to.include.members(['refunds still pending or failed', 'sweeps sent and not yet mined']);
+    expect(STUCK_RULES.map((r) => r.name)).to.include.members(['refund sends still pending', 'sweeps sent and not yet mined']);
   });
 });

@@ -1,7 +1,11 @@
-import { inUnit } from '../../shared/db/unit-of-work.js';
+import { inUnit, type Unit } from '../../shared/db/unit-of-work.js';
 import { findSend, sendAndSettle } from '../../shared/chain/sender.js';
 import { completeDelivery } from '../../shared/domain/fiat-steps.js';
 import { completeRefund } from '../../shared/domain/offramps.js';
+import { refundSendFailed, refundSendPending } from '../../shared/domain/refunds.js';
+import { settlementOf } from '../../shared/domain/settlements.js';
+import { refundSendFate } from '../../shared/kernel/refund-due.js';
+import { sweepDepositAddress } from './sweep-settlement.job.js';
 import { loadTransaction, lockTransaction, stepFailed } from '../../shared/domain/transactions.js';
 import { failDelivery } from '../../shared/domain/onramp-refunds.js';
 import { withdrawalReverted, withdrawalSent } from '../../shared/domain/treasury-withdrawals.js';
@@ -12,10 +16,23 @@ import { defineJob } from '../job-definition.js';
  * records it once mined. The send is recorded before it is broadcast and named by its reference, so a retry or a
  * restarted worker checks the chain and never sends twice; while it is not mined the job retries with backoff.
  */
+async function refundFailed(unit: Unit, transactionId: string, reference: string): Promise<string> {
+  const tx = await lockTransaction(unit, transactionId);
+  return tx ? refundSendFailed(unit, tx, reference) : 'gone';
+}
+
 export const chainSendJob = defineJob({
   name: 'chain.send',
   async process(job, deps) {
     const d = job.data;
+    if (d.purpose === 'refund') {
+      // Only the refund's send in flight is made: one it gave up on (failed, due again under a new reference) never is.
+      const tx = await loadTransaction(deps.ds, d.transactionId);
+      if (!tx || !refundSendPending(tx, d.reference)) return `refund send not pending (${tx?.refund?.status ?? 'gone'})`;
+      // The USDC being returned sits at the deposit address: swept to the hot wallet first, so the hot wallet's own USDC is never spent.
+      const settlement = (await settlementOf(deps.ds, tx.id))!;
+      await sweepDepositAddress(deps, { environment: d.environment, chain: d.chain, address: settlement.to_address, hdIndex: settlement.hd_index, reference: `sweep-${settlement.id}-${d.reference}` });
+    }
     let sent;
     try {
       sent = await sendAndSettle(deps, {
@@ -34,6 +51,8 @@ export const chainSendJob = defineJob({
           return failed ? 'delivery failed; fiat refund pending' : `unchanged (${tx?.status ?? 'gone'})`;
         });
       }
+      // A refund the chain refused (its destination blacklisted by the token, say): nothing left; its amount is due again.
+      if (reverted && d.purpose === 'refund') return inUnit(deps, async (unit) => (await refundFailed(unit, d.transactionId, d.reference)));
       throw err;
     }
     const hash = sent!.receipt.transactionHash;
@@ -41,7 +60,8 @@ export const chainSendJob = defineJob({
     return inUnit(deps, async (unit) => {
       const tx = (await loadTransaction(unit.em, d.transactionId))!;
       if (d.purpose === 'onramp_delivery') return completeDelivery(unit, tx, hash);
-      return completeRefund(unit, tx, { reference: d.reference, amount: BigInt(d.amount), total: d.total, hash });
+      const locked = (await lockTransaction(unit, d.transactionId))!;
+      return completeRefund(unit, locked, { reference: d.reference, amount: BigInt(d.amount), hash });
     });
   },
   async onFinalFailure(job, err, deps) {
@@ -56,9 +76,11 @@ export const chainSendJob = defineJob({
       if (!tx) return;
       if (d.purpose === 'onramp_delivery') {
         if (tx.status === 'processing') await stepFailed(unit, tx, 'funded', message);
-      } else if (tx.refund?.status === 'pending') {
-        await unit.em.query(`UPDATE transactions SET refund = refund || '{"status": "failed"}'::jsonb, updated_at = now() WHERE id = $1`, [tx.id]);
+        return;
       }
+      // A refund whose send was signed may still be mined: it stays pending (the sweeper stages this job again).
+      const record = (await findSend(unit.em, d.environment, d.chain, d.reference))?.status ?? 'none';
+      if (refundSendFate(record) === 'failed') await refundFailed(unit, d.transactionId, d.reference);
     });
   },
 });
