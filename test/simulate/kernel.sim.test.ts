@@ -4,8 +4,9 @@ import { expect } from 'chai';
 import { formatFailure, playMany, type Model } from './runner.js';
 import { withdrawalsModel } from './withdrawals.model.js';
 import { liquidationModel } from './liquidation.model.js';
+import { refundsModel } from './refunds.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 

@@ -1,0 +1,88 @@
+// Returns of an off-ramp's USDC played against the kernel's refund rules (refund-due.ts): the business asks (twice, at
+// once, with a new address), the sweeper retries failed automatic returns, the chain mines, reverts or never signs
+// each send, and its answers come late and twice. Nothing is returned twice, refund.amount is what the chain returned,
+// and what is still due always has a way back.
+import { nextRefundSend, refundSendFate, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundSend } from '../../shared/kernel/refund-due.js';
+import type { Dice, Model } from './runner.js';
+
+interface World {
+  funds: { received: bigint; paidOut: bigint };
+  sends: RefundSend[];
+  /** The chain's record of each send by reference: what it did with it. */
+  chain: Map<string, 'sent' | 'mined' | 'reverted' | 'none'>;
+  /** USDC the chain actually returned. */
+  returnedOnChain: bigint;
+}
+
+type Fact =
+  | { kind: 'business_asks' }
+  | { kind: 'sweeper' }
+  | { kind: 'chain'; reference: string; does: 'mined' | 'reverted' | 'none' }
+  | { kind: 'answer'; reference: string };
+
+function startSend(w: World, requested: boolean): void {
+  const send = nextRefundSend('tx', w.funds, w.sends, requested);
+  if (!send) return;
+  if (w.sends.some((s) => s.reference === send.reference)) throw new Error(`reference ${send.reference} used twice`);
+  w.sends = [...w.sends, send];
+  w.chain.set(send.reference, 'sent');
+}
+
+export const refundsModel: Model<World, Fact> = {
+  name: 'off-ramp refunds',
+  budget: 30,
+  init(d: Dice) {
+    const received = BigInt(1 + d.int(50_000_000));
+    const paidOut = d.chance(0.5) ? 0n : BigInt(d.int(Number(received)));
+    return { funds: { received, paidOut }, sends: [], chain: new Map(), returnedOnChain: 0n };
+  },
+  next(w, d, draining) {
+    const options: (() => Fact)[] = [];
+    if (!draining) options.push(() => ({ kind: 'business_asks' }));
+    if (retriesOnItsOwn(w.sends) || (!w.sends.length && draining)) options.push(() => ({ kind: 'sweeper' }));
+    const sent = [...w.chain].filter(([, s]) => s === 'sent');
+    if (sent.length) options.push(() => ({ kind: 'chain', reference: d.pick(sent)[0], does: d.pick(['mined', 'mined', 'reverted', 'none'] as const) }));
+    const settled = [...w.chain].filter(([ref, s]) => s !== 'sent' && (w.sends.find((x) => x.reference === ref)?.status === 'pending' || !draining));
+    if (settled.length) options.push(() => ({ kind: 'answer', reference: d.pick(settled)[0] }));
+    return options.length ? d.pick(options)() : null;
+  },
+  step(w, fact) {
+    switch (fact.kind) {
+      case 'business_asks':
+        // POST /refund: the unit locks the transaction; a send in flight answers with the refund as it is.
+        if (refundTally(w.funds, w.sends).inFlight === 0n) startSend(w, true);
+        return;
+      case 'sweeper':
+        if (refundTally(w.funds, w.sends).inFlight === 0n) startSend(w, false);
+        return;
+      case 'chain':
+        w.chain.set(fact.reference, fact.does);
+        if (fact.does === 'mined') w.returnedOnChain += w.sends.find((s) => s.reference === fact.reference)!.amount;
+        return;
+      case 'answer': {
+        const fate = refundSendFate(w.chain.get(fact.reference)!);
+        if (fate === 'pending') return;
+        w.sends = settleRefundSend(w.sends, fact.reference, fate === 'completed' ? { status: 'completed', hash: `0x${fact.reference}` } : { status: 'failed' });
+      }
+    }
+  },
+  check(w, final) {
+    const broken: string[] = [];
+    const owed = w.funds.received - w.funds.paidOut;
+    if (w.returnedOnChain > owed) broken.push(`returned ${w.returnedOnChain} on chain, more than the ${owed} owed`);
+    const summary = refundSummary(w.sends);
+    const tally = refundTally(w.funds, w.sends);
+    if (tally.returned > w.returnedOnChain) broken.push('refund.amount counts USDC the chain never returned');
+    if (tally.due < 0n) broken.push(`due is negative: ${tally.due}`);
+    if (final) {
+      if (tally.inFlight > 0n) broken.push('a send still in flight at quiescence');
+      if (summary.amount !== w.returnedOnChain) broken.push(`refund.amount ${summary.amount} != returned on chain ${w.returnedOnChain}`);
+      // What is still due must have a way out: the sweeper's retry, or the business's POST /refund after its own failed.
+      if (tally.due > 0n && w.sends.length && !retriesOnItsOwn(w.sends) && !w.sends[w.sends.length - 1].requested) broken.push(`${tally.due} due with nothing to move it`);
+    }
+    return broken;
+  },
+  describe(fact) {
+    return JSON.stringify(fact);
+  },
+};
