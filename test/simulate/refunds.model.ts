@@ -18,7 +18,9 @@ type Fact =
   | { kind: 'business_asks' }
   | { kind: 'sweeper' }
   | { kind: 'chain'; reference: string; does: 'mined' | 'reverted' | 'none' }
-  | { kind: 'answer'; reference: string };
+  | { kind: 'answer'; reference: string }
+  /** The send's job gave up (its last attempt) while the chain may hold it signed and not yet mined. */
+  | { kind: 'job_gives_up'; reference: string };
 
 function startSend(w: World, requested: boolean): void {
   const send = nextRefundSend('tx', w.funds, w.sends, requested);
@@ -44,6 +46,7 @@ export const refundsModel: Model<World, Fact> = {
     if (sent.length) options.push(() => ({ kind: 'chain', reference: d.pick(sent)[0], does: d.pick(['mined', 'mined', 'reverted', 'none'] as const) }));
     const settled = [...w.chain].filter(([ref, s]) => s !== 'sent' && (w.sends.find((x) => x.reference === ref)?.status === 'pending' || !draining));
     if (settled.length) options.push(() => ({ kind: 'answer', reference: d.pick(settled)[0] }));
+    if (!draining && sent.length) options.push(() => ({ kind: 'job_gives_up', reference: d.pick(sent)[0] }));
     return options.length ? d.pick(options)() : null;
   },
   step(w, fact) {
@@ -59,7 +62,8 @@ export const refundsModel: Model<World, Fact> = {
         w.chain.set(fact.reference, fact.does);
         if (fact.does === 'mined') w.returnedOnChain += w.sends.find((s) => s.reference === fact.reference)!.amount;
         return;
-      case 'answer': {
+      case 'answer':
+      case 'job_gives_up': {
         const fate = refundSendFate(w.chain.get(fact.reference)!);
         if (fate === 'pending') return;
         w.sends = settleRefundSend(w.sends, fact.reference, fate === 'completed' ? { status: 'completed', hash: `0x${fact.reference}` } : { status: 'failed' });
