@@ -30,7 +30,8 @@
 //                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
-// Beyond the scenarios, a test can make M-Pesa change its mind as it does live (`payLate`: a prompt reported timed out
+// Beyond the scenarios, a test can end a prompt with any STK code (`answerStk`), make STK Query lag the callback as
+// it does live (`stkQueryLagMs`), make M-Pesa change its mind (`payLate`: a prompt reported ended unpaid
 // is paid after all; `endPayout`: a held payout ends with a result), or forge what M-Pesa never said
 // (`forgedStkSuccess`: a success-shaped callback for a prompt whose real status is not paid).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
