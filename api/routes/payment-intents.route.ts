@@ -104,7 +104,7 @@ export const schemas: Record<string, JsonSchema> = {
         description: 'The latest mobile-money prompt: the payer (stored encrypted, shown redacted: `+254*****3344`), its network, the provider\'s reference and how many prompts were sent.',
         properties: { phone_number: { type: 'string' }, mobile_network: NULLABLE_STRING, provider_reference: NULLABLE_STRING, attempts: { type: 'integer' } },
       },
-      last_payment_error: { ...FAILURE, description: 'Why the latest collection brought nothing (`collection_declined`, `provider_unavailable`).' },
+      last_payment_error: { ...FAILURE, description: 'Why the latest collection brought nothing: `payer_insufficient_funds`, `collection_declined`, `collection_timeout`, `collection_failed` (the prompt ended unpaid), `provider_unavailable`.' },
       customer: {
         type: ['object', 'null'],
         description: 'The customer as given, `phone_number` and `email` redacted (`+254*****3344`, `a***@example.com`): they are stored encrypted and never shown in full.',

@@ -1,7 +1,7 @@
 // A live collection's result (an STK callback, an STK Query answer) applied to what it pays: an on-ramp, or a payment
 // intent's collection attempt, named by the collection request's reference (`<transaction id>` or
-// `<intent id>-<attempt>`). A success is credited whenever it comes (CONTRACT §14): after the collection was given up
-// on a timeout it still funds the on-ramp, or lands as a late treasury deposit of the intent.
+// `<intent id>-<attempt>`). A success is credited whenever it comes (CONTRACT §14): after its prompt ended unpaid
+// it still funds the on-ramp, or lands as a late treasury deposit of the intent.
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
@@ -13,6 +13,7 @@ import { sameAmount } from './money.js';
 import { collectionCameToNothing, collectionFailure, loadPaymentIntent } from './payment-intents.js';
 import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { lockTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { onrampAfterUnpaidPrompt } from '../kernel/stk-results.js';
 
 /** A live collection request as provider_requests keeps it: our reference, the amount, a digest of the payer's MSISDN. */
 export interface CollectionRequest {
@@ -87,6 +88,13 @@ async function receiptCredited(unit: Unit, receipt: string): Promise<string | un
 
 /** Applies a collection's (corroborated) result to the on-ramp or intent attempt its request names. */
 export async function applyCollection(unit: Unit, config: Config, reference: string, outcome: ProviderOutcome): Promise<string> {
+  // Kept with its request in the unit that credits it: a success recorded but never applied would be asked about
+  // under a name M-Pesa does not know (`pull-<receipt>`) for ever (issue 36 defect 8).
+  if (outcome.status === 'succeeded') {
+    await unit.em.query(
+      `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'collection' AND reference = $1 AND outcome->>'status' IS DISTINCT FROM 'succeeded'`,
+      [reference, JSON.stringify(outcome)]);
+  }
   const credited = outcome.status === 'succeeded' && outcome.receipt ? await receiptCredited(unit, outcome.receipt) : undefined;
   if (credited) return `unchanged (already credited: ${credited})`;
   const intent = INTENT_REFERENCE.exec(reference);
@@ -102,23 +110,23 @@ export class ResultTooEarlyError extends AppError {
   }
 }
 
-/** awaiting_funds -> funded (delivery follows) or failed; a temporary answer waits for the next check. */
+/** awaiting_funds -> funded (delivery follows) or failed (the prompt ended unpaid); `pending` waits for the next check. */
 export async function settleCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   if (tx.status === 'created') throw new ResultTooEarlyError();
   if (tx.direction !== 'onramp') return `unchanged (${tx.status})`;
   if (outcome.status === 'succeeded') return fundCollection(unit, config, tx, outcome);
-  if (tx.status !== 'awaiting_funds') return `unchanged (${tx.status})`;
   if (outcome.status === 'declined' || outcome.status === 'rejected') {
+    if (onrampAfterUnpaidPrompt(tx.status) !== 'failed') return `unchanged (${tx.status})`;
     const failure = { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' };
     await moveTransaction(unit, tx, 'failed', { set: { failure }, reason: failure.code });
     return 'failed';
   }
-  return outcome.status;
+  return tx.status === 'awaiting_funds' ? outcome.status : `unchanged (${tx.status})`;
 }
 
 /**
  * The payer paid: funded and delivered, from awaiting_funds, from action_required while the collection was stalled,
- * or from failed on a collection timeout (the machine's guard: never once refunded). Already funded: its receipt kept.
+ * or from failed on a prompt that ended unpaid (the machine's guard: never once refunded). Already funded: its receipt kept.
  */
 async function fundCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   let from = tx;

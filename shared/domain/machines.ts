@@ -1,5 +1,6 @@
 // State machines as data: per resource, its statuses and which status each may move to. The one transition
 // function (transition.ts) reads these; nothing else writes a status.
+import { PROMPT_ENDED_CODES } from '../kernel/stk-results.js';
 
 export const TRANSACTION_STATUSES = ['created', 'awaiting_funds', 'funded', 'signing', 'submitting', 'processing', 'action_required', 'completed', 'failed'] as const;
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
@@ -70,9 +71,9 @@ export const TRANSACTION_MACHINE: Machine<TransactionStatus> = {
     action_required: (to, t) => (to === 'failed' || to === 'awaiting_funds' ? null : `${t}.stalled_at = '${to}'`),
     // Reopened only by money that arrived after it failed (a late deposit, for the business to have refunded), never
     // to be retried: a stale job's move to action_required is refused. A corroborated late success funds an on-ramp
-    // whose collection was given up on a timeout (CONTRACT §14). Anything else only while nothing was returned.
+    // whose prompt ended unpaid (CONTRACT §14, §18). Anything else only while nothing was returned.
     failed: (to, t, reason) => (to === 'action_required' ? (reason === 'late_deposit' ? null : 'false')
-      : to === 'funded' ? `${t}.refund IS NULL AND ${t}.direction = 'onramp' AND ${t}.failure->>'code' = 'collection_timeout'`
+      : to === 'funded' ? `${t}.refund IS NULL AND ${t}.direction = 'onramp' AND ${t}.failure->>'code' IN (${PROMPT_ENDED_CODES.map((c) => `'${c}'`).join(', ')})`
         : `${t}.refund IS NULL`),
   },
   // Every way out of a stuck state (CONTRACT section 14).

@@ -19,6 +19,7 @@ import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } f
 import type { RateQuote } from './rates.js';
 import { wholeFiatRail } from './pricing.js';
 import { NOW, recordCreation, transition } from './transition.js';
+import { intentAfterUnpaidPrompt } from '../kernel/stk-results.js';
 
 // Payment intents (CONTRACT section 8): a business asks for a fiat amount; its payer pays by mobile money (a
 // collection the providers pool requests) or in USDC to the intent's own deposit address. The USDC price is fixed at
@@ -296,9 +297,10 @@ export async function startIntentCollection(unit: Unit, config: Config, scope: E
  */
 export async function collectionCameToNothing(unit: Unit, intent: PaymentIntentRow, failure: { code: string; message: string }, providerReference: string | null): Promise<string> {
   const current = (await loadPaymentIntent(unit.em, intent.id, true))!;
-  if (current.status !== 'processing' || current.collection_attempts !== intent.collection_attempts) return `moved on (${current.status})`;
-  if (toMinor(usdc(current.received_amount), USDC_SCALE) >= toMinor(usdc(current.usdc_amount), USDC_SCALE)) return 'paid otherwise';
-  const to = current.expires_at <= new Date() ? 'expired' : 'awaiting_payment';
+  const waiting = current.status === 'processing' && current.collection_attempts === intent.collection_attempts;
+  const fullyPaid = toMinor(usdc(current.received_amount), USDC_SCALE) >= toMinor(usdc(current.usdc_amount), USDC_SCALE);
+  const to = intentAfterUnpaidPrompt({ status: current.status, current: waiting, fullyPaid, expiresAt: current.expires_at }, new Date());
+  if (!to) return waiting ? 'paid otherwise' : `moved on (${current.status})`;
   await moveIntent(unit, current, to, { last_payment_error: failure, provider_reference: providerReference }, failure.code);
   return to;
 }

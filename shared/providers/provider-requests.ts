@@ -46,13 +46,16 @@ export class ProviderRequests {
    * The request leaves now (under `providerReference` when given, else the id it had): whatever was known of an earlier
    * one no longer describes it, so if this one goes unanswered the next attempt asks first. `sends` counts requests that
    * left. A final answer is kept, unless the provider said the request ended without moving money (`ended`).
+   * `expectedSends`: only if no other worker sent it since the caller read `sends` (false: it did, send nothing).
    */
-  async markSending(kind: ProviderKind, reference: string, providerReference?: string): Promise<void> {
-    await this.db.query(
+  async markSending(kind: ProviderKind, reference: string, providerReference?: string, expectedSends?: number): Promise<boolean> {
+    const rows = await updateReturning(this.db,
       `UPDATE provider_requests SET outcome = jsonb_build_object('status', 'sending', 'provider_reference', COALESCE(to_jsonb($3::text), outcome->'provider_reference')),
               sends = sends + 1, updated_at = now()
-        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND (outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') OR outcome->>'ended' = 'true')`,
-      [kind, reference, providerReference ?? null],
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND (outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') OR outcome->>'ended' = 'true')
+          AND ($4::int IS NULL OR sends = $4) RETURNING sends`,
+      [kind, reference, providerReference ?? null, expectedSends ?? null],
     );
+    return rows.length > 0;
   }
 }

@@ -16,6 +16,9 @@
 //   - QueueTimeOutURL: the gateway posts there when the request sat too long in M-Pesa's queue; the request may still
 //     run (osenco/mpesa wiki "Processing Timeouts", pesakit.landelatech.com "timeout callbacks are not the same as
 //     final failure"). Its body is not published: the stand-in posts a Result naming the request with code 1037.
+//   - STK prompt results (callback and STK Query ResultCode): PUBLISHED_STK_RESULT_CODES below, as Safaricom's list is
+//     reproduced by integrators (api-evangelist/mpesa errors/mpesa-result-codes.yml citing developer.safaricom.co.ke,
+//     kenzobe.com "M-Pesa Daraja API Common Errors", paylod.dev/docs/errors); `answerStk` makes a prompt end with any.
 // It keeps a request log and counts payouts M-Pesa executed, and the last four digits of the payer or receiver pick
 // what it does, so a test reads its scenario from its data:
 //   collections: 0001 declined (1032), 0037 no answer (1037), 0099 callback lost, 0098 no callback and STK Query "being processed" for ever, 0022 callback sent twice,
@@ -27,7 +30,8 @@
 //                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
-// Beyond the scenarios, a test can make M-Pesa change its mind as it does live (`payLate`: a prompt reported timed out
+// Beyond the scenarios, a test can end a prompt with any STK code (`answerStk`), make STK Query lag the callback as
+// it does live (`stkQueryLagMs`), make M-Pesa change its mind (`payLate`: a prompt reported ended unpaid
 // is paid after all; `endPayout`: a held payout ends with a result), or forge what M-Pesa never said
 // (`forgedStkSuccess`: a success-shaped callback for a prompt whose real status is not paid).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -59,6 +63,25 @@ interface Payment {
   at?: number;
 }
 
+/**
+ * Every STK Push result code Safaricom publishes, with its ResultDesc (read 2026-11-28 with the search tool; sources in
+ * the header): 0 is the only success, every other code is a prompt that ended without collecting.
+ */
+export const PUBLISHED_STK_RESULT_CODES: Record<string, string> = {
+  '0': 'The service request is processed successfully.',
+  '1': 'The balance is insufficient for the transaction.',
+  '17': 'Unable to process by Party B: the receiving shortcode is temporarily unavailable.',
+  '26': 'System busy. The service request is rejected.',
+  '1001': 'Unable to lock subscriber, a transaction is already in process for the current subscriber',
+  '1019': 'Transaction has expired',
+  '1025': 'An error occurred while sending a push request',
+  '1032': 'Request cancelled by user',
+  '1036': 'SMSC ACK timeout: the payer could not be reached',
+  '1037': 'DS timeout user cannot be reached',
+  '2001': 'The initiator information is invalid.',
+  '9999': 'An error occurred while sending a push request.',
+};
+
 /** Pull Transactions' date format: `2020-08-04 08:36:00`, Nairobi time as Safaricom keeps it (UTC+3). */
 function pullDate(text: string): number {
   const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{1,2}):(\d{2})(?::(\d{2}))?/.exec(text ?? '');
@@ -76,6 +99,8 @@ export interface FakeDaraja {
   /** Where callbacks go: the request's URL with this origin (our API listens on a port chosen at run time). */
   callbackOrigin: string;
   callbackDelayMs: number;
+  /** For this long after a prompt, STK Query still answers "being processed" (M-Pesa's record lags its callback). */
+  stkQueryLagMs: number;
   holdMs: number;
   /** Callbacks whose URL this answers true for are never delivered (lost on the way), e.g. only B2C results. */
   loses: ((url: string) => boolean) | null;
@@ -92,6 +117,8 @@ export interface FakeDaraja {
   resultFor(reference: string): Record<string, any> | null;
   /** The STK callback as the fake would post it for a prompt (CheckoutRequestID), or null. */
   stkCallbackFor(checkoutRequestId: string): Record<string, any> | null;
+  /** The next prompt to this MSISDN (digits, as Daraja takes it) ends with `resultCode` (any code, published or not). */
+  answerStk(msisdn: string, resultCode: string): void;
   /** The payer approves a prompt M-Pesa had answered 1037 (timed out): STK Query says paid from now on, and the success callback is posted. */
   payLate(checkoutRequestId: string): Promise<void>;
   /** A success-shaped STK callback for a prompt, with its Amount and PhoneNumber (changed by `change`), while M-Pesa's record of it stays as it is. */
@@ -134,8 +161,10 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
   const payments = new Map<string, Payment>();
   const failedOnce = new Set<string>();
   const ended = new Set<string>();
+  const stkAnswers = new Map<string, string>();
   const fake: FakeDaraja = {
-    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, holdMs: 0, executions: new Map(), beforeStatusAnswer: null, oauthDown: false, loses: null,
+    answerStk: (msisdn, resultCode) => void stkAnswers.set(msisdn, resultCode),
+    url: '', log: [], callbacks: [], tokenRequests: 0, expiresIn: 3599, callbackOrigin: '', callbackDelayMs: 30, stkQueryLagMs: 0, holdMs: 0, executions: new Map(), beforeStatusAnswer: null, oauthDown: false, loses: null,
     checkoutsFor: (msisdn) => [...payments.values()].filter((p) => p.kind === 'collection' && p.phone === msisdn).map((p) => p.key),
     payoutsTo: (reference) => fake.log.filter((r) => /\/(b2c\/v3|b2b\/v1)\/paymentrequest$/.test(r.path) && (r.body.OriginatorConversationID === reference || r.body.Occassion === reference)),
     resultFor: (reference) => (payments.has(reference) ? (resultCallback(payments.get(reference)!) as Record<string, any>) : null),
@@ -257,9 +286,11 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       if (body.Password !== expected || !Number.isInteger(body.Amount)) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid Password or Amount' });
       const suffix = last4(body.PhoneNumber);
       // 0067: like 0066 (our answer late), but the payer lets the prompt time out (1037); payLate pays it later.
-      const code = { '0001': '1032', '0037': '1037', '0067': '1037' }[suffix] ?? '0';
+      const chosen = stkAnswers.get(String(body.PhoneNumber));
+      stkAnswers.delete(String(body.PhoneNumber));
+      const code = chosen ?? { '0001': '1032', '0037': '1037', '0067': '1037' }[suffix] ?? '0';
       const p: Payment = {
-        kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: code === '0' ? 'The service request is processed successfully.' : code === '1032' ? 'Request cancelled by user' : 'DS timeout user cannot be reached',
+        kind: 'collection', key: `ws_CO_${randomUUID().replace(/-/g, '')}`, resultCode: code, resultDesc: PUBLISHED_STK_RESULT_CODES[code] ?? 'The service request has failed.',
         conversationId: `29115-${randomUUID().slice(0, 8)}-1`, originator: '', receipt: receiptNo(), amount: body.Amount, phone: String(body.PhoneNumber), callbackUrl: body.CallBackURL,
         billReference: String(body.AccountReference ?? ''), at: Date.now(),
       };
@@ -297,7 +328,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       const p = payments.get(body.CheckoutRequestID);
       if (!p) return send(400, { errorCode: '400.002.02', errorMessage: 'Bad Request - Invalid CheckoutRequestID' });
       // A prompt M-Pesa keeps undecided: STK Query answers Daraja's "being processed" error for as long as it is asked.
-      if (last4(p.phone ?? '') === '0098') return send(500, { requestId: randomUUID(), errorCode: '500.001.1001', errorMessage: 'The transaction is being processed' });
+      if (last4(p.phone ?? '') === '0098' || Date.now() < p.at! + fake.stkQueryLagMs) return send(500, { requestId: randomUUID(), errorCode: '500.001.1001', errorMessage: 'The transaction is being processed' });
       return send(200, { ResponseCode: '0', ResponseDescription: 'The service request has been accepted successsfully', MerchantRequestID: p.conversationId, CheckoutRequestID: p.key, ResultCode: p.resultCode, ResultDesc: p.resultDesc });
     }
     if (url.pathname === '/mpesa/b2c/v3/paymentrequest' || url.pathname === '/mpesa/b2b/v1/paymentrequest') {

@@ -51,7 +51,7 @@ describe('a payment intent whose prompt M-Pesa never decides', function () {
   });
 
   it('the sweeper starts a new series of checks for a prompt no check asks about, not the collect job again', async () => {
-    const id = await promptedIntent('+254712341098');
+    const id = await promptedIntent('+254712310098');
     const ds = await getDs();
     await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [`${id}-1`])).length === 1, { what: 'the prompt sent' });
     await ds.query(`UPDATE payment_intents SET updated_at = now() - interval '10 minutes' WHERE id = $1`, [id]);

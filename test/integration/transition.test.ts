@@ -213,7 +213,7 @@ describe('the engine: units of work and the one transition function', () => {
       expect(late?.from).to.equal('failed');
     });
 
-    it('failed -> funded only for an on-ramp whose collection timed out and nothing was returned', async () => {
+    it('failed -> funded only for an on-ramp whose prompt ended unpaid (CONTRACT §18) and nothing was returned', async () => {
       const timeout = { code: 'collection_timeout', message: 'Set by the test.' };
       const tx = await offrampIn('failed', { failure: timeout });
       // As an on-ramp (the columns an on-ramp has), failed with `failure` and `refund`.
@@ -227,7 +227,8 @@ describe('the engine: units of work and the one transition function', () => {
       const guard = TRANSACTION_MACHINE.guards!.failed!('funded', 't', undefined);
       const fundable = async (row: TransactionRow) => (await api.deps.ds.query(`SELECT 1 FROM transactions t WHERE t.id = $1 AND ${guard}`, [row.id])).length === 1;
       expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))).to.equal(null); // an off-ramp
-      expect(await fundable(await as({ failure: { ...timeout, code: 'collection_declined' } }))).to.equal(false);
+      for (const code of ['collection_declined', 'payer_insufficient_funds', 'collection_failed']) expect(await fundable(await as({ failure: { ...timeout, code } })), code).to.equal(true);
+      expect(await fundable(await as({ failure: { ...timeout, code: 'provider_unavailable' } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout, refund: { status: 'pending', amount: '1', transaction_hash: null } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout }))).to.equal(true);
     });

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { DEFAULT_PLATFORM_FEE, priceQuote, wholeFiatRail } from '../../shared/domain/pricing.js';
 import { toMinor } from '../../shared/domain/money.js';
-import { outcomeOf, safeDescription } from '../../shared/providers/daraja/result-codes.js';
+import { outcomeOf, safeDescription, stkOutcome } from '../../shared/providers/daraja/result-codes.js';
 import { parseDarajaCallback } from '../../shared/providers/daraja/callbacks.js';
 
 const DARAJA = {
@@ -31,14 +31,17 @@ describe('live M-Pesa configuration, result codes and whole-shilling pricing', (
       WALLET_SEED_LIVE: 'legal winner thank year wave sausage worth useful legal winner thank yellow', IDEMPOTENCY_SECRET: 's' }, { walletSeeds: true })).to.throw(ConfigError, /tests only/);
   });
 
-  it('result codes: 0 success; 1, 1037, 500.001.1001 temporary for payouts; 1032 declined and 1037 timed out for prompts; the rest final', () => {
+  it('result codes: 0 success; 1, 1037, 500.001.1001 temporary for payouts; every non-zero STK result ends the prompt; the rest final', () => {
     expect(outcomeOf('payout', '0', '', 'AG_1').status).to.equal('succeeded');
     for (const code of ['1', '17', '26', '1001', '1037', '500.001.1001']) expect(outcomeOf('payout', code, '', null).status, code).to.equal('temporary_failure');
     expect(outcomeOf('payout', '2040', '', null).failure!.code).to.equal('invalid_receiver');
     expect(outcomeOf('payout', '2001', '', null)).to.deep.include({ status: 'rejected' });
-    expect(outcomeOf('collection', '1032', '', 'ws').failure!.code).to.equal('collection_declined');
-    expect(outcomeOf('collection', '1037', '', 'ws')).to.deep.include({ status: 'declined' });
-    expect(outcomeOf('collection', '1037', '', 'ws').failure!.code).to.equal('collection_timeout');
+    expect(stkOutcome('0', '', 'ws')).to.deep.equal({ status: 'succeeded', provider_reference: 'ws' });
+    expect(stkOutcome('1032', '', 'ws').failure!.code).to.equal('collection_declined');
+    expect(stkOutcome('1037', '', 'ws')).to.deep.include({ status: 'declined' });
+    expect(stkOutcome('1037', '', 'ws').failure!.code).to.equal('collection_timeout');
+    for (const code of ['1', '17', '26', '1001']) expect(stkOutcome(code, '', 'ws').status, code).to.equal('declined');
+    expect(stkOutcome('1', 'Balance 254712345678 short', 'ws').failure!.message).to.not.contain('254712345678');
     expect(safeDescription('Receiver 254712345678 is not registered')).to.equal('Receiver [redacted] is not registered');
   });
 

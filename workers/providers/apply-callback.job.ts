@@ -1,3 +1,4 @@
+import { DelayedError } from 'bullmq';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { AppError } from '../../shared/errors.js';
 import { collectionRequestFor, requestMismatch } from '../../shared/domain/collection-results.js';
@@ -22,7 +23,22 @@ async function corroborate(deps: WorkerDeps, result: ProviderCallback): Promise<
   if (wrong) return { request, contradicted: `its ${wrong} is not the request's` };
   const asked = await liveProvider('mpesa_daraja', { db: deps.ds, config: deps.config, log: deps.log }).queryStatus('collection', request.reference, result.outcome.provider_reference!);
   if (asked && isFinalOutcome(asked)) return (asked.status === 'succeeded') === paid ? { request, confirmed: true } : { request, contradicted: `STK Query says ${asked.status}` };
-  throw new AppError('service_unavailable', 'M-Pesa has no final answer for the prompt yet; asking again shortly.');
+  throw new NotFinalYet();
+}
+
+/** STK Query still says "being processed": M-Pesa's record lags the callback it sent. */
+class NotFinalYet extends AppError {
+  constructor() {
+    super('service_unavailable', 'M-Pesa has no final answer for the prompt yet; asking again shortly.');
+  }
+}
+
+/** For this long after its callback, a claim STK Query cannot answer yet is asked about again soon (a prompt lives about a minute). */
+const CORROBORATE_FOR_MS = 120_000;
+
+/** Soon after the callback, soon again (a quarter of the time since, 250 ms to 2 s): never the status checks' window. */
+export function corroborateAgainInMs(sinceCallbackMs: number): number {
+  return Math.min(2000, Math.max(250, Math.round(sinceCallbackMs / 4)));
 }
 
 interface StoredCallback {
@@ -30,6 +46,7 @@ interface StoredCallback {
   kind: string;
   body: unknown;
   payer_key: string | null;
+  received_at: Date;
   processed_at: Date | null;
 }
 
@@ -51,9 +68,18 @@ async function darajaResult(deps: WorkerDeps, stored: StoredCallback) {
 export const applyCallbackJob = defineJob({
   name: 'provider.callback',
   async process(job, deps) {
-    const stored: StoredCallback[] = await deps.ds.query(`SELECT provider, kind, body, payer_key, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId]);
+    const stored: StoredCallback[] = await deps.ds.query(`SELECT provider, kind, body, payer_key, received_at, processed_at FROM provider_callbacks WHERE id = $1`, [job.data.callbackId]);
     if (!stored[0] || stored[0].processed_at) return 'already applied';
-    const read = stored[0].provider === 'mtn_momo' ? await corroborateMomo(deps, stored[0].kind, stored[0].body) : await darajaResult(deps, stored[0]);
+    let read: Awaited<ReturnType<typeof darajaResult | typeof corroborateMomo>>;
+    try {
+      read = stored[0].provider === 'mtn_momo' ? await corroborateMomo(deps, stored[0].kind, stored[0].body) : await darajaResult(deps, stored[0]);
+    } catch (err) {
+      // Its corroboration waits on M-Pesa alone: asked again within a second or two, not as an attempt (CONTRACT §14).
+      const since = Date.now() - stored[0].received_at.getTime();
+      if (!(err instanceof NotFinalYet) || !deps.token || since > CORROBORATE_FOR_MS) throw err;
+      await job.moveToDelayed(Date.now() + corroborateAgainInMs(since), deps.token);
+      throw new DelayedError();
+    }
     return inUnit(deps, async (unit) => {
       const rows: { processed_at: Date | null }[] = await unit.em.query(`SELECT processed_at FROM provider_callbacks WHERE id = $1 FOR UPDATE`, [job.data.callbackId]);
       if (!rows[0] || rows[0].processed_at) return 'already applied';

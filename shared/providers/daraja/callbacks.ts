@@ -4,7 +4,7 @@
 // or a list; ReferenceData.ReferenceItem likewise). Any well-formed JSON is stored; these schemas decide what is read.
 import { Ajv } from 'ajv';
 import type { ProviderCallback, ProviderKind } from '../provider.js';
-import { outcomeOf, safeDescription } from './result-codes.js';
+import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { payerKey } from './msisdn.js';
 import { redactPhone } from '../../domain/payer-data.js';
 
@@ -98,7 +98,7 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
   if (kind === 'stk' || kind === 'collection') {
     if (!validDarajaCallback('stk', body)) return null;
     const cb = (body as any).Body.stkCallback;
-    const outcome = outcomeOf('collection', String(cb.ResultCode), cb.ResultDesc, cb.CheckoutRequestID);
+    const outcome = stkOutcome(String(cb.ResultCode), cb.ResultDesc, cb.CheckoutRequestID);
     const meta = params(cb.CallbackMetadata?.Item, 'Name');
     return {
       kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID, claim: true,

@@ -8,7 +8,7 @@ import { logger } from '../../logger.js';
 import { sameAmount, toMinor } from '../../domain/money.js';
 import { isFinalOutcome, ProviderError, pulledReference, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
-import { outcomeOf, safeDescription } from './result-codes.js';
+import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
 import { ProviderRequests } from '../provider-requests.js';
@@ -90,7 +90,8 @@ export class DarajaProvider implements PaymentProvider {
     // A token first: without one nothing can leave, and a prompt marked sending is never sent again.
     await this.client.token();
     const timestamp = darajaTimestamp();
-    await this.sending('collection', req.reference);
+    // Two runs of one job (a stalled lock) both past the claim: only the first to mark it sending prompts the payer.
+    if (!(await this.requests.markSending('collection', req.reference, undefined, previous?.sends ?? 0))) return this.mayBeLive(req.reference);
     const answer = await this.client.stkPush({
       BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
       Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
@@ -148,7 +149,7 @@ export class DarajaProvider implements PaymentProvider {
       if (!checkout) return this.pulled(reference);
       const answer = await this.client.stkQuery(checkout);
       const body = answer.body ?? {};
-      if (body.ResultCode !== undefined) return outcomeOf('collection', String(body.ResultCode), body.ResultDesc, checkout);
+      if (body.ResultCode !== undefined) return stkOutcome(String(body.ResultCode), body.ResultDesc, checkout);
       if (String(body.errorCode ?? '') === '500.001.1001') return { status: 'pending', provider_reference: checkout };
       throw new AppError('service_unavailable', `M-Pesa's STK Query gave no result (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
     }
@@ -170,8 +171,8 @@ export class DarajaProvider implements PaymentProvider {
   /**
    * A prompt that left but that M-Pesa never named to us (its STK Push answer and its callback both lost): nothing to
    * ask STK Query about, so M-Pesa's reconciliation API (Pull Transactions) is asked what the shortcode collected since
-   * the prompt left. A payment with its AccountReference and amount is its success, recorded with the M-Pesa receipt
-   * as its reference (`pull-<receipt>`); a callback that still comes is matched to it by that receipt, and the payment,
+   * the prompt left. A payment with its AccountReference and amount is its success, with the M-Pesa receipt as its
+   * reference (`pull-<receipt>`), recorded where it is credited; a callback that still comes is matched to it by that receipt, and the payment,
    * credited once by receipt, is not credited twice. None there: still unknown (null). A refused or failed query:
    * unknown too, asked again on the next check.
    */
@@ -195,7 +196,8 @@ export class DarajaProvider implements PaymentProvider {
       if (paid) {
         const receipt = String(paid.transactionId);
         this.log.warn({ provider: this.id, kind: 'collection', reference, receipt }, 'a prompt M-Pesa never named to us was found paid by Pull Transactions');
-        return this.store('collection', reference, { status: 'succeeded', provider_reference: pulledReference(receipt), receipt });
+        // Not stored here: the unit that credits it records it (collection-results.ts), so a failed unit finds it again.
+        return { status: 'succeeded', provider_reference: pulledReference(receipt), receipt };
       }
       if (rows.length < 100) return null;
     }
@@ -230,8 +232,8 @@ export class DarajaProvider implements PaymentProvider {
    * The request leaves now: whatever was known of an earlier one (absent, queried) no longer describes it, so if this
    * one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
    */
-  private sending(kind: ProviderKind, reference: string): Promise<void> {
-    return this.requests.markSending(kind, reference);
+  private async sending(kind: ProviderKind, reference: string): Promise<void> {
+    await this.requests.markSending(kind, reference);
   }
 
   private stored(kind: ProviderKind, reference: string): Promise<Stored | null> {

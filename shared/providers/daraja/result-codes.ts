@@ -1,12 +1,12 @@
 // What a Daraja ResultCode (or synchronous errorCode) means for us (CONTRACT §13): 0 is success; our own balance
-// short, a busy system or a timeout are temporary; a refused receiver or a refused prompt is final.
+// short, a busy system or a timeout are temporary; a refused receiver or a refused prompt is final. An STK prompt's
+// result is §18's instead (shared/kernel/stk-results.ts): every non-zero code ends it.
 import type { ProviderKind, ProviderOutcome } from '../provider.js';
+import { stkResult } from '../../kernel/stk-results.js';
 
 // Our side short of float (1), the subscriber busy (1001), the prompt or system timed out (1037), throttled (17, 26),
 // and the gateway's "being processed" (500.001.1001).
 const TEMPORARY = new Set(['1', '17', '26', '1001', '1037', '500.001.1001']);
-// Payer's answers to an STK prompt: cancelled (1032), wrong PIN (2001), no answer in time (1037), unreachable (1036).
-const DECLINED: Record<string, string> = { '1032': 'collection_declined', '2001': 'collection_declined', '1036': 'collection_timeout', '1037': 'collection_timeout' };
 // Receivers M-Pesa cannot pay: unregistered or invalid number, account or shortcode.
 const INVALID_RECEIVER = new Set(['2040', '8006', 'C2B00011', 'C2B00012', 'R000002', '2028']);
 
@@ -16,17 +16,20 @@ export function safeDescription(desc: unknown): string {
   return text.replace(/\d{6,}/g, '[redacted]').slice(0, 200);
 }
 
-/** A ResultCode (callback, STK Query) or errorCode (a refused request) as an outcome for `kind`. */
+/**
+ * An STK prompt's ResultCode (its callback, STK Query) as an outcome: paid, or ended unpaid with the code §18 names;
+ * never temporary, so no prompt waits for ever.
+ */
+export function stkOutcome(code: string, desc: unknown, checkoutRequestId: string | null): ProviderOutcome {
+  const verdict = stkResult(code, safeDescription(desc));
+  if (verdict.paid) return { status: 'succeeded', provider_reference: checkoutRequestId };
+  return { status: 'declined', provider_reference: checkoutRequestId, failure: { code: verdict.code, message: verdict.message } };
+}
+
+/** A payout's ResultCode (result callback) or a request's errorCode (a refused STK Push, B2C, B2B) as an outcome for `kind`. */
 export function outcomeOf(kind: ProviderKind, code: string, desc: unknown, providerReference: string | null): ProviderOutcome {
   if (code === '0') return { status: 'succeeded', provider_reference: providerReference };
   const said = safeDescription(desc);
-  if (kind === 'collection' && DECLINED[code]) {
-    const timedOut = DECLINED[code] === 'collection_timeout';
-    return {
-      status: 'declined', provider_reference: providerReference,
-      failure: { code: DECLINED[code], message: timedOut ? `The payer did not answer the M-Pesa prompt in time (ResultCode ${code}).` : `The payer declined the M-Pesa prompt (ResultCode ${code}): ${said}` },
-    };
-  }
   // Throttled (HTTP 429, Daraja's 429.x codes): refused for now, never a verdict on the payee.
   if (TEMPORARY.has(code) || /^(http_)?429/.test(code)) {
     return { status: 'temporary_failure', provider_reference: providerReference, failure: { code: 'provider_unavailable', message: `M-Pesa is temporarily unable to process this (code ${code}): ${said}` } };
