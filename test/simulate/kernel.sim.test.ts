@@ -5,8 +5,9 @@ import { formatFailure, playMany, type Model } from './runner.js';
 import { withdrawalsModel } from './withdrawals.model.js';
 import { liquidationModel } from './liquidation.model.js';
 import { refundsModel } from './refunds.model.js';
+import { collectionsModel } from './collections.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 
