@@ -20,6 +20,7 @@ import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';
 import { submissionStep, type SubmissionStep } from '../kernel/submission.js';
+import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
 
 export interface StartOfframpInput {
@@ -177,9 +178,9 @@ export async function observeTransfer(
   current?: TransactionRow,
   chain?: ChainAdapter,
 ): Promise<SettlementRow> {
-  const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
+  const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer));
+  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer, observation!));
   if (!isNew) {
     // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
     // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
@@ -208,12 +209,12 @@ export async function observeTransfer(
  * Live: an observed transfer moves USDC into the settlement's clearing account, from the managed wallet that sent it
  * (so its ledger balance follows the chain) or from outside (inbound clearing). The sandbox posts when it sends.
  */
-function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: ObservedTransfer) {
+function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: ObservedTransfer, observation: string) {
   const fromWallet = tx.funding_type === 'managed_wallet' && transfer.from?.toLowerCase() === settlement.from_address.toLowerCase();
   return {
     kind: 'offramp_deposit',
-    // The block too: a transfer a reorg removed and the new chain mined again is a new deposit (the first was reversed).
-    reference: `offramp-deposit-${settlement.id}-${transfer.transactionHash}-${transfer.logIndex}-${transfer.blockHash ?? 'none'}`,
+    // Per counting: a transfer a reorg removed and counted again (in a new block, or the same one restored) posts again.
+    reference: depositReference({ settlementId: settlement.id, transactionHash: transfer.transactionHash, logIndex: transfer.logIndex, observation }),
     metadata: { transaction_id: tx.id, settlement_id: settlement.id, transaction_hash: transfer.transactionHash, log_index: transfer.logIndex },
     postings: [
       { account: fromWallet ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing' as const, asset: 'USDC' }, amount: -transfer.amount },
@@ -288,10 +289,11 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
   const now = await uncountTransfers(unit, settlement, removed);
   for (const t of removed) {
     // The entry its observation made (depositEntry, from the same facts), reversed.
-    const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined });
+    const counted = { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined };
+    const entry = depositEntry(settlement, tx, counted, t.id);
     unit.post(scopeOf(tx), {
       kind: 'offramp_deposit_reorg',
-      reference: `reorg-${entry.reference}`,
+      reference: reversalReference({ settlementId: settlement.id, transactionHash: t.transaction_hash, logIndex: t.log_index, observation: t.id }),
       metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },
       postings: entry.postings.map((p) => ({ ...p, amount: -p.amount })),
     });
