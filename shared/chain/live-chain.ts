@@ -8,6 +8,7 @@ import { jobId } from '../queues/registry.js';
 import type { ChainAdapter, ConfirmationSubject } from './adapter.js';
 import { absentAsNull, ChainUnavailableError, publicClientFor, scanClientFor, unknownChainAnswer } from './clients.js';
 import { sendAndSettle, transferLogOf } from './sender.js';
+import { planSend } from './planned-sends.js';
 
 /**
  * The live chain: USDC on each chain's RPC. A managed wallet's transfer is signed, sent once and waited for (in the
@@ -29,17 +30,17 @@ export function liveChain(config: Config): ChainAdapter {
       return { hash: sent.row.transaction_hash, nonce: Number(sent.row.nonce), logIndex: log.logIndex, blockNumber: log.blockNumber, blockHash: log.blockHash };
     },
     async deliver(unit: Unit, scope: EventScope, req) {
-      await stageSend(unit, scope, { purpose: 'onramp_delivery', reference: `onramp-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId });
+      await stageSend(unit, config, scope, { purpose: 'onramp_delivery', reference: `onramp-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId });
       return null;
     },
     async refund(unit: Unit, scope: EventScope, req) {
-      await stageSend(unit, scope, {
-        purpose: 'refund', reference: `refund-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId, total: req.total.toString(),
+      await stageSend(unit, config, scope, {
+        purpose: 'refund', reference: `refund-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, transactionId: req.transactionId, total: req.total,
       });
       return null;
     },
     async withdraw(unit: Unit, scope: EventScope, req) {
-      await stageSend(unit, scope, { purpose: 'withdrawal', reference: `withdrawal-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, withdrawalId: req.withdrawalId });
+      await stageSend(unit, config, scope, { purpose: 'withdrawal', reference: `withdrawal-${req.reference}`, chain: req.chain, to: req.to, amount: req.amount, withdrawalId: req.withdrawalId });
       return null;
     },
     async confirmations(subject: ConfirmationSubject) {
@@ -62,20 +63,24 @@ export function liveChain(config: Config): ChainAdapter {
 }
 
 type StagedSend = { reference: string; chain: Chain; to: string; amount: bigint } & (
-  | { purpose: 'onramp_delivery' | 'refund'; transactionId: string; total?: string }
+  | { purpose: 'onramp_delivery'; transactionId: string }
+  | { purpose: 'refund'; transactionId: string; total: bigint }
   | { purpose: 'withdrawal'; withdrawalId: string }
 );
 
-/** The hot wallet's send, staged with the unit that decided it: one job per reference. */
+/** The hot wallet's send, recorded (planned) with the unit that decided it; its job names only the reference and what it pays for. */
 function sendJob(environment: Environment, s: StagedSend): JobRequest<'chain.send'> {
-  const subject = s.purpose === 'withdrawal' ? { purpose: s.purpose, withdrawalId: s.withdrawalId } : { purpose: s.purpose, transactionId: s.transactionId, total: s.total ?? null };
-  return {
-    name: 'chain.send',
-    id: jobId('chain.send', environment, s.chain, s.reference),
-    data: { environment, chain: s.chain, reference: s.reference, to: getAddress(s.to), amount: s.amount.toString(), ...subject },
-  };
+  const subject = s.purpose === 'withdrawal' ? { purpose: s.purpose, withdrawalId: s.withdrawalId } : { purpose: s.purpose, transactionId: s.transactionId };
+  return { name: 'chain.send', id: jobId('chain.send', environment, s.chain, s.reference), data: { environment, chain: s.chain, reference: s.reference, ...subject } };
 }
 
-async function stageSend(unit: Unit, scope: EventScope, s: StagedSend): Promise<void> {
+async function stageSend(unit: Unit, config: Config, scope: EventScope, s: StagedSend): Promise<void> {
+  const hot = config.wallets[scope.environment]?.treasuryAddress;
+  if (!hot) throw new Error(`no treasury hot wallet address for ${scope.environment}`);
+  await planSend(unit.em, {
+    environment: scope.environment, chain: s.chain, reference: s.reference, purpose: s.purpose, from: hot, to: getAddress(s.to), amount: s.amount,
+    ...(s.purpose === 'withdrawal' ? { withdrawalId: s.withdrawalId } : { transactionId: s.transactionId }),
+    ...(s.purpose === 'refund' ? { refundTotal: s.total } : {}),
+  });
   await unit.stage(sendJob(scope.environment, s), scope);
 }

@@ -103,7 +103,8 @@ function signFor(deps: SenderDeps, environment: Environment, signer: Signer): Si
 }
 
 export async function findSend(q: Pick<DataSource | EntityManager, 'query'>, environment: Environment, chain: Chain, reference: string): Promise<SendRow | undefined> {
-  const rows: SendRow[] = await q.query(`SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND reference = $3`, [environment, chain, reference]);
+  // A planned send (planned-sends.ts) is not signed yet: send() signs it.
+  const rows: SendRow[] = await q.query(`SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND reference = $3 AND status <> 'planned'`, [environment, chain, reference]);
   return rows[0];
 }
 
@@ -182,12 +183,20 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
     const needed = gas * fees.maxFeePerGas + call.value + flight.native;
     if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
     const signed = await signNext(em, client, account, input.environment, input.chain, { ...call, gas }, fees);
+    // A planned send under this reference is signed only as it was recorded: anything else signs nothing.
     const rows: SendRow[] = await em.query(
       `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction, signed_block)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${ROW}`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (environment, chain, reference) DO UPDATE SET status = 'sent', nonce = EXCLUDED.nonce, transaction_hash = EXCLUDED.transaction_hash,
+         raw_transaction = EXCLUDED.raw_transaction, signed_block = EXCLUDED.signed_block, updated_at = now()
+       WHERE chain_sends.status = 'planned' AND chain_sends.purpose = EXCLUDED.purpose AND chain_sends.from_address = EXCLUDED.from_address
+         AND chain_sends.to_address = EXCLUDED.to_address AND chain_sends.amount = EXCLUDED.amount AND chain_sends.asset = EXCLUDED.asset
+         AND chain_sends.hd_index IS NOT DISTINCT FROM EXCLUDED.hd_index
+       RETURNING ${ROW}`,
       [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.signer.kind === 'managed' ? input.signer.index : null,
         input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw, block.toString()],
     );
+    if (!rows.length) throw new Error(`the send recorded under ${input.reference} is not the one asked for: nothing signed`);
     return rows[0];
   });
   if (row && row.status === 'sent') await broadcast(deps, input.chain, row);

@@ -12,13 +12,16 @@ import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.
 import {
   countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
 import { assertProvider } from '../providers/provider.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';
+import { submissionStep, type SubmissionStep } from '../kernel/submission.js';
+import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
+import type { Hex } from 'viem';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -69,16 +72,18 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
     if (chain.sendInUnit) {
       const sendInUnit = chain.sendInUnit;
       return await inUnit(deps, async (unit) => {
-        const now = await toSigning(unit, tx);
-        if (typeof now === 'string') return now;
+        const moved = await takeSubmissionStep(unit, tx, true);
+        if (typeof moved === 'string') return moved;
         const settlement = (await settlementOf(unit.em, tx.id, true))!;
         const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
-        const sent = await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet));
-        return recordSubmission(unit, deps.config, chain, now, settlement, sent, wallet.address);
+        // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
+        const sent = moved.step.debits ? await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet)) : submittedOf(settlement);
+        if (!sent) return 'submitting with no recorded send';
+        return recordSubmission(unit, deps.config, chain, moved.row, settlement, sent, wallet.address);
       });
     }
-    const current = await inUnit(deps, (unit) => toSigning(unit, tx));
-    if (typeof current === 'string') return current;
+    const moved = await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, false));
+    if (typeof moved === 'string') return moved;
     const settlement = (await settlementOf(deps.ds, tx.id))!;
     const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
     const sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), sendRequest(tx, settlement, wallet));
@@ -92,23 +97,34 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
     await inUnit(deps, async (unit) => {
       // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing,
       // as a send refused after its own move to signing, so a retry resumes at signing either way.
-      const now = await toSigning(unit, (await loadTransaction(unit.em, tx.id))!);
-      if (typeof now !== 'string' && now.status === 'signing') await moveTransaction(unit, now, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
+      const now = await takeSubmissionStep(unit, tx, false);
+      if (typeof now !== 'string' && now.row.status === 'signing') await moveTransaction(unit, now.row, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
     });
     return failure.code;
   }
 }
 
-/** created -> signing; the row that may be sent from (signing or submitting), or why it may not. */
-async function toSigning(unit: Unit, tx: TransactionRow): Promise<TransactionRow | string> {
-  let current = tx;
-  if (current.status === 'created') {
-    const moved = await moveTransaction(unit, current, 'signing');
+/**
+ * The row read again under its lock, and the moves submissionStep (shared/kernel) names for its status, each a
+ * compare-and-set: a stale job acting on a row that moved on meanwhile moves and sends nothing.
+ */
+async function takeSubmissionStep(unit: Unit, tx: TransactionRow, inUnit: boolean): Promise<{ row: TransactionRow; step: Extract<SubmissionStep, { kind: 'submit' }> } | string> {
+  let row = await lockTransaction(unit, tx.id);
+  if (!row) return 'gone';
+  const step = submissionStep(row.status, inUnit);
+  if (step.kind === 'none') return step.reason;
+  for (const to of step.moves) {
+    const moved = await moveTransaction(unit, row, to);
     if (!moved) return 'moved on';
-    current = moved.row;
+    row = moved.row;
   }
-  if (current.status !== 'signing' && current.status !== 'submitting') return `not submittable (${current.status})`;
-  return current;
+  return { row, step };
+}
+
+/** The sandbox's send recorded on the settlement by the unit that moved the off-ramp to submitting. */
+function submittedOf(settlement: SettlementRow): SentTransfer | null {
+  const submitted = settlement.execution.submitted as { transaction_hash: Hex; nonce: number } | undefined;
+  return submitted ? { hash: submitted.transaction_hash, nonce: submitted.nonce, logIndex: 0, blockNumber: null, blockHash: null } : null;
 }
 
 function sendRequest(tx: TransactionRow, settlement: SettlementRow, wallet: { id: string; hd_index: number | null }) {
@@ -162,9 +178,9 @@ export async function observeTransfer(
   current?: TransactionRow,
   chain?: ChainAdapter,
 ): Promise<SettlementRow> {
-  const { settlement: updated, isNew } = await recordTransfer(unit, settlement, transfer);
+  const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer));
+  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer, observation!));
   if (!isNew) {
     // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
     // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
@@ -193,12 +209,12 @@ export async function observeTransfer(
  * Live: an observed transfer moves USDC into the settlement's clearing account, from the managed wallet that sent it
  * (so its ledger balance follows the chain) or from outside (inbound clearing). The sandbox posts when it sends.
  */
-function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: ObservedTransfer) {
+function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: ObservedTransfer, observation: string) {
   const fromWallet = tx.funding_type === 'managed_wallet' && transfer.from?.toLowerCase() === settlement.from_address.toLowerCase();
   return {
     kind: 'offramp_deposit',
-    // The block too: a transfer a reorg removed and the new chain mined again is a new deposit (the first was reversed).
-    reference: `offramp-deposit-${settlement.id}-${transfer.transactionHash}-${transfer.logIndex}-${transfer.blockHash ?? 'none'}`,
+    // Per counting: a transfer a reorg removed and counted again (in a new block, or the same one restored) posts again.
+    reference: depositReference({ settlementId: settlement.id, transactionHash: transfer.transactionHash, logIndex: transfer.logIndex, observation }),
     metadata: { transaction_id: tx.id, settlement_id: settlement.id, transaction_hash: transfer.transactionHash, log_index: transfer.logIndex },
     postings: [
       { account: fromWallet ? walletUsdcAccount(tx.wallet_id!, tx.chain) : { kind: 'inbound_clearing' as const, asset: 'USDC' }, amount: -transfer.amount },
@@ -273,10 +289,11 @@ async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: Tra
   const now = await uncountTransfers(unit, settlement, removed);
   for (const t of removed) {
     // The entry its observation made (depositEntry, from the same facts), reversed.
-    const entry = depositEntry(settlement, tx, { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined });
+    const counted = { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined };
+    const entry = depositEntry(settlement, tx, counted, t.id);
     unit.post(scopeOf(tx), {
       kind: 'offramp_deposit_reorg',
-      reference: `reorg-${entry.reference}`,
+      reference: reversalReference({ settlementId: settlement.id, transactionHash: t.transaction_hash, logIndex: t.log_index, observation: t.id }),
       metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },
       postings: entry.postings.map((p) => ({ ...p, amount: -p.amount })),
     });

@@ -162,21 +162,21 @@ export interface ObservedTransfer {
  * block_number is the newest counted transfer's (the payment is as deep as its last transfer, section 14).
  * Answers the settlement as it now stands, and whether this transfer was new.
  */
-export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean }> {
-  const inserted: unknown[] = await unit.em.query(
+export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean; observation: string | null }> {
+  const inserted: { id: string }[] = await unit.em.query(
     planOnce(`INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id`),
+     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id::text`),
     [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
       transfer.from?.toLowerCase() ?? null],
   );
-  if (!inserted.length) return { settlement, isNew: false };
+  if (!inserted.length) return { settlement, isNew: false, observation: null };
   const rows = await updateReturning<SettlementRow>(
     unit.em,
     planOnce(`UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = GREATEST(block_number, $4),
        detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`),
     [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
   );
-  return { settlement: rows[0], isNew: true };
+  return { settlement: rows[0], isNew: true, observation: inserted[0].id };
 }
 
 /** A transfer counted on-chain (with its block), as a reorg check reads it. */

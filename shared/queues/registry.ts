@@ -59,10 +59,13 @@ export interface JobPayloads {
   'provider.check': { transactionId: string; round: number; after: string } | { intentId: string; attempt: number; round: number; series?: number };
   /** M-Pesa answered a payout with a temporary result: the request is made again (`send` counts them). */
   'payout.resend': { transactionId: string; send: number };
-  /** Live: the treasury hot wallet sends USDC (an on-ramp's delivery, a refund, a withdrawal), then its subject records it. */
+  /**
+   * Live: the treasury hot wallet sends the USDC recorded (chain_sends, planned by the deciding unit) under `reference`,
+   * then its subject records it. Purpose and subject are for the sweeper's look-ups; the job reads all it acts on from the row.
+   */
   'chain.send': {
-    environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; reference: string; to: string; amount: string;
-  } & ({ purpose: 'onramp_delivery' | 'refund'; transactionId: string; total: string | null } | { purpose: 'withdrawal'; withdrawalId: string });
+    environment: 'sandbox' | 'live'; chain: 'base' | 'polygon' | 'arbitrum' | 'optimism' | 'avalanche'; reference: string;
+  } & ({ purpose: 'onramp_delivery' | 'refund'; transactionId: string } | { purpose: 'withdrawal'; withdrawalId: string });
   /** A treasury withdrawal is sent: the sandbox credits the wallet at once; live stages the hot wallet's chain.send. */
   'withdrawal.send': { withdrawalId: string };
   /** Live: a confirmed deposit address's USDC goes to the treasury hot wallet (gas topped up first); `round` names the deposit swept. */

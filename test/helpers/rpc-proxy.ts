@@ -19,8 +19,13 @@ export interface RpcProxy {
   failed: Map<string, number>;
   /** Replaces the fault rule (`() => false`: a healthy node again). */
   setFail(fail: RpcFault): void;
+  /** Rewrites relayed results (a node that follows another fork for a while); null: relayed unchanged. */
+  setRewrite(rewrite: RpcRewrite | null): void;
   close(): Promise<void>;
 }
+
+/** A relayed call's result as the test wants the node to answer it. */
+export type RpcRewrite = (method: string, params: unknown, result: unknown) => unknown;
 
 interface RpcRequest {
   jsonrpc: '2.0';
@@ -34,6 +39,7 @@ const INJECTED = { code: -32000, message: 'injected fault: upstream unavailable'
 
 export async function startRpcProxy(upstreamUrl: string, options: { fail?: RpcFault } = {}): Promise<RpcProxy> {
   let fail: RpcFault = options.fail ?? (() => false);
+  let rewrite: RpcRewrite | null = null;
   const calls = new Map<string, number>();
   const failed = new Map<string, number>();
   const held = new Set<ServerResponse>();
@@ -49,7 +55,8 @@ export async function startRpcProxy(upstreamUrl: string, options: { fail?: RpcFa
       return verdict === 'null' ? { jsonrpc: '2.0', id: req.id, result: null } : { jsonrpc: '2.0', id: req.id, error: INJECTED };
     }
     const res = await fetch(upstreamUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req) });
-    return res.json();
+    const relayed = (await res.json()) as { result?: unknown };
+    return rewrite && 'result' in relayed ? { ...relayed, result: rewrite(req.method, req.params, relayed.result) } : relayed;
   }
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -83,6 +90,9 @@ export async function startRpcProxy(upstreamUrl: string, options: { fail?: RpcFa
     failed,
     setFail(next) {
       fail = next;
+    },
+    setRewrite(next) {
+      rewrite = next;
     },
     async close() {
       for (const s of sockets) s.destroy();

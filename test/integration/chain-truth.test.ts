@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { erc20Abi, getAddress, parseEther, type Address, type Hex } from 'viem';
+import { erc20Abi, getAddress, keccak256, parseEther, toHex, type Address, type Hex } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { bearer } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
@@ -15,7 +15,9 @@ import { scanChain } from '../../shared/chain/scanner.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { loadConfig, type Config } from '../../shared/config.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { expireSettlement, submitOfframp } from '../../shared/domain/offramps.js';
+import { confirmSettlement, expireSettlement, observeTransfer, submitOfframp } from '../../shared/domain/offramps.js';
+import { settlementOf } from '../../shared/domain/settlements.js';
+import { liveChain } from '../../shared/chain/live-chain.js';
 import { loadTransaction, moveTransaction } from '../../shared/domain/transactions.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
@@ -146,6 +148,55 @@ describe('chain truth on Anvil', function () {
       const settlement = (await rail.api.http.get(`${BASE}/transactions/${id}/settlement`).set(bearer(key))).body;
       expect(settlement).to.include({ received_amount: settlement.total_required });
       expect(await history(id)).to.include.members(['created', 'signing', 'submitting', 'awaiting_funds']);
+    });
+  });
+
+  describe('a reorg that takes a block away and then restores the very same block (defect 7)', () => {
+    let proxy: RpcProxy;
+    afterEach(() => proxy?.close());
+
+    it('counted, reversed while another fork holds that height, counted again in the same block: the ledger holds one deposit', async () => {
+      const wallet = await verifiedWallet(rail.api, rail.key);
+      const q = await quote(rail.api, rail.key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(rail.api, rail.key, '+254712345120') });
+      const created = (await offramp(rail.api, rail.key, q.id, wallet.id)).body;
+      await mine();
+      const block = await anvil.publicClient.getBlock();
+      proxy = await startRpcProxy(anvil.rpcUrl);
+      const config = through(proxy.url);
+      const chain = liveChain(config);
+      const d = await deps(config);
+      // The fact the watcher would report (a hash of its own: no background scan can count it first).
+      const transfer = {
+        transactionHash: keccak256(toHex(`restored-${created.id}`)), logIndex: 0, amount: minor(created.settlement.total_required),
+        blockNumber: block.number, blockHash: block.hash, from: wallet.address,
+      };
+      const observe = () => inUnit(d, async (unit) => observeTransfer(unit, config, (await settlementOf(unit.em, created.id, true))!, transfer, undefined, chain));
+      const statusOf = async () => (await loadTransaction(await getDs(), created.id))!.status;
+      const clearing = async () => {
+        const rows: { kind: string; amount: string }[] = await (await getDs()).query(
+          `SELECT e.kind, p.amount::text FROM journal_entries e JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id
+            WHERE e.metadata->>'settlement_id' = $1 AND a.kind = 'settlement_clearing'`, [created.settlement.id]);
+        const deposit = rows.find((r) => r.kind === 'offramp_deposit');
+        return { kinds: rows.map((r) => r.kind).sort(), net: rows.reduce((sum, r) => sum + BigInt(r.amount), 0n), deposit: deposit ? BigInt(deposit.amount) : 0n };
+      };
+
+      await observe();
+      expect(await statusOf()).to.equal('awaiting_funds');
+      // The node follows another fork for a while: that height holds a different block.
+      const height = toHex(block.number);
+      proxy.setRewrite((method, params, result) =>
+        (method === 'eth_getBlockByNumber' && (params as unknown[])[0] === height && result ? { ...(result as object), hash: keccak256(toHex(`fork-${block.hash}`)) } : result));
+      expect(await inUnit(d, async (unit) => confirmSettlement(unit, config, chain, (await loadTransaction(unit.em, created.id))!, 1))).to.equal('reorg: awaiting transfer again');
+      expect(await statusOf()).to.equal('created');
+      expect((await clearing()).net).to.equal(0n);
+      // The original block comes back, the same hash: the transfer is counted again and posts again.
+      proxy.setRewrite(null);
+      await observe();
+      expect(await statusOf()).to.equal('awaiting_funds');
+      const ledger = await clearing();
+      expect(ledger.kinds).to.deep.equal(['offramp_deposit', 'offramp_deposit', 'offramp_deposit_reorg']);
+      expect(ledger.net).to.equal(ledger.deposit);
+      expect(ledger.deposit > 0n).to.equal(true);
     });
   });
 });

@@ -9,6 +9,9 @@ import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
 import { fromMinor, toMinor } from '../../shared/domain/money.js';
 import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
 import { until } from '../helpers/until.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { submitOfframp } from '../../shared/domain/offramps.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
 
 describe('off-ramps end to end in sandbox', function () {
   this.timeout(30_000);
@@ -91,6 +94,22 @@ describe('off-ramps end to end in sandbox', function () {
     const again = await api.http.post(`${BASE}/transactions/${tx.id}/retry`).set(writeHeaders(key));
     expect(again.status).to.equal(409);
     expect(again.body.error.code).to.equal('transaction_not_retryable');
+  });
+
+  it('a stale submission job, holding the off-ramp as signing after it moved on, debits nothing (compare-and-set before the debit)', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '10');
+    const tx = (await offramp(api, key, (await offrampQuote('50')).id, customer.wallet.id)).body;
+    expect((await untilStatus(api, key, tx.id, ['action_required', 'completed', 'failed'])).status).to.equal('action_required');
+    await fund(api, key, customer.wallet.id, '100');
+    // The job read the row while it was signing; the row has since moved to action_required.
+    const stale = { ...(await loadTransaction(await getDs(), tx.id))!, status: 'signing' as const };
+    const answers = await Promise.all([1, 2].map(() => submitOfframp(pools.deps, chainFor('sandbox', pools.deps.config), stale)));
+    expect(await balance(api, key, customer.wallet.id)).to.equal('110.000000');
+    const debits: unknown[] = await (await getDs()).query(`SELECT 1 FROM journal_entries WHERE reference = 'offramp-funding-' || $1::text`, [tx.id]);
+    expect(debits).to.have.length(0);
+    expect(answers).to.deep.equal(['not submittable (action_required)', 'not submittable (action_required)']);
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}`).set(bearer(key))).body.status).to.equal('action_required');
   });
 
   it('from an external wallet: partial transfers add up, confirmations rise, then the payout', async () => {
