@@ -1,10 +1,12 @@
-import { parseAbiItem, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import type { EntityManager } from 'typeorm';
 import type { Config } from '../config.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { inUnit, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import { chainFor } from './sandbox-chain.js';
+import { TRANSFER_EVENT } from './usdc.js';
+import { rewindCursor } from './cursor.js';
 import type { Chain, Environment } from '../domain/chains.js';
 import { fromMinor, USDC_SCALE } from '../domain/money.js';
 import { observeTransfer } from '../domain/offramps.js';
@@ -31,7 +33,7 @@ import { receiveLiquidationTransfer } from '../domain/liquidation-transfers.js';
 //   every transfer once. A log that fails to apply fails the scan before the cursor moves: the next scan retries it.
 // - Then the cursor moves to `to + 1`, unless another scanner moved it meanwhile (compare-and-set).
 
-export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+export { TRANSFER_EVENT };
 
 /**
  * Settlement statuses whose deposit address still records transfers: every one (expired and underpaid ones as late
@@ -103,10 +105,7 @@ export async function advanceCursor(deps: Pick<UnitDeps, 'ds'>, environment: Env
   return rows.length > 0;
 }
 
-/** A reorg removed a block at or after `block`: the cursor goes back to it (never forward), so the new chain is read again. */
-export async function rewindCursor(q: Pick<EntityManager, 'query'>, environment: Environment, chain: Chain, block: bigint | string): Promise<void> {
-  await q.query(`UPDATE chain_cursors SET next_block = LEAST(next_block, $3), updated_at = now() WHERE environment = $1 AND chain = $2`, [environment, chain, block.toString()]);
-}
+export { rewindCursor };
 
 /** Whether an eth_getLogs error is the RPC refusing the range (as opposed to the RPC being down). */
 export function isRangeRefusal(err: unknown): boolean {

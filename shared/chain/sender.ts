@@ -7,7 +7,7 @@ import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
 import { updateReturning } from '../db/unit-of-work.js';
 import { inProcessSigner, type Signer, type SigningAccount, type TransactionSigner } from './signer.js';
 import { absentAsNull, ChainUnavailableError, scanClientFor, unknownChainAnswer } from './clients.js';
-import { TRANSFER_EVENT } from './scanner.js';
+import { TRANSFER_EVENT } from './usdc.js';
 
 // Every transaction the platform signs goes through here: a managed wallet's or deposit address's USDC, and the
 // treasury hot wallet's deliveries, refunds and gas top-ups.

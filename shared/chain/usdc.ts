@@ -1,7 +1,10 @@
-import { erc20Abi, type Address } from 'viem';
+import { erc20Abi, parseAbiItem, type Address } from 'viem';
 import type { Config } from '../config.js';
 import type { Chain } from '../domain/chains.js';
 import { ChainUnavailableError, publicClientFor, rpcUrlFor } from './clients.js';
+
+/** The ERC-20 Transfer event, as the watcher and the sender read it from logs and receipts. */
+export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 
 export interface TokenBalance {
   amount: bigint;

@@ -4,7 +4,7 @@ import { inUnit, updateReturning, type Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter, ChainDeps, SentTransfer } from '../chain/adapter.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
-import { rewindCursor } from '../chain/scanner.js';
+import { rewindCursor } from '../chain/cursor.js';
 import type { EventScope } from './events.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';

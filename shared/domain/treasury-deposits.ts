@@ -11,7 +11,7 @@ import type { EntryInput } from './ledger.js';
 import { formatAmount, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
 import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDepositStatus } from './machines.js';
 import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
-import { rewindCursor } from '../chain/scanner.js';
+import { rewindCursor } from '../chain/cursor.js';
 import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
 import { paymentDepth } from './confirmations.js';
