@@ -136,7 +136,7 @@ export async function updateBeneficiaryLabel(ds: Queryable, tenant: Tenant, id: 
 /** Archives (status archived, archived_at set). Archiving an archived beneficiary returns it unchanged. */
 export async function archiveBeneficiary(unit: Unit, tenant: Tenant, id: string): Promise<BeneficiaryRow> {
   // Through the one transition function; an already archived beneficiary is returned as it is.
-  await transition(unit, BENEFICIARY_STATUS_MACHINE, { scope: tenant, id, to: 'archived', set: { archived_at: NOW }, view: () => ({}) });
+  await transition(unit, BENEFICIARY_STATUS_MACHINE, { scope: tenant, id, to: 'archived', expected: 'active', set: { archived_at: NOW }, view: () => ({}) });
   const row = await findRow(unit.em, tenant, id);
   if (!row) throw AppError.notFound('beneficiary');
   return row;

@@ -112,7 +112,7 @@ export async function createLiquidationAddress(unit: Unit, config: Config, scope
 
 /** Archived for good; archiving it again returns it as it is. Transfers that still arrive go back to their senders. */
 export async function archiveLiquidationAddress(unit: Unit, scope: EventScope, id: string): Promise<LiquidationAddressRow> {
-  await findLiquidationAddress(unit.em, scope, id);
-  await transition(unit, LIQUIDATION_ADDRESS_MACHINE, { scope, id, to: 'archived', set: { archived_at: NOW }, view: () => ({}) });
+  const address = await findLiquidationAddress(unit.em, scope, id);
+  await transition(unit, LIQUIDATION_ADDRESS_MACHINE, { scope, id, to: 'archived', expected: address.status, set: { archived_at: NOW }, view: () => ({}) });
   return findLiquidationAddress(unit.em, scope, id);
 }

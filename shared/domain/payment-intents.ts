@@ -246,6 +246,7 @@ export function moveIntent(unit: Unit, row: PaymentIntentRow, to: PaymentIntentS
     scope: intentScope(row),
     id: row.id,
     to,
+    expected: row.status,
     set,
     reason,
     view: (updated) => paymentIntentView(updated),

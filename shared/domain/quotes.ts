@@ -265,6 +265,7 @@ export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote,
     scope: scopeOf(row),
     id: row.id,
     to: 'available',
+    expected: row.status,
     set: {
       exchange_rate: priced.exchange_rate,
       rate_as_of: rate.as_of,
@@ -283,7 +284,7 @@ export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote,
 /** pending -> failed, with the reason the business sees on GET. */
 export async function markFailed(unit: Unit, row: QuoteRow, failure: { code: string; message: string; details?: unknown }): Promise<boolean> {
   const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
-    scope: scopeOf(row), id: row.id, to: 'failed', set: { failure }, reason: failure.code, view: () => ({}),
+    scope: scopeOf(row), id: row.id, to: 'failed', expected: row.status, set: { failure }, reason: failure.code, view: () => ({}),
   });
   return moved !== null;
 }
@@ -291,6 +292,6 @@ export async function markFailed(unit: Unit, row: QuoteRow, failure: { code: str
 /** available -> expired once its time has passed (an early or repeated job changes nothing). */
 export async function markExpired(unit: Unit, row: QuoteRow): Promise<boolean> {
   if (effectiveStatus(row) !== 'expired' || row.status !== 'available') return false;
-  const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, { scope: scopeOf(row), id: row.id, to: 'expired', view: () => ({}) });
+  const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, { scope: scopeOf(row), id: row.id, to: 'expired', expected: row.status, view: () => ({}) });
   return moved !== null;
 }

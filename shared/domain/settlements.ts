@@ -140,6 +140,7 @@ export function moveSettlement(unit: Unit, row: SettlementRow, to: SettlementSta
     scope: scopeOf(row),
     id: row.id,
     to,
+    expected: row.status,
     set,
     reason,
     view: (updated) => settlementView(updated),

@@ -181,7 +181,7 @@ export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: strin
   if (quote.direction !== direction) {
     throw new AppError('quote_direction_mismatch', `This is an ${quote.direction} quote; it cannot start an ${direction}.`, { quote_id: quoteId, direction: quote.direction });
   }
-  const moved = await transition(unit, QUOTE_MACHINE, { scope, id: quoteId, to: 'consumed', view: () => ({}) });
+  const moved = await transition(unit, QUOTE_MACHINE, { scope, id: quoteId, to: 'consumed', expected: quote.status, view: () => ({}) });
   if (!moved) throw new AppError('quote_already_used', 'This quote has already started a transaction; request a new quote.', { quote_id: quoteId });
   return quote;
 }

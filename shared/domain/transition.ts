@@ -16,9 +16,10 @@ export interface TransitionInput<S extends string, R> {
   to: S;
   /**
    * The status the caller saw (compare-and-set): the move happens only while the row is still there. A job that read
-   * its row before a newer decision then changes nothing. Omitted: any status that may move to `to`.
+   * its row before a newer decision then changes nothing. Several: the caller accepts any of them (a redelivery from
+   * whichever end a message reached). Required: no move is made from a status nobody read.
    */
-  expected?: S;
+  expected: S | readonly S[];
   /** Other columns changed in the same UPDATE (objects are stored as JSON). */
   set?: Record<string, unknown>;
   /** Why, for the history row (a failure code, `retry`, `reorg`). */
@@ -64,7 +65,8 @@ export async function transitionAll<S extends string, R extends Record<string, a
 ): Promise<Moved<S, R>[]> {
   const allowed = sourcesOf(machine, input.to);
   if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
-  const from = input.expected === undefined ? allowed : allowed.filter((s) => s === input.expected);
+  const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
+  const from = allowed.filter((s) => expected.includes(s));
   if (!from.length || !input.ids.length) return [];
   // One id (nearly every change) as a scalar: the prepared statement's generic plan then expects one row by primary
   // key, costs no more than a custom plan, and is used, so the statement is not planned again on each call.

@@ -28,7 +28,7 @@ const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_S
  */
 async function movePayout(unit: Unit, intent: PaymentIntentRow, to: PayoutStatus, set: Record<string, unknown>, reason: string) {
   const moved = await transition<PayoutStatus, PaymentIntentRow>(unit, INTENT_PAYOUT_MACHINE, {
-    scope: intentScope(intent), id: intent.id, to, set, reason, view: (row) => paymentIntentView(row),
+    scope: intentScope(intent), id: intent.id, to, expected: intent.payout_status!, set, reason, view: (row) => paymentIntentView(row),
   });
   if (moved) unit.event(intentScope(intent), `payment_intent.${moved.row.status}`, paymentIntentView(moved.row));
   return moved;

@@ -125,6 +125,7 @@ export async function verifyWallet(unit: Unit, scope: EventScope, walletId: stri
     scope,
     id: walletId,
     to: 'verified',
+    expected: current.ownership_status,
     set: { verified_at: NOW },
     reason: `challenge ${challengeId}`,
     view: async () => walletView(await findWallet(em, scope, walletId)),

@@ -144,6 +144,6 @@ export async function archiveWallet(unit: Unit, scope: EventScope, id: string): 
   // A customer's managed wallet is its one reusable wallet: it lives and dies with the customer.
   if (wallet.type === 'managed_wallet') throw AppError.invalidState('A managed wallet belongs to its customer and cannot be archived on its own.', { wallet_id: wallet.id });
   if (wallet.status === 'archived') return wallet;
-  await transition(unit, WALLET_STATUS_MACHINE, { scope, id, to: 'archived', set: { archived_at: NOW }, view: () => ({}) });
+  await transition(unit, WALLET_STATUS_MACHINE, { scope, id, to: 'archived', expected: wallet.status, set: { archived_at: NOW }, view: () => ({}) });
   return findWallet(unit.em, scope, id);
 }

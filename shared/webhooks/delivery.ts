@@ -187,11 +187,11 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
 const scopeOf = (message: MessageRow) => ({ businessId: message.business_id, environment: message.environment });
 
 function moveMessage(unit: Unit, message: MessageRow, to: WebhookMessageStatus, set: Record<string, unknown>, reason?: string) {
-  return transition<WebhookMessageStatus, MessageRow>(unit, WEBHOOK_MESSAGE_MACHINE, { scope: scopeOf(message), id: message.id, to, set, reason, view: () => ({}) });
+  return transition<WebhookMessageStatus, MessageRow>(unit, WEBHOOK_MESSAGE_MACHINE, { scope: scopeOf(message), id: message.id, to, expected: message.status, set, reason, view: () => ({}) });
 }
 
 function moveEndpoint(unit: Unit, message: MessageRow, to: WebhookEndpointStatus, set: Record<string, unknown>, reason: string) {
-  return transition<WebhookEndpointStatus, Record<string, unknown>>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope: scopeOf(message), id: message.endpoint_id, to, set, reason, view: () => ({}) });
+  return transition<WebhookEndpointStatus, Record<string, unknown>>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope: scopeOf(message), id: message.endpoint_id, to, expected: message.endpoint_status, set, reason, view: () => ({}) });
 }
 
 /**
@@ -240,7 +240,7 @@ export async function redeliverEvent(unit: Unit, scope: { businessId: string; en
   const queued: string[] = [];
   for (const row of rows) {
     const moved = await transition<WebhookMessageStatus, { round: number }>(unit, WEBHOOK_MESSAGE_MACHINE, {
-      scope, id: row.id, to: 'pending', set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
+      scope, id: row.id, to: 'pending', expected: ['delivered', 'failed', 'cancelled'], set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
     });
     if (!moved) continue;
     await unit.stage(webhookJobs.deliver(row.id, row.endpoint_id, row.round + 1, 1), scope);

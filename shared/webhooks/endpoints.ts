@@ -128,8 +128,8 @@ export function findEndpoint(q: Queryable, scope: EventScope, id: string, lock =
 
 /** DELETE: no more deliveries (those pending are cancelled when their turn comes); its history stays. */
 export async function deleteEndpoint(unit: Unit, scope: EventScope, id: string): Promise<EndpointRow> {
-  await findEndpoint(unit.em, scope, id, true);
-  const moved = await transition<EndpointStatus, EndpointRow>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope, id, to: 'deleted', set: { deleted_at: NOW }, reason: 'deleted', view: () => ({}) });
+  const endpoint = await findEndpoint(unit.em, scope, id, true);
+  const moved = await transition<EndpointStatus, EndpointRow>(unit, WEBHOOK_ENDPOINT_MACHINE, { scope, id, to: 'deleted', expected: endpoint.status, set: { deleted_at: NOW }, reason: 'deleted', view: () => ({}) });
   return moved!.row;
 }
 

@@ -35,6 +35,7 @@ describe('the engine: units of work and the one transition function', () => {
         scope,
         id: walletId,
         to: 'verified',
+        expected: 'unverified',
         set: { verified_at: NOW },
         reason: 'test',
         view: (row: Record<string, any>) => ({ id: row.id }),
@@ -62,10 +63,19 @@ describe('the engine: units of work and the one transition function', () => {
     expect(n).to.equal(1);
   });
 
+  it('moves only from the status the caller read: a row no longer there is left alone', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const stale = await inUnit(api.deps, (unit) =>
+      transition(unit, WALLET_OWNERSHIP_MACHINE, { scope, id: wallet.id, to: 'verified', expected: 'managed', view: () => ({}) }),
+    );
+    expect(stale).to.equal(null);
+    expect((await api.deps.ds.query(`SELECT ownership_status FROM wallets WHERE id = $1`, [wallet.id]))[0].ownership_status).to.equal('unverified');
+  });
+
   it('never touches a row of another business or environment', async () => {
     const { wallet } = await externalWallet(api, key);
     const other = await inUnit(api.deps, (unit) =>
-      transition(unit, WALLET_OWNERSHIP_MACHINE, { scope: { ...scope, environment: 'live' }, id: wallet.id, to: 'verified', view: () => ({}) }),
+      transition(unit, WALLET_OWNERSHIP_MACHINE, { scope: { ...scope, environment: 'live' }, id: wallet.id, to: 'verified', expected: 'unverified', view: () => ({}) }),
     );
     expect(other).to.equal(null);
     expect((await api.deps.ds.query(`SELECT ownership_status FROM wallets WHERE id = $1`, [wallet.id]))[0].ownership_status).to.equal('unverified');
@@ -86,7 +96,7 @@ describe('the engine: units of work and the one transition function', () => {
     const id = jobId('outbox.cleanup', randomUUID());
     const failing = inUnit(api.deps, async (unit) => {
       await transition(unit, WALLET_OWNERSHIP_MACHINE, {
-        scope, id: wallet.id, to: 'verified', set: { verified_at: NOW }, view: () => ({}), jobs: () => [{ name: 'outbox.cleanup', id, data: { olderThanHours: 1 } }],
+        scope, id: wallet.id, to: 'verified', expected: 'unverified', set: { verified_at: NOW }, view: () => ({}), jobs: () => [{ name: 'outbox.cleanup', id, data: { olderThanHours: 1 } }],
       });
       throw new Error('boom');
     });
