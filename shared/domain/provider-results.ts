@@ -108,10 +108,10 @@ async function payoutQueriedBy(unit: Unit, queryId: string): Promise<string | un
 type PayoutFacts = Pick<ProviderCallback, 'answer' | 'queryId' | 'timedOut' | 'receipt' | 'claim' | 'conversationId'>;
 
 /** A payout request row, locked, as the decisions read it. */
-export async function payoutRequestOf(unit: Unit, reference: string): Promise<(PayoutRequestState & { claimedOutcome: ProviderOutcome | null }) | null> {
+export async function payoutRequestOf(unit: Unit, reference: string, environment: 'sandbox' | 'live' = 'live'): Promise<(PayoutRequestState & { claimedOutcome: ProviderOutcome | null }) | null> {
   const [row]: { environment: 'sandbox' | 'live'; status: string; answer: PayoutAnswer | null; conversation_id: string | null; sends: number; status_queries: string[]; claimed: ProviderOutcome | null }[] = await unit.em.query(
     `SELECT environment, outcome->>'status' AS status, answer, conversation_id, sends, status_queries, claimed
-       FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference]);
+       FROM provider_requests WHERE environment = $2 AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference, environment]);
   if (!row) return null;
   return {
     environment: row.environment, status: row.status, answer: row.answer, conversationId: row.conversation_id, sends: row.sends, queries: row.status_queries,
@@ -124,7 +124,8 @@ function payoutFact(outcome: ProviderOutcome, facts: PayoutFacts): PayoutFact {
   if (facts.timedOut) return { type: 'queue_timeout', conversationId: facts.conversationId ?? null };
   const said = answerOfOutcome(outcome.status);
   if (facts.claim && !facts.queryId && said) return { type: 'result', said, conversationId: facts.conversationId ?? null };
-  return { type: 'status', said: facts.answer === undefined ? said : facts.answer, ...(facts.queryId ? { queryId: facts.queryId } : {}) };
+  const about = facts.queryId ? { queryId: facts.queryId } : { requestId: outcome.provider_reference };
+  return { type: 'status', said: facts.answer === undefined ? said : facts.answer, ...about };
 }
 
 /**
@@ -136,7 +137,7 @@ function payoutFact(outcome: ProviderOutcome, facts: PayoutFacts): PayoutFact {
  */
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, facts: PayoutFacts = {}): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
-  const request = await payoutRequestOf(unit, tx.id);
+  const request = await payoutRequestOf(unit, tx.id, tx.environment);
   if (!request) return 'no request of ours';
   const refund = tx.direction !== 'offramp';
   if (refund && tx.refund?.status !== 'pending') return `unchanged (refund ${tx.refund?.status ?? 'none'})`;
@@ -174,15 +175,15 @@ export function resendDelayMs(config: Config, sends: number): number {
  * Transaction Status is asked at once about the payout's latest request (a queue timeout, or a claim kept beside the
  * request meanwhile). An on-ramp's refund asks through its own job, whose request asks before sending again.
  */
-async function askStatus(unit: Unit, tx: TransactionRow, sends: number, why: 'timeout' | 'claim', claim?: ProviderOutcome): Promise<string> {
-  const tag = why === 'timeout' ? 't' : 'c';
+async function askStatus(unit: Unit, tx: TransactionRow, sends: number, why: 'timeout' | 'claim' | 'unmatched', claim?: ProviderOutcome): Promise<string> {
+  const tag = why === 'timeout' ? 't' : why === 'claim' ? 'c' : 'u';
   if (tx.direction === 'offramp' && tx.status !== 'processing') return `unchanged (${tx.status})`;
   if (claim) {
     await unit.em.query(`UPDATE provider_requests SET claimed = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1 AND answer IS NULL`, [tx.id, JSON.stringify(claim)]);
   }
   if (tx.direction !== 'offramp') await unit.stage(onrampRefundJobs.pay(tx.id, `${tag}${sends}`), scopeOf(tx));
   else await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `${tag}${sends}` }, 0), scopeOf(tx));
-  return why === 'timeout' ? 'asking status' : 'corroborating';
+  return why === 'claim' ? 'corroborating' : 'asking status';
 }
 
 /** M-Pesa refused the payout for good: the refund goes out. */

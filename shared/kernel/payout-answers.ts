@@ -53,12 +53,12 @@ export function payoutUnpaid(answer: PayoutAnswer | null): boolean {
  * `result`: the provider's Result callback for one request (a claim; Daraja names it by ConversationID).
  * `queue_timeout`: the request sat too long in the provider's queue; it may still run.
  * `status`: a status check's answer (Daraja Transaction Status, named by its query id; MoMo's status GET, about the
- * current request). `failed` is "not paid" without saying whether for good.
+ * request it names by `requestId`, MTN's X-Reference-Id). `failed` is "not paid" without saying whether for good.
  */
 export type PayoutFact =
   | { type: 'result'; said: PayoutAnswer; conversationId: string | null }
   | { type: 'queue_timeout'; conversationId: string | null }
-  | { type: 'status'; said: PayoutAnswer | 'failed' | null; queryId?: string };
+  | { type: 'status'; said: PayoutAnswer | 'failed' | null; queryId?: string; requestId?: string | null };
 
 /**
  * Whether the fact allows the payout to be requested again: only a status answer about the latest request saying it
@@ -69,9 +69,10 @@ export function mayResend(request: PayoutRequestState, fact: PayoutFact): boolea
   return plan.do === 'resend' || plan.do === 'stall';
 }
 
-/** Whether a status answer is about the latest request (Daraja: one of the queries asked since it left). */
-function aboutLatest(request: PayoutRequestState, fact: { queryId?: string }): boolean {
-  return fact.queryId === undefined || request.queries.includes(fact.queryId);
+/** Whether a status answer is about the latest request (Daraja: one of the queries asked since it left; MTN: its id). */
+function aboutLatest(request: PayoutRequestState, fact: { queryId?: string; requestId?: string | null }): boolean {
+  if (fact.queryId !== undefined) return request.queries.includes(fact.queryId);
+  return !fact.requestId || !request.conversationId || fact.requestId === request.conversationId;
 }
 
 /** A status "failed" without its reason is read by the failure the Result claimed; none claimed: failed for now. */
@@ -89,7 +90,7 @@ function statusAnswer(request: PayoutRequestState, said: PayoutAnswer | 'failed'
 export type PayoutPlan =
   | { do: 'wait' }
   | { do: 'ignore'; why: string }
-  | { do: 'ask'; why: 'timeout' | 'claim'; claim?: PayoutAnswer }
+  | { do: 'ask'; why: 'timeout' | 'claim' | 'unmatched'; claim?: PayoutAnswer }
   | { do: 'complete'; record: 'paid'; contradicted?: string }
   | { do: 'fail'; record: 'failed_permanent' }
   | { do: 'resend'; record: 'failed_temporary' | 'absent'; contradicted?: string }
@@ -105,7 +106,11 @@ export function decidePayout(request: PayoutRequestState, fact: PayoutFact, maxS
 
 function planFor(request: PayoutRequestState, fact: PayoutFact, maxSends: number): PayoutPlan {
   if (fact.type !== 'status') {
-    if (request.conversationId === null) return request.status === 'sending' ? { do: 'wait' } : { do: 'ignore', why: 'no request of ours has that id' };
+    if (request.conversationId === null) {
+      if (request.status === 'sending') return { do: 'wait' };
+      // The latest request's id was never learned (its answer lost): whatever the Result says, the status check decides.
+      return fact.type === 'result' && fact.said !== 'paid' ? { do: 'ask', why: 'claim', claim: fact.said } : { do: 'ask', why: 'unmatched' };
+    }
     if (fact.conversationId !== request.conversationId) return { do: 'ignore', why: 'a result about an earlier request' };
     if (fact.type === 'queue_timeout') return { do: 'ask', why: 'timeout' };
     // A success completes as it always did; any other claim waits for the status check.

@@ -32,6 +32,8 @@ describe('payout answers (kernel)', () => {
     expect(decidePayout(sent(), { type: 'result', said: 'paid', conversationId: 'AG_older' }).do).to.equal('ignore');
     expect(decidePayout(sent(), { type: 'queue_timeout', conversationId: 'AG_older' }).do).to.equal('ignore');
     expect(decidePayout(sent({ status: 'sending', conversationId: null }), { type: 'result', said: 'paid', conversationId: 'AG_x' }).do).to.equal('wait');
+    // The latest request's answer was lost (its id never learned): a Result only makes the status check ask.
+    expect(decidePayout(sent({ conversationId: null }), { type: 'result', said: 'paid', conversationId: 'AG_x' })).to.deep.equal({ do: 'ask', why: 'unmatched' });
   });
 
   it('a status answer about the latest request decides: not paid (for now, or no record) sends again, up to maxSends; then stall', () => {
@@ -41,6 +43,9 @@ describe('payout answers (kernel)', () => {
     expect(mayResend(sent(), { type: 'status', said: 'paid', queryId: 'q1' })).to.equal(false);
     expect(mayResend(sent(), { type: 'status', said: null, queryId: 'q1' })).to.equal(false);
     expect(mayResend(sent(), { type: 'status', said: 'absent', queryId: 'q-before-the-send' })).to.equal(false);
+    // MTN's status GET names the request it answers: one about an earlier X-Reference-Id says nothing of the latest.
+    expect(mayResend(sent(), { type: 'status', said: 'failed_temporary', requestId: 'AG_older' })).to.equal(false);
+    expect(mayResend(sent(), { type: 'status', said: 'failed_temporary', requestId: 'AG_latest' })).to.equal(true);
     expect(decidePayout(sent({ sends: 2 }), { type: 'status', said: 'failed_temporary', queryId: 'q1' }, 2)).to.deep.equal({ do: 'stall', record: 'failed_temporary' });
     expect(decidePayout(sent({ sends: 1 }), { type: 'status', said: 'failed_temporary', queryId: 'q1' }, 2)).to.deep.equal({ do: 'resend', record: 'failed_temporary' });
   });
