@@ -40,16 +40,16 @@ export async function failDelivery(unit: Unit, tx: TransactionRow, failure: { co
 }
 
 /**
- * A provider result about the refund's payout: a queue timeout says nothing, and a status result saying M-Pesa has no
- * record of it lets the payout be sent again (same reference); anything else is its answer.
+ * A final answer about the refund's payout (shared/kernel/payout-answers.ts): paid or refused for good ends the refund;
+ * not paid for now, or no record of it, sends it again after `delayMs` (the request goes without asking), for as long
+ * as it is unpaid.
  */
-export async function fiatRefundResult(unit: Unit, tx: TransactionRow, outcome: ProviderOutcome, facts: { timedOut?: boolean; absent?: boolean; queryId?: string; receipt?: string | null }): Promise<string> {
-  if (tx.refund?.status !== 'pending') return `unchanged (refund ${tx.refund?.status ?? 'none'})`;
-  if (facts.timedOut || facts.absent) {
-    await unit.stage(onrampRefundJobs.pay(tx.id, (facts.queryId ?? 'again').replace(/:/g, '_')), scopeOf(tx));
+export async function fiatRefundResult(unit: Unit, tx: TransactionRow, plan: 'complete' | 'fail' | 'resend' | 'stall', outcome: ProviderOutcome, delayMs: number, sends: number): Promise<string> {
+  if (plan === 'resend' || plan === 'stall') {
+    await unit.stage({ ...onrampRefundJobs.pay(tx.id, `s${sends}`), delayMs }, scopeOf(tx));
     return 'paid back again';
   }
-  return applyFiatRefund(unit, tx, { ...outcome, receipt: facts.receipt ?? outcome.receipt });
+  return applyFiatRefund(unit, tx, outcome);
 }
 
 /**

@@ -12,7 +12,8 @@ import { statusQueryAfterMs } from '../providers/live-rails.js';
 import { jobId } from '../queues/registry.js';
 import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
-import { fiatRefundResult } from './onramp-refunds.js';
+import { fiatRefundResult, onrampRefundJobs } from './onramp-refunds.js';
+import { answerOfOutcome, decidePayout, type PayoutAnswer, type PayoutFact, type PayoutRequestState } from '../kernel/payout-answers.js';
 import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import { NOW } from './transition.js';
 
@@ -95,118 +96,111 @@ export async function applyProviderResult(unit: Unit, config: Config, result: Pr
   return settlePayout(unit, config, tx, outcome, result);
 }
 
-/** The payout whose latest Transaction Status query has this id (a status result may not echo our Occasion). */
+/** The payout a Transaction Status query asked since its latest send is about (a status result may not echo our Occasion). */
 async function payoutQueriedBy(unit: Unit, queryId: string): Promise<string | undefined> {
   const rows: { reference: string }[] = await unit.em.query(
-    `SELECT reference FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND (outcome->>'queried' = $1 OR outcome->'queries' @> to_jsonb($1::text))`, [queryId],
+    `SELECT reference FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND status_queries @> ARRAY[$1::text]`, [queryId],
   );
   return rows[0]?.reference;
 }
 
 /** What a payout result says beyond its outcome (see ProviderCallback). */
-type PayoutFacts = Pick<ProviderCallback, 'absent' | 'ended' | 'queryId' | 'timedOut' | 'receipt' | 'claim'>;
+type PayoutFacts = Pick<ProviderCallback, 'answer' | 'queryId' | 'timedOut' | 'receipt' | 'claim' | 'conversationId'>;
+
+/** A payout request row, locked, as the decisions read it. */
+export async function payoutRequestOf(unit: Unit, reference: string, environment: 'sandbox' | 'live' = 'live'): Promise<(PayoutRequestState & { claimedOutcome: ProviderOutcome | null }) | null> {
+  const [row]: { environment: 'sandbox' | 'live'; status: string; answer: PayoutAnswer | null; conversation_id: string | null; sends: number; status_queries: string[]; claimed: ProviderOutcome | null }[] = await unit.em.query(
+    `SELECT environment, outcome->>'status' AS status, answer, conversation_id, sends, status_queries, claimed
+       FROM provider_requests WHERE environment = $2 AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference, environment]);
+  if (!row) return null;
+  return {
+    environment: row.environment, status: row.status, answer: row.answer, conversationId: row.conversation_id, sends: row.sends, queries: row.status_queries,
+    claimed: row.claimed ? answerOfOutcome(row.claimed.status) : null, claimedOutcome: row.claimed,
+  };
+}
+
+/** The fact a payout result is: a Result callback's claim, a queue timeout, or a status answer (a query's, a request's own). */
+function payoutFact(outcome: ProviderOutcome, facts: PayoutFacts): PayoutFact {
+  if (facts.timedOut) return { type: 'queue_timeout', conversationId: facts.conversationId ?? null };
+  const said = answerOfOutcome(outcome.status);
+  if (facts.claim && !facts.queryId && said) return { type: 'result', said, conversationId: facts.conversationId ?? null };
+  const about = facts.queryId ? { queryId: facts.queryId } : { requestId: outcome.provider_reference };
+  return { type: 'status', said: facts.answer === undefined ? said : facts.answer, ...about };
+}
 
 /**
- * processing -> completed, or failed with the refund (permanent). A permanent failure M-Pesa's result callback claims
- * is only kept, and Transaction Status asked at once: its result saying the payout ended unpaid refunds; one saying
- * Completed, or not found, contradicts the claim. A result saying the request did not pay (M-Pesa's own temporary
- * result, a status "not found") sends it again after a backoff while PROVIDER_MAX_ATTEMPTS allows, then
- * action_required (retry sends again). A queue timeout says nothing: the status is asked at once.
+ * A payout result applied by the payout rules (shared/kernel/payout-answers.ts): a Result about an earlier request
+ * changes nothing; a Result's success completes; any other Result, or a queue timeout, is only a reason to ask
+ * Transaction Status at once. A status answer about the latest request is its final answer: paid completes, failed
+ * for good fails with the refund, not paid for now (or no record) sends it again after a backoff while
+ * PROVIDER_MAX_ATTEMPTS allows, then action_required (retry or refund). An on-ramp's fiat refund follows the same rules.
  */
 export async function settlePayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, facts: PayoutFacts = {}): Promise<string> {
   if (tx.status === 'funded') throw new ResultTooEarlyError();
-  // An on-ramp's only payout is the fiat it pays back to its payer after a failed delivery.
-  if (tx.direction !== 'offramp') return fiatRefundResult(unit, tx, outcome, facts);
-  if (facts.queryId && !(await queriedSinceSend(unit, tx.id, facts.queryId))) return 'stale status result';
-  if (facts.timedOut) return askStatusNow(unit, tx, 't');
+  const request = await payoutRequestOf(unit, tx.id, tx.environment);
+  if (!request) return 'no request of ours';
+  const refund = tx.direction !== 'offramp';
+  if (refund && tx.refund?.status !== 'pending') return `unchanged (refund ${tx.refund?.status ?? 'none'})`;
+  const plan = decidePayout(request, payoutFact(outcome, facts), refund ? Infinity : config.providerMaxAttempts);
+  if (plan.do === 'wait') throw new ResultTooEarlyError();
+  if (plan.do === 'ignore') return `unchanged (${plan.why})`;
+  if ('contradicted' in plan && plan.contradicted) contradicted('payout', tx.id, plan.contradicted);
+  if (plan.do === 'ask') return askStatus(unit, tx, request.sends, plan.why, plan.claim ? outcome : undefined);
+  // A status "Failed" that gave no reason is told by the failure the Result claimed.
+  const said = plan.do === 'fail' && outcome.status !== 'rejected' && request.claimedOutcome ? request.claimedOutcome : outcome;
+  await recordAnswer(unit, tx.id, plan.record, said);
+  if (refund) return fiatRefundResult(unit, tx, plan.do, { ...said, receipt: facts.receipt ?? said.receipt }, resendDelayMs(config, request.sends), request.sends);
+  if (tx.status !== 'processing') return `unchanged (${tx.status})${plan.do === 'resend' || plan.do === 'stall' ? ', may be sent again' : ''}`;
   const reference = outcome.provider_reference ?? tx.provider_reference;
-  const claimed = facts.queryId ? await claimedFailure(unit, tx.id) : null;
-  if (claimed) {
-    if (facts.ended) return tx.status === 'processing' ? failPayout(unit, config, tx, claimed, reference) : `unchanged (${tx.status})`;
-    if (facts.absent || outcome.status === 'succeeded') contradicted('payout', tx.id, facts.absent ? 'Transaction Status has no record of it' : 'Transaction Status says Completed');
-  }
-  if (facts.absent) return payoutAbsent(unit, config, tx, outcome, facts.queryId);
-  if (tx.status !== 'processing') return `unchanged (${tx.status})`;
-  if (outcome.status === 'succeeded') {
-    await keepFinal(unit, tx.id, outcome);
+  if (plan.do === 'complete') {
     await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt: facts.receipt ?? outcome.receipt ?? null }, ledger: () => payoutEntry(tx) });
     return 'completed';
   }
-  if (outcome.status === 'rejected' || outcome.status === 'declined') {
-    if (!facts.claim) return failPayout(unit, config, tx, outcome, reference);
-    // The claim waits beside the request for Transaction Status to say the payout ended unpaid.
-    await unit.em.query(
-      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('claimed', $2::jsonb), updated_at = now()
-        WHERE environment = 'live' AND kind = 'payout' AND reference = $1 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
-      [tx.id, JSON.stringify(outcome)],
-    );
-    return askStatusNow(unit, tx, 'c');
+  if (plan.do === 'fail') return failPayout(unit, config, tx, said, reference);
+  if (plan.do === 'resend') {
+    await unit.stage(providerJobs.resend(tx.id, request.sends + 1, resendDelayMs(config, request.sends)), scopeOf(tx));
+    return 'sending again';
   }
-  return 'pending';
+  const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${request.sends} attempts)` };
+  await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
+  return 'action_required';
 }
 
-/** Transaction Status is asked at once about the payout's latest send (`why`: t a queue timeout, c a claimed failure). */
-async function askStatusNow(unit: Unit, tx: TransactionRow, why: 't' | 'c'): Promise<string> {
-  if (tx.status !== 'processing') return `unchanged (${tx.status})`;
-  const [{ sends }] = await requestRow(unit, tx.id);
-  await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `${why}${sends}` }, 0), scopeOf(tx));
-  return why === 't' ? 'asking status' : 'corroborating';
+/** The backoff before a payout's next request. */
+export function resendDelayMs(config: Config, sends: number): number {
+  return config.providerRetryBaseMs * 2 ** Math.min(Math.max(sends - 1, 0), 8);
 }
 
-/** The permanent failure a result callback claimed for the payout's latest send, awaiting Transaction Status. */
-async function claimedFailure(unit: Unit, reference: string): Promise<ProviderOutcome | null> {
-  const [row] = await requestRow(unit, reference);
-  return (row?.outcome.claimed as ProviderOutcome | undefined) ?? null;
+/**
+ * Transaction Status is asked at once about the payout's latest request (a queue timeout, or a claim kept beside the
+ * request meanwhile). An on-ramp's refund asks through its own job, whose request asks before sending again.
+ */
+async function askStatus(unit: Unit, tx: TransactionRow, sends: number, why: 'timeout' | 'claim' | 'unmatched', claim?: ProviderOutcome): Promise<string> {
+  const tag = why === 'timeout' ? 't' : why === 'claim' ? 'c' : 'u';
+  if (tx.direction === 'offramp' && tx.status !== 'processing') return `unchanged (${tx.status})`;
+  if (claim) {
+    await unit.em.query(`UPDATE provider_requests SET claimed = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1 AND answer IS NULL`, [tx.id, JSON.stringify(claim)]);
+  }
+  if (tx.direction !== 'offramp') await unit.stage(onrampRefundJobs.pay(tx.id, `${tag}${sends}`), scopeOf(tx));
+  else await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `${tag}${sends}` }, 0), scopeOf(tx));
+  return why === 'claim' ? 'corroborating' : 'asking status';
 }
 
-/** M-Pesa refused the payout for good: the refund goes out, and the answer is kept for any later request. */
+/** M-Pesa refused the payout for good: the refund goes out. */
 async function failPayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, reference: string | null): Promise<string> {
-  await keepFinal(unit, tx.id, outcome);
   const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
   const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
   await moveTransaction(unit, tx, 'failed', { set: { failure, refund, provider_reference: reference }, reason: failure.code });
   return 'failed';
 }
 
-async function requestRow(unit: Unit, reference: string): Promise<{ sends: number; outcome: Record<string, unknown> }[]> {
-  return unit.em.query(`SELECT sends, outcome FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference]);
-}
-
-/** Whether a status result answers a status query made since the payout last left (an older one may predate a send). */
-async function queriedSinceSend(unit: Unit, reference: string, queryId: string): Promise<boolean> {
-  const [row] = await requestRow(unit, reference);
-  return row?.outcome.queried === queryId || ((row?.outcome.queries as string[] | undefined) ?? []).includes(queryId);
-}
-
-/** M-Pesa's final answer is kept, so a later request for the same reference answers it without asking again. */
-async function keepFinal(unit: Unit, reference: string, outcome: ProviderOutcome): Promise<void> {
+/** The final answer about the latest request is kept with the provider's word, so a later request reads it without asking. */
+async function recordAnswer(unit: Unit, reference: string, answer: PayoutAnswer, outcome: ProviderOutcome): Promise<void> {
   await unit.em.query(
-    `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
-        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
-    [reference, JSON.stringify(outcome)],
+    `UPDATE provider_requests SET answer = $2, outcome = CASE WHEN outcome->>'status' IN ('succeeded', 'declined', 'rejected') THEN outcome ELSE $3::jsonb END, claimed = NULL, updated_at = now()
+      WHERE environment = 'live' AND kind = 'payout' AND reference = $1`,
+    [reference, answer, JSON.stringify({ ...outcome, provider_reference: outcome.provider_reference ?? null })],
   );
-}
-
-/**
- * M-Pesa says the request did not pay: marked `absent` (the next send goes without asking), and sent again at once
- * while processing and PROVIDER_MAX_ATTEMPTS allows; else action_required, where retry sends.
- */
-async function payoutAbsent(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, queryId?: string): Promise<string> {
-  const marked = await updateReturning<{ sends: number }>(unit.em,
-    `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'payout' AND reference = $1
-        AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected') AND ($3::text IS NULL OR outcome->>'queried' = $3 OR outcome->'queries' @> to_jsonb($3::text)) RETURNING sends`,
-    [tx.id, JSON.stringify({ ...outcome, absent: true }), queryId ?? null],
-  );
-  if (!marked[0]) return 'unchanged (final)';
-  if (tx.status !== 'processing') return `unchanged (${tx.status}), may be sent again`;
-  const { sends } = marked[0];
-  if (sends < config.providerMaxAttempts) {
-    await unit.stage(providerJobs.resend(tx.id, sends + 1, config.providerRetryBaseMs * 2 ** Math.max(sends - 1, 0)), scopeOf(tx));
-    return 'sending again';
-  }
-  const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${sends} attempts)` };
-  await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
-  return 'action_required';
 }
 
 /** Checks before a request that never got its result is handed to the business (action_required). */

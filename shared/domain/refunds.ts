@@ -15,6 +15,7 @@ import { walletUsdcAccount } from './wallet-balances.js';
 import {
   nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundFunds, type RefundSend,
 } from '../kernel/refund-due.js';
+import { finalAnswerOf, payoutUnpaid, type PayoutAnswer } from '../kernel/payout-answers.js';
 
 // CONTRACT section 14: every USDC an off-ramp received and neither paid out nor returned has an exit. The business
 // asks for it (POST /transactions/{id}/refund), or it goes back on its own: the excess over total_required once the
@@ -39,18 +40,15 @@ function notRefundable(reason: NotRefundableReason, message: string, tx: Transac
 
 /**
  * What the provider did with the payout request (its reference is the transaction id): `paid`, `unpaid` (a final
- * refusal, or none made), or `unknown` (sent and not answered for good: it may have paid, so nothing goes back until
- * the provider's status check decides). A live temporary failure counts as unpaid only when M-Pesa itself said so.
+ * answer saying it did not pay, for good or for now, or none made), or `unknown` (the latest request has no final
+ * answer: it may have paid, so nothing goes back until the provider's status check decides).
  */
 export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'paid' | 'unpaid' | 'unknown'> {
-  const [row]: { outcome: { status: string; answered?: boolean } }[] = await q.query(
-    `SELECT outcome FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
+  const [row]: { status: string; answer: PayoutAnswer | null }[] = await q.query(
+    `SELECT outcome->>'status' AS status, answer FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
   );
-  const status = row?.outcome.status;
-  if (status === 'succeeded') return 'paid';
-  if (status === undefined || status === 'rejected' || status === 'declined') return 'unpaid';
-  if (status === 'temporary_failure' && (tx.environment === 'sandbox' || row.outcome.answered)) return 'unpaid';
-  return 'unknown';
+  const answer = finalAnswerOf(row ? { environment: tx.environment, status: row.status, answer: row.answer } : null);
+  return answer === 'paid' ? 'paid' : payoutUnpaid(answer) ? 'unpaid' : 'unknown';
 }
 
 /** What the off-ramp received and paid out, the two facts its refund is measured against. */

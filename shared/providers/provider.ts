@@ -14,6 +14,7 @@ import { MomoProvider } from './momo/momo-provider.js';
 import { MomoClient } from './momo/momo-client.js';
 import { momoServes, requireLiveProvider, type LiveProviderId } from './live-rails.js';
 import { providerDuration, providerErrors, timed } from '../metrics.js';
+import type { PayoutAnswer } from '../kernel/payout-answers.js';
 
 /** Every provider, whichever the environment picks, with each call's latency and errors recorded. */
 function instrumented(provider: PaymentProvider): PaymentProvider {
@@ -97,14 +98,15 @@ export interface ProviderCallback {
   merchantRequestId?: string;
   amount?: string;
   payer?: string | null;
-  /** The provider says the request did not pay and never will (status "not found", an unpaid end): safe to send again. */
-  absent?: boolean;
-  /** A status result: the id of our status query it answers (only the latest query's answer counts). */
+  /**
+   * A payout status answer (Transaction Status, MoMo's status GET): what it says of the request; `failed` is "not
+   * paid" without its reason; null or absent: nothing final. A Result callback's word is its `outcome` (a claim).
+   */
+  answer?: PayoutAnswer | 'failed' | null;
+  /** A status result: the id of our status query it answers (only answers to queries since the latest send count). */
   queryId?: string;
   /** The request timed out in the provider's queue: it may still run, so its status is asked at once. */
   timedOut?: boolean;
-  /** A status result saying the provider knows the request and it ended without paying (not merely "not found"). */
-  ended?: boolean;
   /**
    * The provider's own callback about a request (STK result, payout result), not a query's answer: a success of a
    * collection or a payout's permanent failure is corroborated by a status query before money moves (CONTRACT §14).

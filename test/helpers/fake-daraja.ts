@@ -30,6 +30,10 @@
 //                0055 executed, and only a queue-timeout callback comes, 0099 result lost,
 //                0077 the request is held `holdMs` before its answer (a worker can die meanwhile),
 //                0088 accepted and then silence (no result, and Transaction Status never answers either).
+// B2C / B2B result codes are Safaricom's published ones (B2C_RESULT_CODES: Daraja's result code list as reproduced in
+// php-mpesa mpesa_endpoints.md "M-Pesa Result and Response Codes" and Peach Payments' M-Pesa error mapping); a test
+// picks the codes a reference's next requests are answered with (`payoutResults`). A Transaction Status result for a
+// request that ended unpaid says `TransactionStatus: Failed` with the request's code in `TransactionReasonCode`.
 // Beyond the scenarios, a test can end a prompt with any STK code (`answerStk`), make STK Query lag the callback as
 // it does live (`stkQueryLagMs`), make M-Pesa change its mind (`payLate`: a prompt reported ended unpaid
 // is paid after all; `endPayout`: a held payout ends with a result), or forge what M-Pesa never said
@@ -125,8 +129,24 @@ export interface FakeDaraja {
   forgedStkSuccess(checkoutRequestId: string, change?: { amount?: number; phone?: string }): Record<string, any>;
   /** A payout M-Pesa held (0088) ends with `resultCode` (not paid unless 0): Transaction Status answers it from now on. */
   endPayout(reference: string, resultCode: string, resultDesc: string): void;
+  /** The published result codes the next payout requests of a reference (our OriginatorConversationID) get, one each. */
+  payoutResults: Map<string, string[]>;
+  /** The ConversationIDs M-Pesa gave a reference's payout requests, oldest first. */
+  conversationsOf(reference: string): string[];
   close(): Promise<void>;
 }
+
+/** Safaricom's published B2C / B2B ResultCodes and their descriptions. */
+export const B2C_RESULT_CODES: Record<string, string> = {
+  '0': 'The service request is processed successfully.', '1': 'The balance is insufficient for the transaction.',
+  '2': 'Declined due to limit rule: less than the minimum transaction amount.', '3': 'Declined due to limit rule: greater than the maximum transaction amount.',
+  '4': 'Declined due to limit rule: would exceed daily transfer limit.', '5': 'Declined due to limit rule: would be below the minimum balance.',
+  '6': 'Unresolved primary party.', '7': 'Unresolved receiver party.', '8': 'Declined due to limit rule: would exceed the maximum balance.',
+  '11': 'Debit account invalid.', '12': 'Credit account invalid.', '13': 'Unresolved debit account.', '14': 'Unresolved credit account.',
+  '15': 'Duplicate detected.', '17': 'Internal failure.', '20': 'Unresolved initiator.', '26': 'Traffic blocking condition in place.',
+  '2001': 'The initiator information is invalid.', '2040': 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',
+  '1037': 'DS timeout user cannot be reached.',
+};
 
 const credentials = { key: 'fake-consumer-key-4d1c', secret: 'fake-consumer-secret-8e2f', shortcode: '174379', passkey: 'fake-passkey-bfb279f9aa9bdbcf' };
 
@@ -184,8 +204,11 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       Object.assign(p, { resultCode, resultDesc });
       ended.add(reference);
     },
+    payoutResults: new Map(),
+    conversationsOf: (reference) => conversations.get(reference) ?? [],
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+  const conversations = new Map<string, string[]>();
 
   async function post(url: string, body: unknown, times = 1): Promise<void> {
     await delay(fake.callbackDelayMs);
@@ -253,6 +276,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
           ResultParameter: [
             { Key: 'ReceiptNo', Value: p.receipt }, { Key: 'Conversation ID', Value: p.conversationId }, { Key: 'FinalisedTime', Value: stamp() },
             { Key: 'Amount', Value: p.amount }, { Key: 'TransactionStatus', Value: completed ? 'Completed' : 'Failed' }, { Key: 'ReasonType', Value: 'Business Payment via API' },
+            ...(completed ? [] : [{ Key: 'TransactionReasonCode', Value: p.resultCode }]),
             { Key: 'TransactionReason' }, { Key: 'DebitPartyCharges', Value: 'Fee For B2C Payment|KES|33.00' }, { Key: 'DebitAccountType', Value: 'Utility Account' },
             { Key: 'InitiatedTime', Value: stamp() }, { Key: 'Originator Conversation ID', Value: p.originator }, { Key: 'CreditPartyName', Value: '2547****** - Amina W' },
             { Key: 'DebitPartyName', Value: '600981 - Rampway' },
@@ -342,16 +366,14 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       }
       const shortOnce = suffix === '0001' && !failedOnce.has(ours);
       if (shortOnce) failedOnce.add(ours);
-      const code = suffix === '0002' ? '2040' : shortOnce || suffix === '0011' ? '1' : '0';
-      const descriptions: Record<string, string> = {
-        '0': 'The service request is processed successfully.', '1': 'The balance is insufficient for the transaction.',
-        '2040': 'Credit Party customer type (Unregistered or Registered Customer) can\'t be supported by the service.',
-      };
+      const chosen = fake.payoutResults.get(ours)?.shift();
+      const code = chosen ?? (suffix === '0002' ? '2040' : shortOnce || suffix === '0011' ? '1' : '0');
       const p: Payment = {
-        kind: 'payout', key: ours, resultCode: code, resultDesc: descriptions[code],
+        kind: 'payout', key: ours, resultCode: code, resultDesc: B2C_RESULT_CODES[code] ?? `Result code ${code}.`,
         conversationId: `AG_${randomUUID().replace(/-/g, '').slice(0, 20)}`, originator: b2c ? ours : `${randomUUID().slice(0, 5)}-${Date.now()}`, receipt: receiptNo(), amount: body.Amount,
       };
       payments.set(ours, p);
+      conversations.set(ours, [...(conversations.get(ours) ?? []), p.conversationId]);
       if (code === '0') fake.executions.set(ours, (fake.executions.get(ours) ?? 0) + 1);
       if ((suffix === '0006' || suffix === '0007') && !failedOnce.has(ours)) {
         failedOnce.add(ours);

@@ -6,8 +6,9 @@ import { withdrawalsModel } from './withdrawals.model.js';
 import { liquidationModel } from './liquidation.model.js';
 import { refundsModel } from './refunds.model.js';
 import { collectionsModel } from './collections.model.js';
+import { chainSendsModel } from './chain-sends.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 

@@ -73,14 +73,14 @@ export const checkProviderJob = defineJob({
     const { outcome } = asked;
     return inUnit(deps, async (unit) => {
       if (outcome && outcome.status !== 'pending') {
-        // The query's own answer: its corroboration is itself. A payout MTN says ended unpaid may be sent again.
-        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference: asked.reference, outcome, absent: (asked.kind === 'payout' && outcome.ended) || undefined });
+        // The query's own answer: its corroboration is itself. A payout MTN says FAILED for now may be sent again.
+        return applyProviderResult(unit, deps.config, { kind: asked.kind, reference: asked.reference, outcome });
       }
       // MTN answers its status at once: a payout it has no record of did not pay, and goes again under the same id.
       if (!outcome && asked.kind === 'payout' && momoServes(deps.config, asked.currency) && asked.scope.environment === 'live') {
         const [sent]: { id: string | null }[] = await unit.em.query(
           `SELECT outcome->>'provider_reference' AS id FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [asked.reference]);
-        return applyProviderResult(unit, deps.config, { kind: 'payout', reference: asked.reference, absent: true, outcome: { status: 'temporary_failure', provider_reference: sent?.id ?? null, failure: NO_RECORD } });
+        return applyProviderResult(unit, deps.config, { kind: 'payout', reference: asked.reference, answer: 'absent', outcome: { status: 'temporary_failure', provider_reference: sent?.id ?? null, failure: NO_RECORD } });
       }
       if (subject.round < MAX_CHECK_ROUNDS) {
         await unit.stage(providerJobs.check({ ...subject, round: subject.round + 1 }, statusQueryAfterMs(deps.config, asked.currency)), asked.scope);

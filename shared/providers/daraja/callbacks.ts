@@ -91,8 +91,8 @@ const payerOf = (v: unknown) => {
  * A callback as facts. `stk`: matched by CheckoutRequestID (or MerchantRequestID), with the receipt, amount and phone
  * to check against the request. `result`: B2C echoes our OriginatorConversationID; B2B is matched by ConversationID.
  * `status`: the Transaction Status result, matched by our reference in Occasion or by the query's own
- * OriginatorConversationID; Completed pays, not found (2032) or an unpaid end says the request did not pay, anything
- * else says nothing. `timeout`: the request sat in Daraja's queue too long and may still run: no answer at all.
+ * OriginatorConversationID; Completed pays, not found (2032) or an unpaid end (its TransactionReasonCode read by the
+ * payout rule) says the request did not pay, anything else says nothing. `timeout`: the request sat in Daraja's queue too long and may still run: no answer at all.
  */
 export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, body: unknown): ProviderCallback | null {
   if (kind === 'stk' || kind === 'collection') {
@@ -115,15 +115,22 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const base = { kind: 'payout' as const, reference: occasion, queryId: r.OriginatorConversationID };
     if (resultCode === '0' && p.TransactionStatus === 'Completed') {
       const receipt = str(p.ReceiptNo) ?? str(r.TransactionID);
-      return { ...base, outcome: { status: 'succeeded', provider_reference: str(p['Conversation ID']) ?? null }, receipt };
+      return { ...base, answer: 'paid', outcome: { status: 'succeeded', provider_reference: str(p['Conversation ID']) ?? null }, receipt };
     }
-    const ended = resultCode === '0' && ENDED_UNPAID.has(String(p.TransactionStatus));
-    if (NOT_FOUND_CODES.has(resultCode) || ended) {
-      const said = ended ? `M-Pesa reports the payout ${safeDescription(p.TransactionStatus)}.` : `M-Pesa has no record of the payout (code ${resultCode}).`;
-      return { ...base, absent: true, ended: ended || undefined, outcome: { status: 'temporary_failure', provider_reference: null, failure: { code: 'provider_unavailable', message: said } } };
+    if (resultCode === '0' && ENDED_UNPAID.has(String(p.TransactionStatus))) {
+      // TransactionReasonCode holds the request's own result code: temporary or permanent by the payout rule.
+      const reason = str(p.TransactionReasonCode);
+      const said = `M-Pesa reports the payout ${safeDescription(p.TransactionStatus)}${reason ? ` (code ${safeDescription(reason)})` : ''}.`;
+      const read = reason && reason !== '0' ? outcomeOf('payout', reason, said, null) : null;
+      const outcome = read ?? { status: 'temporary_failure' as const, provider_reference: null, failure: { code: 'provider_unavailable', message: said } };
+      return { ...base, answer: read ? (read.status === 'temporary_failure' ? 'failed_temporary' : 'failed_permanent') : 'failed', outcome };
+    }
+    if (NOT_FOUND_CODES.has(resultCode)) {
+      const said = `M-Pesa has no record of the payout (code ${resultCode}).`;
+      return { ...base, answer: 'absent', outcome: { status: 'temporary_failure', provider_reference: null, failure: { code: 'provider_unavailable', message: said } } };
     }
     // Pending, an unknown status, or the query itself refused: nothing is known about the payout.
-    return { ...base, outcome: { status: 'pending', provider_reference: null } };
+    return { ...base, answer: null, outcome: { status: 'pending', provider_reference: null } };
   }
   const conversation = str(r.ConversationID);
   if (which === 'timeout') {
@@ -131,8 +138,8 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
   }
   const outcome = outcomeOf('payout', resultCode, r.ResultDesc, conversation ?? null);
   const receipt = resultCode === '0' ? str(r.TransactionID) ?? str(params(r.ResultParameters?.ResultParameter, 'Key').TransactionReceipt) : undefined;
-  // M-Pesa's own result for the request: a temporary code (our float short) means it ended without paying.
-  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, absent: outcome.status === 'temporary_failure' || undefined, claim: true };
+  // M-Pesa's own result for the request: a claim about it, which only the status check turns into a new request.
+  return { kind: 'payout', reference: r.OriginatorConversationID, conversationId: conversation, outcome, receipt, claim: true };
 }
 
 /** A Kenyan MSISDN anywhere in a value: `2547...`, `+2547...` or `07...` (B2C's ReceiverPartyPublicName starts with one). */

@@ -11,16 +11,10 @@ import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-clien
 import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
-import { ProviderRequests } from '../provider-requests.js';
+import { ProviderRequests, type AnswerFacts } from '../provider-requests.js';
+import { finalAnswerOf, type PayoutAnswer } from '../../kernel/payout-answers.js';
 
-/**
- * `absent`: M-Pesa itself said the request did not pay and never will (its own temporary result, a status "not found"),
- * so it may be sent again without asking. `queried`: the id of the latest Transaction Status query about it;
- * `queries`: every query since the request last left. Only their answers may say "not found" (one from before a send
- * may predate it); any of them counts, so results slower than the checks' interval are not all thrown away.
- */
-type Marks = { absent?: boolean; queried?: string; queries?: string[] };
-type Stored = (ProviderOutcome & Marks) | ({ status: 'sending'; provider_reference: string | null } & Marks);
+type Stored = ProviderOutcome | { status: 'sending'; provider_reference: string | null };
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
 function wholeKes(currency: string, amount: string): number {
@@ -53,6 +47,12 @@ export function accountReference(reference: string): string {
 const PULL_PAGES = 5;
 /** A payment M-Pesa stamped a little before our record of the prompt (clocks differ) still belongs to it. */
 const PULL_SKEW_MS = 60_000;
+
+/** A request M-Pesa refused outright (HTTP 4xx with its errorCode) never ran: that refusal is its final answer. */
+function refusedRequest(answer: DarajaAnswer, outcome: ProviderOutcome): PayoutAnswer | null {
+  if (answer.status >= 500 || outcome.status === 'pending' || outcome.status === 'succeeded') return null;
+  return outcome.status === 'temporary_failure' ? 'failed_temporary' : 'failed_permanent';
+}
 
 /** An answer to a request: accepted (ResponseCode 0) is pending; Daraja's errorCode is read like a ResultCode. */
 function answerOutcome(kind: ProviderKind, answer: DarajaAnswer, reference: string | null): ProviderOutcome {
@@ -122,10 +122,11 @@ export class DarajaProvider implements PaymentProvider {
     const amount = wholeKes(req.currency, req.amount);
     const body = this.payoutBody(req, amount);
     const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
-    if (previous && isFinalOutcome(previous as ProviderOutcome)) return previous as ProviderOutcome;
-    if (previous && !previous.absent) {
-      // The earlier request may be live (a crash, a timeout, a 5xx, a queue timeout, accepted and unanswered): it is
-      // sent again only once Transaction Status says M-Pesa has no record of it (its result arrives as a callback).
+    const answered = previous && finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer });
+    if (previous && (answered === 'paid' || answered === 'failed_permanent')) return previous as ProviderOutcome;
+    if (previous && answered !== 'absent' && answered !== 'failed_temporary') {
+      // The earlier request may be live (a crash, a timeout, a 5xx, a queue timeout, accepted and unanswered, a Result
+      // alone): it is sent again only once Transaction Status says it did not pay (its result arrives as a callback).
       const known = await this.queryStatus('payout', req.reference);
       if (known) return this.store('payout', req.reference, known);
     }
@@ -134,7 +135,8 @@ export class DarajaProvider implements PaymentProvider {
     // Never a refusal: the payout may have run. The job's next attempt asks Transaction Status before sending again.
     if (unanswered(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status} (${safeDescription(answer.body?.errorCode)}).`, String(answer.status));
     const conversation = typeof answer.body?.ConversationID === 'string' ? answer.body.ConversationID : null;
-    return this.store('payout', req.reference, answerOutcome('payout', answer, conversation));
+    const outcome = answerOutcome('payout', answer, conversation);
+    return this.store('payout', req.reference, outcome, { answer: refusedRequest(answer, outcome), conversationId: outcome.status === 'pending' ? conversation : null });
   }
 
   /**
@@ -160,12 +162,13 @@ export class DarajaProvider implements PaymentProvider {
     if (String(body.ResponseCode ?? '') !== '0' || !queried) {
       throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
     }
+    // Only the answers of queries asked since the request last left are about it (an older one may predate a send).
     await this.db.query(
-      `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('queried', $3::text, 'queries', COALESCE(outcome->'queries', '[]'::jsonb) || to_jsonb($3::text)), updated_at = now()
+      `UPDATE provider_requests SET status_queries = status_queries || $3::text, updated_at = now()
         WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
       [kind, reference, queried],
     );
-    return { status: 'pending', provider_reference: stored?.provider_reference ?? null, queried } as ProviderOutcome;
+    return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
   }
 
   /**
@@ -224,13 +227,13 @@ export class DarajaProvider implements PaymentProvider {
     };
   }
 
-  private claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number }) | null> {
+  private claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number; answer: PayoutAnswer | null }) | null> {
     return this.requests.claim<Stored>(kind, req, request);
   }
 
   /**
-   * The request leaves now: whatever was known of an earlier one (absent, queried) no longer describes it, so if this
-   * one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
+   * The request leaves now: whatever was known of an earlier one (its answer, its queries) no longer describes it, so
+   * if this one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
    */
   private async sending(kind: ProviderKind, reference: string): Promise<void> {
     await this.requests.markSending(kind, reference);
@@ -240,7 +243,7 @@ export class DarajaProvider implements PaymentProvider {
     return this.requests.stored<Stored>(kind, reference);
   }
 
-  private store(kind: ProviderKind, reference: string, outcome: ProviderOutcome): Promise<ProviderOutcome> {
-    return this.requests.store(kind, reference, outcome);
+  private store(kind: ProviderKind, reference: string, outcome: ProviderOutcome, facts?: AnswerFacts): Promise<ProviderOutcome> {
+    return this.requests.store(kind, reference, outcome, facts);
   }
 }

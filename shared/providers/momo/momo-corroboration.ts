@@ -26,5 +26,6 @@ export async function corroborateMomo(
   if (!asked) return contradicted(claim.kind, claim.reference, 'MTN has no record of the request', 'mtn_momo');
   if (asked.status === 'pending') throw new AppError('service_unavailable', 'MTN MoMo has no final answer for the request yet; asking again shortly.');
   if (verdict(asked.status) !== claim.said.status) return contradicted(claim.kind, claim.reference, `the status GET says ${verdict(asked.status)}`, 'mtn_momo');
-  return { result: { kind: claim.kind, reference: claim.reference, outcome: asked, receipt: asked.receipt, absent: (claim.kind === 'payout' && asked.ended) || undefined } };
+  // The status GET's answer is about the request's current X-Reference-Id: a status answer, not the callback's claim.
+  return { result: { kind: claim.kind, reference: claim.reference, outcome: asked, receipt: asked.receipt } };
 }

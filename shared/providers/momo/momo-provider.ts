@@ -14,6 +14,7 @@ import { formatAmount, scaleOf, toMinor } from '../../domain/money.js';
 import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderDeps, type ProviderKind, type ProviderOutcome } from '../provider.js';
 import { ProviderRequests } from '../provider-requests.js';
 import { MomoClient } from './momo-client.js';
+import { answerOfOutcome, finalAnswerOf } from '../../kernel/payout-answers.js';
 import { failedOutcome, momoOutcome, readMomoStatus, type MomoOutcome } from './momo-results.js';
 
 type Stored = MomoOutcome | { status: 'sending'; provider_reference: string | null };
@@ -72,13 +73,15 @@ export class MomoProvider implements PaymentProvider {
   private async send(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>, body: Record<string, unknown>): Promise<ProviderOutcome> {
     const previous = await this.requests.claim<Stored>(kind, req, request);
     let referenceId = previous?.provider_reference ?? (UUID.test(req.reference) ? req.reference : randomUUID());
-    if (previous && previous.status !== 'sending' && isFinalOutcome(previous as ProviderOutcome) && !(previous as MomoOutcome).ended) return previous as ProviderOutcome;
-    if (previous && !(previous as MomoOutcome).ended && previous.provider_reference) {
+    // A payout's answer is its typed one (shared/kernel/payout-answers.ts); a collection's, MTN's word as stored.
+    const ended = previous !== null && (kind === 'payout' ? finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) === 'failed_temporary' : (previous as MomoOutcome).ended === true);
+    if (previous && previous.status !== 'sending' && isFinalOutcome(previous as ProviderOutcome) && !ended) return previous as ProviderOutcome;
+    if (previous && !ended && previous.provider_reference) {
       // The earlier request may have reached MTN (a crash, a timeout, a 5xx): its status decides.
       const known = await this.ask(kind, previous.provider_reference);
-      if (known && !known.ended) return this.requests.store(kind, req.reference, known);
+      if (known && !known.ended) return this.store(kind, req.reference, known);
       if (known?.ended) referenceId = randomUUID();
-    } else if ((previous as MomoOutcome | null)?.ended) {
+    } else if (ended) {
       referenceId = randomUUID();
     }
     // Recorded before it leaves, so an unanswered send is asked about by this id.
@@ -88,18 +91,23 @@ export class MomoProvider implements PaymentProvider {
       if (err instanceof ProviderError && err.providerCode !== 'oauth') this.log.warn({ provider: this.id, kind, reference: req.reference, referenceId }, 'provider answer unknown');
       throw err;
     });
-    if (answer.status === 202) return this.requests.store(kind, req.reference, { status: 'pending', provider_reference: referenceId });
+    if (answer.status === 202) return this.store(kind, req.reference, { status: 'pending', provider_reference: referenceId });
     if (answer.status === 409) {
       // MTN already has a request under this id: what it says of it is the answer.
       const known = await this.ask(kind, referenceId);
-      return this.requests.store(kind, req.reference, known ?? { status: 'pending', provider_reference: referenceId });
+      return this.store(kind, req.reference, known ?? { status: 'pending', provider_reference: referenceId });
     }
     const code = typeof answer.body?.code === 'string' ? answer.body.code : null;
     if (answer.status >= 500 || answer.status === 429 || answer.status === 401 || answer.status === 403) {
       throw new ProviderError(`MTN MoMo answered HTTP ${answer.status} (${code && /^[A-Z_]{1,60}$/.test(code) ? code : 'no code'}).`, String(answer.status));
     }
     // Refused before it ran (400 with MTN's code, e.g. INVALID_CURRENCY or PAYEE_NOT_FOUND): nothing moved.
-    return this.requests.store(kind, req.reference, failedOutcome(kind, code, referenceId));
+    return this.store(kind, req.reference, failedOutcome(kind, code, referenceId));
+  }
+
+  /** MTN's word on a request (a status GET, a refusal) is final for a payout once it is not PENDING. */
+  private store(kind: ProviderKind, reference: string, outcome: MomoOutcome): Promise<ProviderOutcome> {
+    return this.requests.store(kind, reference, outcome, kind === 'payout' ? { answer: answerOfOutcome(outcome.status) } : {});
   }
 
   /** GET requesttopay/{id} or transfer/{id}: the outcome, or null for MTN's 404 (no such request). */
