@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
-import { assertSomeProvider } from '../../shared/providers/provider.js';
+import { assertSomeProvider } from '../../shared/providers/providers.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYMENT_INTENT_STATUSES, PAYOUT_STATUSES, TREASURY_DEPOSIT_STATUSES } from '../../shared/domain/machines.js';

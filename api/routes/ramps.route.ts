@@ -1,6 +1,6 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
-import { assertSomeProvider } from '../../shared/providers/provider.js';
+import { assertSomeProvider } from '../../shared/providers/providers.js';
 import type { AppDeps } from '../context.js';
 import { startOfframp, type StartOfframpInput } from '../../shared/domain/offramps.js';
 import { startOnramp, type StartOnrampInput } from '../../shared/domain/fiat-steps.js';

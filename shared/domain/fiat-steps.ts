@@ -4,7 +4,7 @@ import type { ChainAdapter } from '../chain/adapter.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import { AppError } from '../errors.js';
 import { sandboxReceipt } from '../providers/sandbox-provider.js';
-import { assertProvider } from '../providers/provider.js';
+import { assertProvider } from '../providers/providers.js';
 import type { EventScope } from './events.js';
 import { checkPayer } from './corridor-details.js';
 import { requireCorridor } from './corridors.js';

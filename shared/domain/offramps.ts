@@ -15,7 +15,7 @@ import {
 import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
-import { assertProvider } from '../providers/provider.js';
+import { assertProvider } from '../providers/providers.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';

@@ -130,7 +130,7 @@ function payoutFact(outcome: ProviderOutcome, facts: PayoutFacts): PayoutFact {
 
 /**
  * A payout result applied by the payout rules (shared/kernel/payout-answers.ts): a Result about an earlier request
- * changes nothing; a Result's success completes; any other Result, or a queue timeout, is only a reason to ask
+ * changes nothing; any Result about the latest (its success too), or a queue timeout, is only a reason to ask
  * Transaction Status at once. A status answer about the latest request is its final answer: paid completes, failed
  * for good fails with the refund, not paid for now (or no record) sends it again after a backoff while
  * PROVIDER_MAX_ATTEMPTS allows, then action_required (retry or refund). An on-ramp's fiat refund follows the same rules.
@@ -145,7 +145,7 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
   if (plan.do === 'wait') throw new ResultTooEarlyError();
   if (plan.do === 'ignore') return `unchanged (${plan.why})`;
   if ('contradicted' in plan && plan.contradicted) contradicted('payout', tx.id, plan.contradicted);
-  if (plan.do === 'ask') return askStatus(unit, tx, request.sends, plan.why, plan.claim ? outcome : undefined);
+  if (plan.do === 'ask') return askStatus(unit, tx, request.sends, plan.why, plan.claim ? { ...outcome, receipt: facts.receipt ?? outcome.receipt } : undefined);
   // A status "Failed" that gave no reason is told by the failure the Result claimed.
   const said = plan.do === 'fail' && outcome.status !== 'rejected' && request.claimedOutcome ? request.claimedOutcome : outcome;
   await recordAnswer(unit, tx.id, plan.record, said);
@@ -153,7 +153,8 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
   if (tx.status !== 'processing') return `unchanged (${tx.status})${plan.do === 'resend' || plan.do === 'stall' ? ', may be sent again' : ''}`;
   const reference = outcome.provider_reference ?? tx.provider_reference;
   if (plan.do === 'complete') {
-    await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt: facts.receipt ?? outcome.receipt ?? null }, ledger: () => payoutEntry(tx) });
+    const receipt = facts.receipt ?? outcome.receipt ?? request.claimedOutcome?.receipt ?? null;
+    await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt }, ledger: () => payoutEntry(tx) });
     return 'completed';
   }
   if (plan.do === 'fail') return failPayout(unit, config, tx, said, reference);

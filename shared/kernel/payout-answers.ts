@@ -92,7 +92,7 @@ export type PayoutPlan =
   | { do: 'ignore'; why: string }
   | { do: 'ask'; why: 'timeout' | 'claim' | 'unmatched'; claim?: PayoutAnswer }
   | { do: 'complete'; record: 'paid'; contradicted?: string }
-  | { do: 'fail'; record: 'failed_permanent' }
+  | { do: 'fail'; record: 'failed_permanent'; contradicted?: string }
   | { do: 'resend'; record: 'failed_temporary' | 'absent'; contradicted?: string }
   | { do: 'stall'; record: 'failed_temporary' | 'absent'; contradicted?: string };
 
@@ -109,20 +109,21 @@ function planFor(request: PayoutRequestState, fact: PayoutFact, maxSends: number
     if (request.conversationId === null) {
       if (request.status === 'sending') return { do: 'wait' };
       // The latest request's id was never learned (its answer lost): whatever the Result says, the status check decides.
-      return fact.type === 'result' && fact.said !== 'paid' ? { do: 'ask', why: 'claim', claim: fact.said } : { do: 'ask', why: 'unmatched' };
+      return fact.type === 'result' ? { do: 'ask', why: 'claim', claim: fact.said } : { do: 'ask', why: 'unmatched' };
     }
     if (fact.conversationId !== request.conversationId) return { do: 'ignore', why: 'a result about an earlier request' };
     if (fact.type === 'queue_timeout') return { do: 'ask', why: 'timeout' };
-    // A success completes as it always did; any other claim waits for the status check.
-    if (fact.said === 'paid') return { do: 'complete', record: 'paid' };
+    // Whatever a Result claims, success included, the status check decides: anyone holding the callback token could
+    // forge one, and a forged success must not mark unpaid money paid (the kernel simulator's payout seed 3).
     return { do: 'ask', why: 'claim', claim: fact.said };
   }
   if (!aboutLatest(request, fact)) return { do: 'ignore', why: 'a status answer from before the latest request' };
   const said = statusAnswer(request, fact.said);
   if (said === null) return { do: 'ignore', why: 'the status check gave no final answer' };
   const claimed = request.claimed;
-  if (said === 'paid') return { do: 'complete', record: 'paid', ...(claimed ? { contradicted: 'the status check says it paid' } : {}) };
-  if (said === 'failed_permanent') return { do: 'fail', record: 'failed_permanent' };
-  const contradicted = claimed === 'failed_permanent' && said === 'absent' ? { contradicted: 'the status check has no record of it' } : {};
+  if (said === 'paid') return { do: 'complete', record: 'paid', ...(claimed && claimed !== 'paid' ? { contradicted: 'the status check says it paid' } : {}) };
+  const deniedSuccess = claimed === 'paid' ? { contradicted: 'the status check says it did not pay' } : {};
+  if (said === 'failed_permanent') return { do: 'fail', record: 'failed_permanent', ...deniedSuccess };
+  const contradicted = claimed === 'failed_permanent' && said === 'absent' ? { contradicted: 'the status check has no record of it' } : deniedSuccess;
   return { do: request.sends < maxSends ? 'resend' : 'stall', record: said, ...contradicted };
 }

@@ -10,7 +10,7 @@ import { signingSecrets, type EndpointStatus } from './endpoints.js';
 import { endpointTakes, webhookJobs } from './fan-out.js';
 
 export { webhookJobs };
-import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
+import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, WEBHOOK_MESSAGE_STATUSES, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
 import { NOW, transition } from '../domain/transition.js';
 import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-delivery.js';
 import { planOnce } from '../db/prepared-client.js';
@@ -240,7 +240,7 @@ export async function redeliverEvent(unit: Unit, scope: { businessId: string; en
   const queued: string[] = [];
   for (const row of rows) {
     const moved = await transition<WebhookMessageStatus, { round: number }>(unit, WEBHOOK_MESSAGE_MACHINE, {
-      scope, id: row.id, to: 'pending', expected: ['delivered', 'failed', 'cancelled'], set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
+      scope, id: row.id, to: 'pending', expected: WEBHOOK_MESSAGE_STATUSES, set: { round: row.round + 1, attempts: 0, next_attempt_at: null, delivered_at: null }, reason: 'redeliver', view: () => ({}),
     });
     if (!moved) continue;
     await unit.stage(webhookJobs.deliver(row.id, row.endpoint_id, row.round + 1, 1), scope);

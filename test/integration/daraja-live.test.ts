@@ -119,7 +119,8 @@ describe('live M-Pesa (Daraja) on-ramps and payouts', function () {
     const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     const mine = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
-    expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest']);
+    // The second request's success Result is a claim: Transaction Status corroborates it before the payout completes.
+    expect(mine).to.deep.equal(['/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query', '/mpesa/b2c/v3/paymentrequest', '/mpesa/transactionstatus/v1/query']);
   });
 
   it('a temporary result (1: our float short) is sent again only once Transaction Status says it failed, and pays', async () => {

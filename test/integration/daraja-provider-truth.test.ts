@@ -46,7 +46,8 @@ describe('live M-Pesa: provider truth', function () {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350003', mobile_network: 'safaricom' });
     const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
-    expect(pathsFor(id)).to.deep.equal([B2C, STATUS, B2C]);
+    // The last: the success Result corroborated by Transaction Status before the payout completes.
+    expect(pathsFor(id)).to.deep.equal([B2C, STATUS, B2C, STATUS]);
     expect(rail.fake.payoutsTo(id).map((r) => r.body.OriginatorConversationID)).to.deep.equal([id, id]);
     expect(rail.fake.executions.get(id)).to.equal(1);
     expect(rail.fake.callbacks.some((c) => c.url.endsWith('/status'))).to.equal(true);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { liveProvider } from '../../shared/providers/provider.js';
+import { liveProvider } from '../../shared/providers/providers.js';
 import { bearer, writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';

@@ -72,6 +72,27 @@ describe('live M-Pesa: a Result callback alone never sends a payout again', func
     expect((await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body.refund).to.equal(null);
   });
 
+  it('a forged success Result (valid token) completes nothing: Transaction Status decides, and a payout M-Pesa did not pay is sent again', async () => {
+    // The kernel simulator's payout seed 3: a success Result alone completed a payout M-Pesa never paid.
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712380088', mobile_network: 'safaricom' });
+    await untilStatus(rail.api, rail.key, id, ['processing']);
+    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND outcome->>'status' = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
+    const forged = rail.fake.resultFor(id)!;
+    Object.assign(forged.Result, { ResultCode: 0, ResultDesc: 'The service request is processed successfully.', TransactionID: 'TKF0RG3D00' });
+    forged.Result.ResultParameters = { ResultParameter: [{ Key: 'TransactionAmount', Value: 1000 }, { Key: 'TransactionReceipt', Value: 'TKF0RG3D00' }] };
+    expect(await postResult(rail, forged)).to.equal('corroborating');
+    await until(() => rail.fake.log.some((r) => r.path === STATUS && r.body.OriginalConversationID === id), { what: 'Transaction Status asked' });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body.status).to.equal('processing');
+    // M-Pesa's record: not paid (our float short). The claim is denied and the payout goes again, and pays.
+    rail.fake.endPayout(id, '1', 'The balance is insufficient for the transaction.');
+    await until(() => rail.fake.payoutsTo(id).length === 2, { what: 'the second B2C after Transaction Status said Failed', timeoutMs: 20_000 });
+    const tx = await settled(id);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(tx.provider_reference).to.not.equal('TKF0RG3D00');
+    expect(rail.fake.executions.get(id)).to.equal(1);
+  });
+
   it('a temporary Result for the latest request (our float short) is sent again only after Transaction Status says Failed with its reason', async () => {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712380001', mobile_network: 'safaricom' });
     const tx = await settled(id);
@@ -132,7 +153,8 @@ describe('live M-Pesa on Anvil: payouts not paid are refundable; fiat refunds ar
     const back = await mineUntil(id, (tx) => tx.status === 'failed' && tx.refund?.status === 'completed', 'the fiat paid back');
     expect(back.failure.code).to.equal('delivery_failed');
     const paths = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
-    expect(paths).to.deep.equal([B2C, STATUS, B2C]);
+    // The last: the refund's success Result corroborated by Transaction Status before it counts as paid back.
+    expect(paths).to.deep.equal([B2C, STATUS, B2C, STATUS]);
     expect(rail.fake.executions.get(id)).to.equal(1);
   });
 

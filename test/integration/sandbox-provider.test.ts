@@ -10,7 +10,8 @@ import { AmountError } from '../../shared/domain/money.js';
 import { listCorridors, type Corridor } from '../../shared/domain/corridors.js';
 import type { Environment } from '../../shared/domain/chains.js';
 import type { EventScope } from '../../shared/domain/events.js';
-import { ProviderError, providerFor, type CollectRequest, type PayoutRequest } from '../../shared/providers/provider.js';
+import { ProviderError, type CollectRequest, type PayoutRequest } from '../../shared/providers/provider.js';
+import { providerFor } from '../../shared/providers/providers.js';
 import { SandboxProvider, providerCallStats, sandboxProviderReference, sandboxReceipt } from '../../shared/providers/sandbox-provider.js';
 
 // The field a corridor's payee is reached by, in the order the adapter reads them.

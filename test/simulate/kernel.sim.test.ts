@@ -7,8 +7,9 @@ import { liquidationModel } from './liquidation.model.js';
 import { refundsModel } from './refunds.model.js';
 import { collectionsModel } from './collections.model.js';
 import { chainSendsModel } from './chain-sends.model.js';
+import { payoutsModel } from './payouts.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel, payoutsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 

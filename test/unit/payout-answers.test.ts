@@ -33,7 +33,7 @@ describe('payout answers (kernel)', () => {
     expect(decidePayout(sent(), { type: 'queue_timeout', conversationId: 'AG_older' }).do).to.equal('ignore');
     expect(decidePayout(sent({ status: 'sending', conversationId: null }), { type: 'result', said: 'paid', conversationId: 'AG_x' }).do).to.equal('wait');
     // The latest request's answer was lost (its id never learned): a Result only makes the status check ask.
-    expect(decidePayout(sent({ conversationId: null }), { type: 'result', said: 'paid', conversationId: 'AG_x' })).to.deep.equal({ do: 'ask', why: 'unmatched' });
+    expect(decidePayout(sent({ conversationId: null }), { type: 'result', said: 'paid', conversationId: 'AG_x' })).to.deep.equal({ do: 'ask', why: 'claim', claim: 'paid' });
   });
 
   it('a status answer about the latest request decides: not paid (for now, or no record) sends again, up to maxSends; then stall', () => {
@@ -55,6 +55,13 @@ describe('payout answers (kernel)', () => {
     expect(decidePayout(sent({ claimed: 'failed_temporary' }), { type: 'status', said: 'failed', queryId: 'q1' })).to.deep.equal({ do: 'resend', record: 'failed_temporary' });
     expect(decidePayout(sent({ claimed: 'failed_permanent' }), { type: 'status', said: 'paid', queryId: 'q1' })).to.deep.include({ do: 'complete', contradicted: 'the status check says it paid' });
     expect(decidePayout(sent({ claimed: 'failed_permanent' }), { type: 'status', said: 'absent', queryId: 'q1' })).to.deep.include({ do: 'resend', contradicted: 'the status check has no record of it' });
+  });
+
+  it('a Result\'s success is a claim: the status check completes it, or denies it (a forged success pays nobody)', () => {
+    expect(decidePayout(sent(), { type: 'result', said: 'paid', conversationId: 'AG_latest' })).to.deep.equal({ do: 'ask', why: 'claim', claim: 'paid' });
+    expect(decidePayout(sent({ claimed: 'paid' }), { type: 'status', said: 'paid', queryId: 'q1' })).to.deep.equal({ do: 'complete', record: 'paid' });
+    expect(decidePayout(sent({ claimed: 'paid' }), { type: 'status', said: 'absent', queryId: 'q1' })).to.deep.include({ do: 'resend', contradicted: 'the status check says it did not pay' });
+    expect(decidePayout(sent({ claimed: 'paid' }), { type: 'status', said: 'failed_permanent', queryId: 'q1' })).to.deep.include({ do: 'fail', contradicted: 'the status check says it did not pay' });
   });
 
   it('an answer for good is never replaced', () => {

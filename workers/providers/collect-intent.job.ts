@@ -4,7 +4,8 @@ import { collectionCameToNothing, collectionFailure, intentScope, loadPaymentInt
 import { awaitResult } from '../../shared/domain/provider-results.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { mobileMoneyPayment, recordPayment } from '../../shared/domain/treasury-deposits.js';
-import { ProviderError, providerFor } from '../../shared/providers/provider.js';
+import { ProviderError } from '../../shared/providers/provider.js';
+import { providerFor } from '../../shared/providers/providers.js';
 import { defineJob } from '../job-definition.js';
 
 /**

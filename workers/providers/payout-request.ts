@@ -1,6 +1,7 @@
 import { loadActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
 import { scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
-import { providerFor, type ProviderOutcome } from '../../shared/providers/provider.js';
+import { type ProviderOutcome } from '../../shared/providers/provider.js';
+import { providerFor } from '../../shared/providers/providers.js';
 import type { WorkerDeps } from '../job-definition.js';
 
 /** Asks the provider to pay an off-ramp out, with our transaction id as the reference (a repeat is the same payout). */

@@ -2,7 +2,8 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { applyFiatRefund } from '../../shared/domain/onramp-refunds.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { loadTransaction, lockTransaction, scopeOf } from '../../shared/domain/transactions.js';
-import { ProviderError, providerFor } from '../../shared/providers/provider.js';
+import { ProviderError } from '../../shared/providers/provider.js';
+import { providerFor } from '../../shared/providers/providers.js';
 import { defineJob } from '../job-definition.js';
 
 /**

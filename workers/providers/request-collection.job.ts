@@ -3,7 +3,8 @@ import { applyCollectionOutcome, collectionUnavailable, forcedSuccess } from '..
 import { awaitResult } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
-import { ProviderError, providerFor } from '../../shared/providers/provider.js';
+import { ProviderError } from '../../shared/providers/provider.js';
+import { providerFor } from '../../shared/providers/providers.js';
 import { defineJob } from '../job-definition.js';
 
 /** An on-ramp's payment is collected from the payer (STK Push in live), with our transaction id as the reference. */

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../errors.js';
 import { contradicted, ResultTooEarlyError } from '../../domain/provider-results.js';
-import { liveProvider, type ProviderCallback, type ProviderKind } from '../provider.js';
+import { type ProviderCallback, type ProviderKind } from '../provider.js';
+import { liveProvider } from '../providers.js';
 import { parseMomoCallback } from './momo-results.js';
 
 const verdict = (status: string) => (status === 'succeeded' || status === 'SUCCESSFUL' ? 'SUCCESSFUL' : 'FAILED');
