@@ -599,7 +599,7 @@ export interface paths {
         put?: never;
         /**
          * Give back the USDC an off-ramp holds (action_required or failed).
-         * @description Answers 202 with the transaction: every USDC it received and neither paid out nor returned goes back to its refund destination (`refund_address` here or at creation, else `settlement.from_address`; a managed wallet's funds back to it). An `action_required` off-ramp ends `failed` (`failure.code = "refund_requested"`). `refund.status` is `pending` until the transfer is mined (sandbox: `completed` at once). An off-ramp left waiting on `underpaid` or `late_deposit` is refunded on its own after `AUTO_REFUND_AFTER_SECONDS` (default 900). Otherwise 409 `transaction_not_refundable`, `details.reason`: `nothing_to_refund`, `not_refundable_status`, `payout_outcome_unknown` (a payout request has no final answer yet) or `onramp`.
+         * @description Answers 202 with the transaction: every USDC it received and neither paid out nor returned goes back to its refund destination (`refund_address` here or at creation, else `settlement.from_address`; a managed wallet's funds back to it). An `action_required` off-ramp ends `failed` (`failure.code = "refund_requested"`). `refund.status` is `pending` until the transfer is mined (sandbox: `completed` at once); a refund the chain refused (`failed`) counts nothing in `refund.amount` and is sent again by this request (to a new `refund_address` if given). An off-ramp left waiting on `underpaid` or `late_deposit` is refunded on its own after `AUTO_REFUND_AFTER_SECONDS` (default 900). Otherwise 409 `transaction_not_refundable`, `details.reason`: `nothing_to_refund`, `not_refundable_status`, `payout_outcome_unknown` (a payout request has no final answer yet) or `onramp`.
          *
          *     Scope: `transactions:write`. Needs an `Idempotency-Key`. Live keys need the business enabled for live (else 403 `live_not_enabled`).
          */
@@ -2597,7 +2597,7 @@ export interface components {
                 /** Format: int32 */
                 attempts?: number;
             } | null;
-            /** @description Why the latest collection brought nothing (`collection_declined`, `provider_unavailable`). */
+            /** @description Why the latest collection brought nothing: `payer_insufficient_funds`, `collection_declined`, `collection_timeout`, `collection_failed` (the prompt ended unpaid), `provider_unavailable`. */
             last_payment_error: {
                 code: string;
                 message: string;
