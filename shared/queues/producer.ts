@@ -50,7 +50,7 @@ export async function enqueue<N extends JobName>(queues: Queues, job: JobRequest
 
 /**
  * For the sweeper: makes sure the job will run again. A job BullMQ has never seen (or has forgotten) is added, a
- * failed one retried, a completed one replaced; one waiting, delayed or running is left alone.
+ * failed one retried (replaced when its hash lost its name), a completed one replaced; one waiting, delayed or running is left alone.
  */
 export async function requeue<N extends JobName>(queues: Queues, job: JobRequest<N>): Promise<'added' | 'retried' | 'replaced' | 'pending'> {
   const queue = queues[JOBS[job.name].queue];
@@ -63,8 +63,15 @@ export async function requeue<N extends JobName>(queues: Queues, job: JobRequest
     return 'added';
   }
   if (state === 'failed') {
+    const failed = await queue.getJob(job.id);
+    // A hash Redis partly lost (a flush while a worker held it: no name, no data) can never run: replaced, not retried.
+    if (!failed || failed.name !== job.name) {
+      await queue.remove(job.id);
+      await enqueue(queues, job);
+      return 'replaced';
+    }
     // With a fresh set of attempts: one that gave up used them all, and the next failure would otherwise be its last.
-    await (await queue.getJob(job.id))?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    await failed.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
     return 'retried';
   }
   if (state === 'completed') {

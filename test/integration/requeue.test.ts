@@ -56,6 +56,29 @@ describe('requeue: a stuck row\'s job runs again whatever Redis kept of it', () 
     expect(again.attemptsMade).to.equal(0);
     await queues.pricing.remove(job.id);
   });
+
+  it('a failed job whose hash lost its name and data (a Redis flush mid-run) is replaced, not retried into "no processor" again', async () => {
+    // Fault seed 15012: a collection request's job, its hash emptied by a flush while a worker held it, failed with
+    // "no processor for job undefined"; retried as it was, it failed the same way at every sweep and the on-ramp stayed created.
+    const job = rateJob();
+    await enqueue(queues, job);
+    const worker = new Worker('pricing', async (j) => {
+      if (j.id === job.id) throw new Error('the rate source is down');
+    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix, concurrency: 4 });
+    try {
+      await until(async () => (await queues.pricing.getJobState(job.id)) === 'failed', { timeoutMs: 15_000, what: 'the job out of attempts' });
+    } finally {
+      await worker.close();
+    }
+    await testRedis().hdel(`${getConfig().redisPrefix}:pricing:${job.id}`, 'name', 'data');
+    expect((await queues.pricing.getJob(job.id))!.name).to.not.equal(job.name);
+    expect(await requeue(queues, job)).to.equal('replaced');
+    const again = (await queues.pricing.getJob(job.id))!;
+    expect(again.name).to.equal(job.name);
+    expect(again.data).to.deep.equal(job.data);
+    expect(await again.getState()).to.equal('waiting');
+    await queues.pricing.remove(job.id);
+  });
 });
 
 describe('a job BullMQ failed for stalling runs its final-failure handler', () => {
