@@ -26,6 +26,19 @@ describe('requeue: a stuck row\'s job runs again whatever Redis kept of it', () 
     return { name: 'rate.refresh', id: jobId('rate.refresh', 'sandbox', currency), data: { environment: 'sandbox', currency } };
   };
 
+  /** Enqueues `job` and lets it fail every attempt (its worker throws), so it rests in the failed set. */
+  const failForGood = async (job: JobRequest<'rate.refresh'>) => {
+    await enqueue(queues, job);
+    const worker = new Worker('pricing', async (j) => {
+      if (j.id === job.id) throw new Error('the rate source is down');
+    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix, concurrency: 4 });
+    try {
+      await until(async () => (await queues.pricing.getJobState(job.id)) === 'failed', { timeoutMs: 15_000, what: 'the job out of attempts' });
+    } finally {
+      await worker.close();
+    }
+  };
+
   it('a job whose hash outlived its place in the queue (Redis lost some keys, not all) is added again, not left as a hash', async () => {
     const job = rateJob();
     await enqueue(queues, job);
@@ -40,15 +53,7 @@ describe('requeue: a stuck row\'s job runs again whatever Redis kept of it', () 
 
   it('a job that failed for good is retried with a fresh set of attempts, not one last try', async () => {
     const job = rateJob();
-    await enqueue(queues, job);
-    const worker = new Worker('pricing', async (j) => {
-      if (j.id === job.id) throw new Error('the rate source is down');
-    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix, concurrency: 4 });
-    try {
-      await until(async () => (await queues.pricing.getJobState(job.id)) === 'failed', { timeoutMs: 15_000, what: 'the job out of attempts' });
-    } finally {
-      await worker.close();
-    }
+    await failForGood(job);
     expect((await queues.pricing.getJob(job.id))!.attemptsMade).to.equal(3);
     expect(await requeue(queues, job)).to.equal('retried');
     const again = (await queues.pricing.getJob(job.id))!;
@@ -61,15 +66,7 @@ describe('requeue: a stuck row\'s job runs again whatever Redis kept of it', () 
     // Fault seed 15012: a collection request's job, its hash emptied by a flush while a worker held it, failed with
     // "no processor for job undefined"; retried as it was, it failed the same way at every sweep and the on-ramp stayed created.
     const job = rateJob();
-    await enqueue(queues, job);
-    const worker = new Worker('pricing', async (j) => {
-      if (j.id === job.id) throw new Error('the rate source is down');
-    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix, concurrency: 4 });
-    try {
-      await until(async () => (await queues.pricing.getJobState(job.id)) === 'failed', { timeoutMs: 15_000, what: 'the job out of attempts' });
-    } finally {
-      await worker.close();
-    }
+    await failForGood(job);
     await testRedis().hdel(`${getConfig().redisPrefix}:pricing:${job.id}`, 'name', 'data');
     expect((await queues.pricing.getJob(job.id))!.name).to.not.equal(job.name);
     expect(await requeue(queues, job)).to.equal('replaced');
