@@ -46,8 +46,12 @@ describe('live M-Pesa: provider truth', function () {
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712350003', mobile_network: 'safaricom' });
     const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
-    // The last: the success Result corroborated by Transaction Status before the payout completes.
-    expect(pathsFor(id)).to.deep.equal([B2C, STATUS, B2C, STATUS]);
+    // Asked before the second request; its success Result corroborated by Transaction Status before the payout
+    // completes (a scheduled status check on a loaded machine may ask once more).
+    const paths = pathsFor(id);
+    expect(paths.filter((p) => p === B2C), JSON.stringify(paths)).to.have.length(2);
+    expect(paths.slice(1, paths.lastIndexOf(B2C)), JSON.stringify(paths)).to.include(STATUS);
+    expect(paths.slice(paths.lastIndexOf(B2C) + 1), JSON.stringify(paths)).to.include(STATUS);
     expect(rail.fake.payoutsTo(id).map((r) => r.body.OriginatorConversationID)).to.deep.equal([id, id]);
     expect(rail.fake.executions.get(id)).to.equal(1);
     expect(rail.fake.callbacks.some((c) => c.url.endsWith('/status'))).to.equal(true);

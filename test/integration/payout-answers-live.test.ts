@@ -153,8 +153,11 @@ describe('live M-Pesa on Anvil: payouts not paid are refundable; fiat refunds ar
     const back = await mineUntil(id, (tx) => tx.status === 'failed' && tx.refund?.status === 'completed', 'the fiat paid back');
     expect(back.failure.code).to.equal('delivery_failed');
     const paths = rail.fake.log.filter((r) => r.body.OriginatorConversationID === id || r.body.OriginalConversationID === id).map((r) => r.path);
-    // The last: the refund's success Result corroborated by Transaction Status before it counts as paid back.
-    expect(paths).to.deep.equal([B2C, STATUS, B2C, STATUS]);
+    // Asked before the second request; the refund's success Result corroborated by Transaction Status before it counts
+    // as paid back (a scheduled status check on a loaded machine may ask once more).
+    expect(paths.filter((p) => p === B2C), JSON.stringify(paths)).to.have.length(2);
+    expect(paths.slice(1, paths.lastIndexOf(B2C)), JSON.stringify(paths)).to.include(STATUS);
+    expect(paths.slice(paths.lastIndexOf(B2C) + 1), JSON.stringify(paths)).to.include(STATUS);
     expect(rail.fake.executions.get(id)).to.equal(1);
   });
 
