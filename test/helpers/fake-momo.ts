@@ -64,8 +64,26 @@ export interface FakeMomo {
   statusOf(referenceId: string): Record<string, any> | null;
   /** Sends a callback body (altered by a test: a late, duplicated or contradicting one) where MTN would send it. */
   sendCallback(referenceId: string, body: Record<string, any>): Promise<number>;
+  /**
+   * What MTN decides for the next requests to or from a party (partyId, digits), one each, before its scenario suffix:
+   * 'SUCCESSFUL' or a reason from MOMO_REASONS (any string: an unpublished one too).
+   */
+  answers: Map<string, string[]>;
+  /** MTN changes its mind about a request it had FAILED: SUCCESSFUL from now on, and the callback is sent. */
+  payLate(referenceId: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * MTN's published failure reasons (momodeveloper.mtn.com "Common Error Codes" and the API's ErrorReason enum, read
+ * 2026-11-28 with the search tool), each a FAILED status's `reason` for a request to pay or a transfer.
+ */
+export const MOMO_REASONS: readonly string[] = [
+  'INTERNAL_PROCESSING_ERROR', 'APPROVAL_REJECTED', 'EXPIRED', 'ONGOING', 'PAYER_DELAYED', 'PAYER_NOT_FOUND', 'PAYEE_NOT_ALLOWED_TO_RECEIVE',
+  'NOT_ALLOWED', 'NOT_ALLOWED_TARGET_ENVIRONMENT', 'INVALID_CALLBACK_URL_HOST', 'INVALID_CURRENCY', 'SERVICE_UNAVAILABLE',
+  'COULD_NOT_PERFORM_TRANSACTION', 'NOT_ENOUGH_FUNDS', 'PAYEE_NOT_FOUND', 'PAYER_LIMIT_REACHED', 'PAYEE_DELAYED',
+  'PAYMENT_NOT_APPROVED', 'TRANSACTION_CANCELED', 'RESOURCE_NOT_FOUND',
+];
 
 export const MOMO_CREDENTIALS = {
   collection: { subscriptionKey: 'fake-coll-sub-key-5a1e', apiUser: 'b6a1f3a0-1c2d-4e5f-8a9b-0c1d2e3f4a5b', apiKey: 'fake-coll-api-key-77d2' },
@@ -100,12 +118,17 @@ export async function startFakeMomo(): Promise<FakeMomo> {
   const once = new Set<string>();
   const fake: FakeMomo = {
     url: '', log: [], callbacks: [], tokenRequests: { collection: 0, disbursement: 0 }, callbackOrigin: '', callbackDelayMs: 30, callbackMethod: 'PUT',
-    holdMs: 0, pendingMs: 600, executions: new Map(),
+    holdMs: 0, pendingMs: 600, executions: new Map(), answers: new Map(),
     requestsFor: (externalId) => fake.log.filter((r) => r.method === 'POST' && r.body.externalId === externalId),
     statusOf: (referenceId) => (resources.has(referenceId) ? statusBody(resources.get(referenceId)!) : null),
     sendCallback: async (referenceId, body) => {
       const r = resources.get(referenceId)!;
       return deliver(r.callbackUrl!, body);
+    },
+    payLate: async (referenceId) => {
+      const r = resources.get(referenceId)!;
+      Object.assign(r, { status: 'SUCCESSFUL', reason: undefined });
+      if (r.callbackUrl) await deliver(r.callbackUrl, statusBody(r));
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
@@ -131,6 +154,8 @@ export async function startFakeMomo(): Promise<FakeMomo> {
   /** What MTN decides for a new request (the scenario), run at once: money moves on SUCCESSFUL. */
   function decide(product: Product, body: Record<string, any>): { status: Resource['status']; reason?: string } {
     const party = product === 'collection' ? body.payer?.partyId : body.payee?.partyId;
+    const chosen = fake.answers.get(String(party))?.shift();
+    if (chosen) return chosen === 'SUCCESSFUL' ? { status: 'SUCCESSFUL' } : { status: 'FAILED', reason: chosen };
     const suffix = last4(party);
     if (product === 'collection') {
       const failed: Record<string, string> = { '0001': 'APPROVAL_REJECTED', '0002': 'PAYER_NOT_FOUND', '0037': 'EXPIRED' };

@@ -84,6 +84,30 @@ describe('live MTN MoMo (UGX) end to end on Anvil', function () {
     expect(await usdcOf(done.destination.wallet_address)).to.equal(toMinor(done.destination.amount, USDC_SCALE));
   });
 
+  it('on-ramp: a collection MTN FAILED for any reason ends its prompt (collection_failed), is never sent again, and a success MTN reports afterwards funds it', async () => {
+    const phone = ugPhone('1011');
+    momo.answers.set(phone.replace(/\D/g, ''), ['INTERNAL_PROCESSING_ERROR']);
+    const id = await momoOnramp(rail, phone);
+    const failed = await untilStatus(rail.api, rail.key, id, ['failed']);
+    expect(failed.failure.code).to.equal('collection_failed');
+    expect(failed.failure.message).to.match(/INTERNAL_PROCESSING_ERROR/);
+    // The collect job run again (a retry, a sweep) sends nothing: the payer is prompted again only by a new collection.
+    const collect = (await rail.pools.deps.queues.providers.getJobs(['completed'])).find((j) => j.name === 'collection.request' && (j.data as { transactionId?: string }).transactionId === id);
+    expect(collect, 'the on-ramp\'s collect job').to.not.equal(undefined);
+    await collect!.retry('completed');
+    await until(async () => (await collect!.getState()) === 'completed' && (await rail.pools.deps.queues.providers.getJob(collect!.id!))?.finishedOn! > collect!.finishedOn!, { what: 'the collect job run again' });
+    expect(momo.requestsFor(id)).to.have.length(1);
+    // MTN changes its mind: the corroborated success funds the on-ramp once, and it completes.
+    await momo.payLate(momo.requestsFor(id)[0].referenceId!);
+    const done = await until(async () => {
+      await mine();
+      const tx = (await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body;
+      return tx.status === 'completed' && tx;
+    }, { what: 'the late-paid on-ramp completing', timeoutMs: 30_000, everyMs: 150 });
+    expect(await history(id)).to.deep.equal(['created', 'awaiting_funds', 'failed', 'funded', 'processing', 'completed']);
+    expect(done.provider_reference).to.equal(momo.statusOf(id)!.financialTransactionId);
+  });
+
   it('off-ramp: transfer in MTN\'s shape, paid once, provider_reference is the financialTransactionId', async () => {
     // An external wallet pays the deposit address on chain; confirmed, the payout goes to MTN.
     const { account, wallet } = await liveExternalAccount(rail);

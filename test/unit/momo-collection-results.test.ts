@@ -1,25 +1,36 @@
 import { expect } from 'chai';
+import { PROMPT_ENDED_CODES } from '../../shared/kernel/stk-results.js';
 import { failedOutcome, momoOutcome } from '../../shared/providers/momo/momo-results.js';
+import { MOMO_REASONS } from '../helpers/fake-momo.js';
 
 // CONTRACT §17, §18: a FAILED MoMo collection ends its prompt whatever the reason, EXPIRED as collection_timeout.
-// MTN's RequestToPayReason values as published (momodeveloper.mtn.com "Common Error Codes"; the mtnmomo crate's
-// src/enums/reason.rs lists the enum), read 2026-11-28 with the search tool.
-const REQUEST_TO_PAY_REASONS = [
-  'INTERNAL_PROCESSING_ERROR', 'APPROVAL_REJECTED', 'EXPIRED', 'ONGOING', 'PAYER_DELAYED', 'PAYER_NOT_FOUND', 'PAYEE_NOT_ALLOWED_TO_RECEIVE',
-  'NOT_ALLOWED', 'NOT_ALLOWED_TARGET_ENVIRONMENT', 'INVALID_CALLBACK_URL_HOST', 'INVALID_CURRENCY', 'SERVICE_UNAVAILABLE',
-  'COULD_NOT_PERFORM_TRANSACTION', 'NOT_ENOUGH_FUNDS', 'PAYEE_NOT_FOUND', 'PAYER_LIMIT_REACHED', 'PAYEE_DELAYED',
-];
-
 describe('MTN MoMo: a FAILED collection ends its prompt', () => {
-  for (const reason of [...REQUEST_TO_PAY_REASONS, null, 'SOMETHING_UNPUBLISHED']) {
+  for (const reason of [...MOMO_REASONS, null, 'SOMETHING_UNPUBLISHED']) {
     it(`FAILED ${reason ?? '(no reason)'} is a final decline, never pending or temporary`, () => {
       const outcome = momoOutcome('collection', { status: 'FAILED', reason, externalId: null, financialTransactionId: null, amount: null }, 'ref');
       expect(outcome.status).to.equal('declined');
-      expect(outcome.failure?.code).to.be.a('string');
+      // A code the late-success guard knows: a success MTN reports afterwards still funds the on-ramp (§14).
+      expect(PROMPT_ENDED_CODES).to.include(outcome.failure?.code);
+      expect(outcome, 'never sent again under a new id').not.to.have.property('ended');
     });
   }
 
-  it('EXPIRED is collection_timeout', () => {
+  it('EXPIRED and COULD_NOT_PERFORM_TRANSACTION (not approved within 5 minutes) are collection_timeout', () => {
     expect(failedOutcome('collection', 'EXPIRED', 'ref').failure?.code).to.equal('collection_timeout');
+    expect(failedOutcome('collection', 'COULD_NOT_PERFORM_TRANSACTION', 'ref').failure?.code).to.equal('collection_timeout');
+  });
+
+  it('NOT_ENOUGH_FUNDS is payer_insufficient_funds; a rejection is collection_declined; a system failure collection_failed', () => {
+    expect(failedOutcome('collection', 'NOT_ENOUGH_FUNDS', 'ref').failure?.code).to.equal('payer_insufficient_funds');
+    expect(failedOutcome('collection', 'APPROVAL_REJECTED', 'ref').failure?.code).to.equal('collection_declined');
+    expect(failedOutcome('collection', 'INTERNAL_PROCESSING_ERROR', 'ref').failure?.code).to.equal('collection_failed');
+  });
+
+  it('a payout FAILED for a reason no retry fixes is refused; any other is not paid for now, and sent again', () => {
+    for (const reason of MOMO_REASONS) {
+      const outcome = momoOutcome('payout', { status: 'FAILED', reason, externalId: null, financialTransactionId: null, amount: null }, 'ref');
+      expect(['rejected', 'temporary_failure'], reason).to.include(outcome.status);
+      if (outcome.status === 'temporary_failure') expect(outcome.ended, reason).to.equal(true);
+    }
   });
 });

@@ -73,8 +73,9 @@ export class MomoProvider implements PaymentProvider {
   private async send(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>, body: Record<string, unknown>): Promise<ProviderOutcome> {
     const previous = await this.requests.claim<Stored>(kind, req, request);
     let referenceId = previous?.provider_reference ?? (UUID.test(req.reference) ? req.reference : randomUUID());
-    // A payout's answer is its typed one (shared/kernel/payout-answers.ts); a collection's, MTN's word as stored.
-    const ended = previous !== null && (kind === 'payout' ? finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) === 'failed_temporary' : (previous as MomoOutcome).ended === true);
+    // A payout MTN answered "not paid, for now" is sent again (shared/kernel/payout-answers.ts); a collection's answer is
+    // final: its payer is asked again only by a new collection (CONTRACT §18).
+    const ended = previous !== null && kind === 'payout' && finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) === 'failed_temporary';
     if (previous && previous.status !== 'sending' && isFinalOutcome(previous as ProviderOutcome) && !ended) return previous as ProviderOutcome;
     if (previous && !ended && previous.provider_reference) {
       // The earlier request may have reached MTN (a crash, a timeout, a 5xx): its status decides.

@@ -3,6 +3,7 @@
 // financialTransactionId? }`. `status` is PENDING, SUCCESSFUL or FAILED; `reason` names a failure (a string, or
 // `{ code, message }` in older deployments). Unknown extra fields are accepted.
 import { Ajv } from 'ajv';
+import type { StkFailureCode } from '../../kernel/stk-results.js';
 import type { ProviderCallback, ProviderKind, ProviderOutcome } from '../provider.js';
 
 /** A request MTN knows, as its status GET or callback reports it. */
@@ -14,7 +15,7 @@ export interface MomoStatus {
   amount: string | null;
 }
 
-/** The outcome, and whether MTN says the request ended without moving money so a new one may be sent (new UUID). */
+/** The outcome, and whether MTN says a payout ended without moving money so a new one may be sent (new UUID). */
 export type MomoOutcome = ProviderOutcome & { ended?: boolean };
 
 // Refusals no retry can fix (CONTRACT §17); every other FAILED reason is temporary.
@@ -49,18 +50,29 @@ export function readMomoStatus(body: unknown): MomoStatus | null {
 /** Only MTN's reason codes (upper-case words) ever reach a message: nothing else from the body is repeated. */
 const safeReason = (reason: string | null) => (reason && /^[A-Z_]{1,60}$/.test(reason) ? reason : 'no reason given');
 
+/**
+ * A FAILED collection ends its prompt whatever MTN's reason (CONTRACT §17, §18): the payer is asked again only by a new
+ * collection, and the code is one of the prompt-ended codes, so a success MTN reports afterwards still funds it (§14).
+ */
+const COLLECTION_ENDED: Record<string, { code: StkFailureCode; why: string }> = {
+  APPROVAL_REJECTED: { code: 'collection_declined', why: 'The payer rejected the MTN MoMo request' },
+  PAYMENT_NOT_APPROVED: { code: 'collection_declined', why: 'The payer did not approve the MTN MoMo request' },
+  TRANSACTION_CANCELED: { code: 'collection_declined', why: 'The MTN MoMo request was cancelled' },
+  PAYER_NOT_FOUND: { code: 'collection_declined', why: 'The payer\'s number has no MTN MoMo account' },
+  EXPIRED: { code: 'collection_timeout', why: 'The payer did not approve the MTN MoMo request in time' },
+  COULD_NOT_PERFORM_TRANSACTION: { code: 'collection_timeout', why: 'The payer did not approve the MTN MoMo request in time' },
+  NOT_ENOUGH_FUNDS: { code: 'payer_insufficient_funds', why: 'The payer\'s MTN MoMo balance is insufficient' },
+};
+
 /** A reason an error answer (HTTP 4xx `{ code, message }`) or a FAILED status gives, as an outcome for `kind`. */
 export function failedOutcome(kind: ProviderKind, reason: string | null, referenceId: string): MomoOutcome {
   const said = safeReason(reason);
   if (kind === 'collection') {
-    if (reason === 'EXPIRED') {
-      return { status: 'declined', provider_reference: referenceId, failure: { code: 'collection_timeout', message: 'The payer did not approve the MTN MoMo request in time (EXPIRED).' } };
-    }
-    if (reason && (PERMANENT.has(reason) || reason === 'NOT_ENOUGH_FUNDS')) {
-      return { status: 'declined', provider_reference: referenceId, failure: { code: 'collection_declined', message: `MTN MoMo did not collect the payment (${said}).` } };
-    }
-    // Nothing was collected and the payer's prompt is over: a new request (a new collect) may be sent.
-    return { status: 'declined', provider_reference: referenceId, ended: true, failure: { code: 'provider_unavailable', message: `MTN MoMo could not process the payment request for now (${said}); nothing was collected.` } };
+    const known = reason ? COLLECTION_ENDED[reason] : undefined;
+    const failure = known
+      ? { code: known.code, message: `${known.why} (${said}).` }
+      : { code: 'collection_failed' as const, message: `MTN MoMo did not collect the payment (${said}); nothing was collected.` };
+    return { status: 'declined', provider_reference: referenceId, failure };
   }
   if (reason && PERMANENT.has(reason)) {
     const invalid = INVALID_RECEIVER.has(reason);
