@@ -1,13 +1,18 @@
 // The lifecycles a fault run drives, each as the business and its payer would: through the public API, the payer's
 // own chain transfers (straight to Anvil), and M-Pesa (KES) or MTN MoMo (UGX) phones whose last four digits pick the
 // stand-in's scenario (success otherwise; 0001 declined collection; 0002 receiver refused for good; on MoMo, 0009 a
-// payout whose first transfer FAILED for a temporary reason). A lifecycle records what it created
-// (transactions, intents, phones, payer addresses): the invariants read the rest from the database and the chain.
+// payout whose first transfer FAILED for a temporary reason). A declined collection or a refused payout ends with a
+// code the seed draws from the provider's published table (Safaricom's STK and B2C codes, MTN's reasons: CONTRACT §18,
+// every answer ends somewhere), not from the codes our parser knows. A lifecycle records what it created
+// (transactions, intents, phones, payer addresses, the codes drawn): the invariants read the rest from the database
+// and the chain.
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { until } from '../helpers/until.js';
-import type { LifecycleKind } from './schedule.js';
+import { B2C_RESULT_CODES, PUBLISHED_STK_RESULT_CODES } from '../helpers/fake-daraja.js';
+import { MOMO_REASONS } from '../helpers/fake-momo.js';
+import { draw, type LifecycleKind } from './schedule.js';
 import type { World } from './world.js';
 import { SETTLEMENT_TTL_SECONDS } from './world.js';
 
@@ -20,6 +25,8 @@ export interface Lifecycle {
   /** Payer phones (digits only) and payer chain addresses (lower case) this lifecycle used. */
   phones: string[];
   payers: string[];
+  /** The published failure codes drawn for its declined collection or refused payout (printed with a failing run). */
+  codes: string[];
   /** The harness could not drive it as planned (an API answer it did not expect): reported, not an invariant. */
   error?: string;
 }
@@ -30,6 +37,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function ok(answer: { status: number; body: Record<string, any> }, what: string): Record<string, any> {
   if (answer.status >= 300) throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
   return answer.body;
+}
+
+const STK_FAILURES = Object.keys(PUBLISHED_STK_RESULT_CODES).filter((c) => c !== '0');
+const B2C_FAILURES = Object.keys(B2C_RESULT_CODES).filter((c) => c !== '0');
+
+/** A failure from a published table, fixed by the seed and the lifecycle, answered to `phone`'s next request. */
+function failWith(world: World, life: Lifecycle, phone: string, what: 'stk' | 'b2c' | 'momo'): void {
+  const table = what === 'stk' ? STK_FAILURES : what === 'b2c' ? B2C_FAILURES : MOMO_REASONS;
+  const code = table[Math.floor(draw(world.plan.seed, `${what}:${life.n}`) * table.length)];
+  const digits = phone.replace(/\D/g, '');
+  life.codes.push(`${what} ${code}`);
+  if (what === 'stk') world.fake.answerStk(digits, code);
+  else if (what === 'b2c') world.fake.payeeResults.set(digits, [code]);
+  else world.momoFake.answers.set(digits, [code]);
 }
 
 /** A Kenyan number unique to the lifecycle whose last four digits are the scenario. */
@@ -81,7 +102,10 @@ async function externalOfframp(world: World, life: Lifecycle, variant: 'exact' |
   const key = world.liveKey;
   const payer = await verifiedPayer(world);
   life.payers.push(payer.address);
-  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, variant === 'refused' ? '0002' : '5678', momo), momo);
+  const payee = phoneOf(life.n, variant === 'refused' ? '0002' : '5678', momo);
+  // Refused: the drawn code first (a temporary one is sent again, then refused for good by the 0002 scenario).
+  if (variant === 'refused') failWith(world, life, payee, momo ? 'momo' : 'b2c');
+  const beneficiaryId = await beneficiary(world, key, payee, momo);
   const q = await priced(world, key, { direction: 'offramp', currency: rail(momo).currency, source_amount: '20', beneficiary_id: beneficiaryId });
   const tx = ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: payer.walletId }, external_reference: `fault-${randomUUID()}` }), 'offramp');
   life.transactions.push(tx.id);
@@ -121,7 +145,9 @@ async function managedOfframp(world: World, life: Lifecycle, scenario: string, m
     const b = (await world.call(key, 'GET', `/wallets/${customer.wallet.id}/balance`)).body;
     return JSON.stringify(b).includes('40.000000') || null;
   }, { timeoutMs: 20_000, everyMs: 500, what: 'the managed wallet credited' }).catch(() => null);
-  const beneficiaryId = await beneficiary(world, key, phoneOf(life.n, scenario, momo), momo);
+  const payee = phoneOf(life.n, scenario, momo);
+  if (scenario === '0002') failWith(world, life, payee, momo ? 'momo' : 'b2c');
+  const beneficiaryId = await beneficiary(world, key, payee, momo);
   const q = await priced(world, key, { direction: 'offramp', currency: rail(momo).currency, source_amount: '20', beneficiary_id: beneficiaryId });
   life.transactions.push(ok(await world.call(key, 'POST', '/offramps', { quote_id: q.id, funding_source: { wallet_id: customer.wallet.id } }), 'offramp').id);
 }
@@ -132,6 +158,7 @@ async function onramp(world: World, life: Lifecycle, declined: boolean, momo = f
   const { currency, mobile_network } = rail(momo);
   const q = await priced(world, key, { direction: 'onramp', currency, source_amount: momo ? '15000' : '1500', wallet_id: customer.wallet.id });
   const phone = phoneOf(life.n, declined ? '0001' : '4321', momo);
+  if (declined) failWith(world, life, phone, momo ? 'momo' : 'stk');
   life.phones.push(phone.replace(/\D/g, ''));
   life.transactions.push(ok(await world.call(key, 'POST', '/onramps', { quote_id: q.id, payment_method: { type: 'mobile_money', phone_number: phone, mobile_network } }), 'onramp').id);
 }
@@ -147,6 +174,7 @@ async function intent(world: World, life: Lifecycle, methods: ('mobile_money' | 
 
 async function collect(world: World, life: Lifecycle, intentId: string, scenario: string, momo = false): Promise<void> {
   const phone = phoneOf(life.n, scenario, momo);
+  if (scenario === '0001') failWith(world, life, phone, momo ? 'momo' : 'stk');
   life.phones.push(phone.replace(/\D/g, ''));
   ok(await world.call(world.liveKey, 'POST', `/payment-intents/${intentId}/collect`, { payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: rail(momo).mobile_network } }), 'collect');
 }
@@ -185,7 +213,7 @@ async function treasuryWithdrawal(world: World, life: Lifecycle): Promise<void> 
 
 /** Drives one lifecycle to the point where only the service (and faults) can move it on. */
 export async function drive(world: World, kind: LifecycleKind, n: number): Promise<Lifecycle> {
-  const life: Lifecycle = { kind, n, transactions: [], intents: [], withdrawals: [], phones: [], payers: [] };
+  const life: Lifecycle = { kind, n, transactions: [], intents: [], withdrawals: [], phones: [], payers: [], codes: [] };
   try {
     switch (kind) {
       case 'offramp_external': await externalOfframp(world, life, 'exact'); break;

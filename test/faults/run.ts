@@ -224,6 +224,8 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
       notes.push(`unmined send: ${u.purpose} from ${u.from_address} nonce ${u.nonce} (chain nonce latest ${latest}, pending ${pending}), broadcast ${u.broadcasts}x, re-signed ${u.resigned}x, last touched ${u.updated_at.toISOString()}`);
     }
     for (const l of lives.filter((x) => x.error)) notes.push(`lifecycle ${l.n} ${l.kind} not driven as planned: ${l.error}`);
+    const drawn = lives.filter((l) => l.codes.length).map((l) => `${l.n} ${l.kind}: ${l.codes.join(', ')}`);
+    if (drawn.length) notes.push(`published codes drawn: ${drawn.join('; ')}`);
     for (const [k, v] of Object.entries(world.rpc.injected)) if (v) injected[`rpc ${k}`] = v;
     for (const [k, v] of Object.entries(world.daraja.injected)) if (v) injected[`daraja ${k}`] = v;
     for (const [k, v] of Object.entries(world.momo.injected)) if (v) injected[`momo ${k}`] = v;

@@ -131,6 +131,8 @@ export interface FakeDaraja {
   endPayout(reference: string, resultCode: string, resultDesc: string): void;
   /** The published result codes the next payout requests of a reference (our OriginatorConversationID) get, one each. */
   payoutResults: Map<string, string[]>;
+  /** The published result codes the next payout requests to a payee (PartyB, digits) get, one each, after payoutResults. */
+  payeeResults: Map<string, string[]>;
   /** The ConversationIDs M-Pesa gave a reference's payout requests, oldest first. */
   conversationsOf(reference: string): string[];
   close(): Promise<void>;
@@ -204,7 +206,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       Object.assign(p, { resultCode, resultDesc });
       ended.add(reference);
     },
-    payoutResults: new Map(),
+    payoutResults: new Map(), payeeResults: new Map(),
     conversationsOf: (reference) => conversations.get(reference) ?? [],
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
@@ -366,7 +368,7 @@ export async function startFakeDaraja(): Promise<FakeDaraja> {
       }
       const shortOnce = suffix === '0001' && !failedOnce.has(ours);
       if (shortOnce) failedOnce.add(ours);
-      const chosen = fake.payoutResults.get(ours)?.shift();
+      const chosen = fake.payoutResults.get(ours)?.shift() ?? fake.payeeResults.get(party)?.shift();
       const code = chosen ?? (suffix === '0002' ? '2040' : shortOnce || suffix === '0011' ? '1' : '0');
       const p: Payment = {
         kind: 'payout', key: ours, resultCode: code, resultDesc: B2C_RESULT_CODES[code] ?? `Result code ${code}.`,
