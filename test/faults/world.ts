@@ -66,6 +66,14 @@ export async function startWorld(plan: Plan): Promise<World> {
   // Minted before the service's watcher first runs: the one difference between the hot wallet's ledger and its chain
   // balance the run expects.
   await mintUsdc(anvil, token, hot, HOT_FLOAT);
+  // Mints come from the deployer one at a time: two lifecycles minting at once would sign with the same nonce (the
+  // second refused "nonce too low", and its lifecycle not driven).
+  let minting: Promise<unknown> = Promise.resolve();
+  const mintOne = (to: Hex, amount: bigint): Promise<void> => {
+    const next = minting.then(() => mintUsdc(anvil, token, to, amount));
+    minting = next.catch(() => undefined);
+    return next;
+  };
   await request('anvil_mine', ['0x1']);
   // The watcher starts after the float (older runs' open addresses in a shared test database would otherwise send its
   // first scan back to a block of theirs, and the float would be recorded mid-run).
@@ -149,7 +157,7 @@ export async function startWorld(plan: Plan): Promise<World> {
       const key = generatePrivateKey();
       const address = privateKeyToAccount(key).address;
       await request('anvil_setBalance', [address, `0x${parseEther('1').toString(16)}`]);
-      if (usdc > 0n) await mintUsdc(anvil, token, address, usdc);
+      if (usdc > 0n) await mintOne(address, usdc);
       return { address, key };
     },
     async transfer(from, to, amount) {
@@ -159,7 +167,7 @@ export async function startWorld(plan: Plan): Promise<World> {
       return receipt ? hash : null;
     },
     async mint(to, amount) {
-      await mintUsdc(anvil, token, getAddress(to), amount);
+      await mintOne(getAddress(to), amount);
     },
     async flushRedis() {
       // The run's keys only (its prefix): other test runs may share this Redis.
