@@ -80,6 +80,20 @@ describe('kernel: structure of the sources', () => {
     expect(callers).to.deep.equal(['shared/domain/ledger.ts', 'shared/kernel/apply.ts']);
   });
 
+  it('no status column is written outside the applier (transition.ts, shared/kernel/): every UPDATE and upsert that sets one', () => {
+    const writers: string[] = [];
+    for (const file of ['shared', 'api', 'workers'].flatMap((dir) => sources(join(ROOT, dir)))) {
+      const rel = relative(ROOT, file);
+      if (rel === 'shared/domain/transition.ts' || rel.startsWith('shared/kernel/')) continue;
+      const code = uncommented(readFileSync(file, 'utf8'));
+      // The SET list of every UPDATE (and ON CONFLICT ... DO UPDATE), up to its WHERE, RETURNING or the string's end.
+      for (const [, set] of code.matchAll(/\bUPDATE\b[^`]*?\bSET\b([^`]*?)(?=\bWHERE\b|\bRETURNING\b|\bFROM\b|`)/g)) {
+        if (/(^|[\s,(])\w*status\s*=/.test(set!)) writers.push(`${rel}: SET${set!.replace(/\s+/g, ' ').slice(0, 80)}`);
+      }
+    }
+    expect(writers).to.deep.equal([]);
+  });
+
   it('shared/ has no import circle (madge --circular)', () => {
     const found = circles(importGraph(sources(join(ROOT, 'shared')))).map((c) => c.map((f) => relative(join(ROOT, 'shared'), f)).join(' <-> '));
     expect(found).to.deep.equal([]);
