@@ -1,18 +1,15 @@
 import type { Chain } from '../../shared/domain/chains.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
-import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
+import { fundSandboxWallet, sandboxWalletTransfer } from '../../shared/domain/wallet-balances.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
-import { txJobs } from '../../shared/domain/lifecycle-jobs.js';
-import { AmountError, fromMinor, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import { AmountError, toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { simulateOutcome, type SimulateInput } from '../../shared/domain/transaction-actions.js';
 import { findTransaction, transactionView } from '../../shared/domain/transactions.js';
-import { MAX_SANDBOX_FUNDING_MINOR, walletUsdcAccount } from '../../shared/domain/wallet-balances.js';
-import { InsufficientFundsError, postEntry } from '../../shared/domain/ledger.js';
-import { simulatedHash } from '../../shared/chain/adapter.js';
+import { MAX_SANDBOX_FUNDING_MINOR } from '../../shared/domain/wallet-balances.js';
 import { findPaymentIntent, intentJobs, paymentIntentView, type IntentPaymentMethod } from '../../shared/domain/payment-intents.js';
 
 export const schemas: Record<string, JsonSchema> = {
@@ -117,27 +114,8 @@ export const routes: RouteDef[] = [
       if (!['awaiting_transfer', 'underpaid', 'expired'].includes(settlement.status)) throw AppError.invalidState(`This settlement is ${settlement.status}.`, { status: settlement.status });
       const missing = toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
       const amount = requested ?? (missing > 0n ? missing : toMinor(settlement.total_required, USDC_SCALE));
-      // The transfer leaves the external wallet's simulated balance now, as a signed transfer would; the chain sees it a step later.
-      const hash = simulatedHash('sandbox', `transfer-${settlement.id}-${randomUUID()}`);
-      await inUnit(deps, async (unit) => {
-        try {
-          await postEntry(unit.em, auth, {
-            kind: 'settlement_deposit',
-            reference: `deposit-${settlement.id}-${hash}`,
-            metadata: { settlement_id: settlement.id, transaction_hash: hash },
-            postings: [
-              { account: walletUsdcAccount(tx.wallet_id!, settlement.chain), amount: -amount, noOverdraft: true },
-              { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount },
-            ],
-          });
-        } catch (err) {
-          if (!(err instanceof InsufficientFundsError)) throw err;
-          throw AppError.invalidState(`The wallet holds ${fromMinor(err.available, USDC_SCALE)} simulated USDC on ${settlement.chain}; fund it with POST /sandbox/wallets/{id}/fund first.`, {
-            wallet_id: tx.wallet_id, available: fromMinor(err.available, USDC_SCALE), required: fromMinor(amount, USDC_SCALE),
-          });
-        }
-        await unit.stage(txJobs.sandboxTransfer(settlement.id, fromMinor(amount, USDC_SCALE), hash, deps.config.sandboxStepMs), auth);
-      });
+      // The transfer leaves the external wallet's simulated balance now (the domain books it); the chain sees it a step later.
+      await inUnit(deps, (unit) => sandboxWalletTransfer(unit, deps.config, auth, { settlementId: settlement.id, walletId: tx.wallet_id!, chain: settlement.chain, amount }));
       return { status: 202, body: settlementView(settlement) };
     },
   },

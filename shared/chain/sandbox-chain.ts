@@ -2,8 +2,9 @@ import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { EventScope } from '../domain/events.js';
-import { InsufficientFundsError, postEntry } from '../domain/ledger.js';
-import { walletUsdcAccount } from '../domain/wallet-balances.js';
+import { InsufficientFundsError } from '../domain/ledger.js';
+import { apply } from '../kernel/apply.js';
+import { managedSendPlan } from '../kernel/debits.js';
 import { simulatedHash, type ChainAdapter, type ConfirmationSubject } from './adapter.js';
 import { liveChain } from './live-chain.js';
 import { ChainFundsError } from './sender.js';
@@ -22,17 +23,9 @@ export function sandboxChain(stepMs: number): ChainAdapter {
     },
     async sendInUnit(unit, scope: EventScope, req) {
       try {
-        // One entry per off-ramp (its reference): a repeated step finds it and sends nothing twice. Posted here, not
-        // staged with the unit's entries: a debit the balance refuses is refused where it is decided.
-        await postEntry(unit.em, scope, {
-          kind: 'offramp_funding',
-          reference: `offramp-funding-${req.reference}`,
-          metadata: { transaction_id: req.reference, wallet_id: req.walletId },
-          postings: [
-            { account: walletUsdcAccount(req.walletId, req.chain), amount: -req.amount, noOverdraft: true },
-            { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: req.amount },
-          ],
-        });
+        // One entry per off-ramp (its reference): a repeated step finds it and sends nothing twice. A guarded entry,
+        // posted by apply() at once: a debit the balance refuses is refused where it is decided.
+        await apply(unit, managedSendPlan(scope, { reference: req.reference, walletId: req.walletId, chain: req.chain, amount: req.amount }), new Map());
       } catch (err) {
         if (err instanceof InsufficientFundsError) throw new ChainFundsError(req.walletId, err.available, err.required);
         throw err;

@@ -13,6 +13,8 @@ import { observeTransfer } from '../domain/offramps.js';
 import { loadSettlement } from '../domain/settlements.js';
 import { recordPayment } from '../domain/treasury-deposits.js';
 import { receiveLiquidationTransfer } from '../domain/liquidation-transfers.js';
+import { CHAIN_INFLOW_MACHINE, type ChainInflowStatus } from '../domain/machines.js';
+import { moveRecord } from '../domain/transition.js';
 
 // The core of the live settlement watcher: one pass over a chain for one environment.
 //
@@ -305,12 +307,20 @@ async function recordInflow(unit: Unit, environment: Environment, chain: Chain, 
     [environment, chain, log.transactionHash],
   );
   if (ours.length) return;
-  await unit.em.query(
-    `INSERT INTO chain_inflows AS i (environment, chain, address, kind, wallet_id, transaction_hash, log_index, amount, block_number, block_hash, from_address)
+  const recorded: unknown[] = await unit.em.query(
+    `INSERT INTO chain_inflows (environment, chain, address, kind, wallet_id, transaction_hash, log_index, amount, block_number, block_hash, from_address)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-     ON CONFLICT (environment, chain, transaction_hash, log_index) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, status = 'pending'
-       WHERE i.status = 'reorged'`,
+     ON CONFLICT (environment, chain, transaction_hash, log_index) DO NOTHING RETURNING id`,
     [environment, chain, match.address, match.kind === 'wallet' ? 'managed_wallet' : 'treasury', match.kind === 'wallet' ? match.id : null, log.transactionHash, log.logIndex,
       log.value.toString(), log.blockNumber.toString(), log.blockHash, log.from.toLowerCase()],
   );
+  if (recorded.length) return;
+  // Seen before: one a reorg took is pending again in its new block (a compare-and-set from reorged); any other stays.
+  const [seen]: { id: string; status: ChainInflowStatus }[] = await unit.em.query(
+    `SELECT id, status FROM chain_inflows WHERE environment = $1 AND chain = $2 AND transaction_hash = $3 AND log_index = $4`,
+    [environment, chain, log.transactionHash, log.logIndex],
+  );
+  if (seen?.status === 'reorged') {
+    await moveRecord(unit.em, CHAIN_INFLOW_MACHINE, { id: seen.id, expected: 'reorged', to: 'pending', set: { block_number: log.blockNumber.toString(), block_hash: log.blockHash } });
+  }
 }

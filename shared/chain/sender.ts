@@ -5,6 +5,9 @@ import { sendRawTransaction } from 'viem/actions';
 import type { Config } from '../config.js';
 import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
 import { updateReturning } from '../db/unit-of-work.js';
+import { CHAIN_SEND_MACHINE, type ChainSendStatus } from '../domain/machines.js';
+import { moveRecord, NOW } from '../domain/transition.js';
+import { decideSendReceipt, type SendOutcome } from '../kernel/chain-records.js';
 import { inProcessSigner, type Signer, type SigningAccount, type TransactionSigner } from './signer.js';
 import { absentAsNull, ChainUnavailableError, scanClientFor, unknownChainAnswer } from './clients.js';
 import { TRANSFER_EVENT } from './usdc.js';
@@ -125,12 +128,26 @@ async function inFlight(em: EntityManager, client: PublicClient, environment: En
   return { usdc, native };
 }
 
+/**
+ * What the receipt means for the send (kernel/chain-records.ts), carried out as a compare-and-set from the status the
+ * caller read (a send moved on meanwhile is left alone); answers what the receipt says.
+ */
 async function markMined(q: Pick<DataSource | EntityManager, 'query'>, row: SendRow, receipt: TransactionReceipt): Promise<'mined' | 'reverted'> {
-  const status = receipt.status === 'success' ? 'mined' : 'reverted';
-  await q.query(`UPDATE chain_sends SET status = $2, transaction_hash = $3, block_number = $4, updated_at = now() WHERE id = $1`, [
-    row.id, status, receipt.transactionHash, receipt.blockNumber.toString(),
-  ]);
-  return status;
+  const fact = { kind: 'receipt', success: receipt.status === 'success', hash: receipt.transactionHash, block: receipt.blockNumber } as const;
+  await carryOut(q, row, decideSendReceipt({ id: row.id, status: row.status, blockNumber: row.block_number }, fact));
+  return fact.success ? 'mined' : 'reverted';
+}
+
+async function carryOut(q: Pick<DataSource | EntityManager, 'query'>, row: SendRow, outcome: SendOutcome): Promise<boolean> {
+  if (outcome.kind === 'move') {
+    const { from, to, set } = outcome.move as { from: ChainSendStatus; to: ChainSendStatus; set?: Record<string, unknown> };
+    return (await moveRecord(q, CHAIN_SEND_MACHINE, { id: row.id, expected: from, to, set })) !== null;
+  }
+  if (outcome.kind === 'reblocked') {
+    // The same status in another block: only where it was found (no status is written).
+    await q.query(`UPDATE chain_sends SET transaction_hash = $2, block_number = $3, updated_at = now() WHERE id = $1 AND status = 'mined'`, [row.id, outcome.hash, outcome.block.toString()]);
+  }
+  return false;
 }
 
 /** The receipt of any of the send's hashes; null only when the node answered "no receipt" for every one of them. */
@@ -183,20 +200,31 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
     const needed = gas * fees.maxFeePerGas + call.value + flight.native;
     if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
     const signed = await signNext(em, client, account, input.environment, input.chain, { ...call, gas }, fees);
-    // A planned send under this reference is signed only as it was recorded: anything else signs nothing.
-    const rows: SendRow[] = await em.query(
-      `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction, signed_block)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-       ON CONFLICT (environment, chain, reference) DO UPDATE SET status = 'sent', nonce = EXCLUDED.nonce, transaction_hash = EXCLUDED.transaction_hash,
-         raw_transaction = EXCLUDED.raw_transaction, signed_block = EXCLUDED.signed_block, updated_at = now()
-       WHERE chain_sends.status = 'planned' AND chain_sends.purpose = EXCLUDED.purpose AND chain_sends.from_address = EXCLUDED.from_address
-         AND chain_sends.to_address = EXCLUDED.to_address AND chain_sends.amount = EXCLUDED.amount AND chain_sends.asset = EXCLUDED.asset
-         AND chain_sends.hd_index IS NOT DISTINCT FROM EXCLUDED.hd_index
-       RETURNING ${ROW}`,
-      [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), input.signer.kind === 'managed' ? input.signer.index : null,
-        input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw, block.toString()],
+    const hdIndex = input.signer.kind === 'managed' ? input.signer.index : null;
+    const signedColumns = { nonce: signed.nonce.toString(), transaction_hash: signed.hash, raw_transaction: signed.raw, signed_block: block.toString(), updated_at: NOW };
+    const [planned]: { id: string; purpose: string; from_address: string; to_address: string; hd_index: number | null; asset: string; amount: string }[] = await em.query(
+      `SELECT id::text, purpose, from_address, to_address, hd_index, asset, amount::text FROM chain_sends
+        WHERE environment = $1 AND chain = $2 AND reference = $3 AND status = 'planned' FOR UPDATE`,
+      [input.environment, input.chain, input.reference],
     );
-    if (!rows.length) throw new Error(`the send recorded under ${input.reference} is not the one asked for: nothing signed`);
+    let id: string;
+    if (planned) {
+      // A planned send under this reference is signed only as it was recorded: anything else signs nothing.
+      const asked = { purpose: input.purpose, from_address: from, to_address: input.to.toLowerCase(), hd_index: hdIndex, asset: input.asset, amount: amount.toString() };
+      if ((Object.keys(asked) as (keyof typeof asked)[]).some((k) => planned[k] !== asked[k])) throw new Error(`the send recorded under ${input.reference} is not the one asked for: nothing signed`);
+      if (!(await moveRecord(em, CHAIN_SEND_MACHINE, { id: planned.id, expected: 'planned', to: 'sent', set: signedColumns }))) throw new Error(`the send under ${input.reference} moved on while it was signed`);
+      id = planned.id;
+    } else {
+      // Never recorded before (a sweep, a gas top-up, a managed wallet's send): written as sent, its first status.
+      const [inserted]: { id: string }[] = await em.query(
+        `INSERT INTO chain_sends (environment, chain, reference, purpose, from_address, to_address, hd_index, asset, amount, nonce, transaction_hash, raw_transaction, signed_block)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id::text`,
+        [input.environment, input.chain, input.reference, input.purpose, from, input.to.toLowerCase(), hdIndex,
+          input.asset, amount.toString(), signed.nonce.toString(), signed.hash, signed.raw, block.toString()],
+      );
+      id = inserted.id;
+    }
+    const rows: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE id = $1`, [id]);
     return rows[0];
   });
   if (row && row.status === 'sent') await broadcast(deps, input.chain, row);
@@ -351,8 +379,7 @@ export async function recheckSends(deps: SenderDeps, environment: Environment, c
         // Not "not found" on a node's word alone: the transaction itself must be unknown too (a lagging node knows neither).
         if (await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash }))) continue;
         deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce, block_number: row.block_number }, 'a reorg took a mined send off the chain; broadcasting it again');
-        await deps.ds.query(`UPDATE chain_sends SET status = 'sent', block_number = NULL, updated_at = now() WHERE id = $1 AND status = 'mined'`, [row.id]);
-        await broadcast(deps, chain, row);
+        if (await carryOut(deps.ds, row, decideSendReceipt({ id: row.id, status: row.status, blockNumber: row.block_number }, { kind: 'gone' }))) await broadcast(deps, chain, row);
         done.reorged++;
       } else if (!(await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash })))) {
         await recover(deps, chain, row);

@@ -6,7 +6,7 @@ import { dispatchStaged, OUTBOX_COLUMNS, outboxParams, outboxRowsFrom, type Outb
 import { JOB_QUEUES } from '../queues/registry.js';
 import type { EventScope } from '../domain/events.js';
 import type { EventType } from '../domain/machines.js';
-import { postEntry, STRIPED_KINDS, type EntryInput } from '../domain/ledger.js';
+import { postAtCommit, type EntryInput } from '../domain/ledger.js';
 import { isStalePlan, planOnce } from './prepared-client.js';
 import { endpointTakes, webhookJobs } from '../webhooks/fan-out.js';
 
@@ -32,8 +32,9 @@ export interface Unit {
    * the whole unit. A unit that posts to a guarded account posts every entry this way (see the ordering in inUnit).
    * This is how domain code books: the one exception is an entry the caller must see refused at the point it decides
    * (a `noOverdraft` debit answered as 409 or action_required: a withdrawal, a treasury payout, sandbox funding and
-   * transfers, and the sandbox chain's managed-wallet send, which is that wallet's simulated balance), posted there
-   * with postEntry. Otherwise adapters book nothing: they answer facts (a hash) for the domain to book.
+   * transfers, and the sandbox chain's managed-wallet send, which is that wallet's simulated balance), a `guarded`
+   * entry of a plan that apply() posts there. Otherwise adapters book nothing: they answer facts (a hash) for the
+   * domain to book.
    */
   post(scope: EventScope, entry: EntryInput): void;
 }
@@ -91,8 +92,6 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
   });
 }
 
-const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));
-
 /** PostgreSQL gave up on the transaction so that another could go on; running it again is the documented remedy. */
 const RETRYABLE = new Set(['40P01', '40001']); // deadlock_detected, serialization_failure
 const ATTEMPTS = 3;
@@ -133,10 +132,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Pro
       },
     });
     const staged = await writeEventsAndJobs(em, events, jobs);
-    // Entries that lock a guarded account first: a stripe row this transaction touched before asking for a guarded
-    // account's lock could be the very row another transaction, holding that lock, waits for (a deadlock).
-    const guardedFirst = [...postings].sort((a, b) => Number(touchesGuarded(b.entry)) - Number(touchesGuarded(a.entry)));
-    for (const { scope, entry } of guardedFirst) await postEntry(em, scope, entry);
+    await postAtCommit(em, postings);
     return { result, staged };
   });
   if (staged.length) await dispatchStaged(deps.ds, deps.queues, staged, deps.log);

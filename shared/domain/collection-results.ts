@@ -12,7 +12,8 @@ import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { sameAmount } from './money.js';
 import { collectionCameToNothing, collectionFailure, loadPaymentIntent } from './payment-intents.js';
 import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
-import { lockTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import { onrampAfterUnpaidPrompt } from '../kernel/stk-results.js';
 
 /** A live collection request as provider_requests keeps it: our reference, the amount, a digest of the payer's MSISDN. */

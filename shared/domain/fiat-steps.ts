@@ -11,7 +11,8 @@ import { requireCorridor } from './corridors.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
-import { consumeQuote, insertTransaction, moveTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import { NOW } from './transition.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 

@@ -193,6 +193,29 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
   return { id: winner[0].id, created: false };
 }
 
+const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));
+
+/**
+ * A unit's deferred entries (Unit.post, apply()'s unguarded ones), posted last, just before its commit. Entries that
+ * lock a guarded account first: a stripe row this transaction touched before asking for a guarded account's lock
+ * could be the very row another transaction, holding that lock, waits for (a deadlock).
+ */
+export async function postAtCommit(em: EntityManager, entries: readonly { scope: EventScope; entry: EntryInput }[]): Promise<void> {
+  const guardedFirst = [...entries].sort((a, b) => Number(touchesGuarded(b.entry)) - Number(touchesGuarded(a.entry)));
+  for (const { scope, entry } of guardedFirst) await postEntry(em, scope, entry);
+}
+
+/**
+ * Sandbox funding: simulated USDC from the sandbox faucet into `account`, at once (no status moves with it; the
+ * caller answers the new balance). Answers the entry's id.
+ */
+export async function creditFromFaucet(em: EntityManager, scope: EventScope, account: LedgerAccount, amount: bigint, about: Pick<EntryInput, 'description' | 'metadata'>): Promise<string> {
+  const entry = await postEntry(em, scope, {
+    kind: 'sandbox_funding', ...about, postings: [{ account: { kind: 'sandbox_faucet', asset: account.asset }, amount: -amount }, { account, amount }],
+  });
+  return entry.id;
+}
+
 /** The balance of an account in minor units: its stored balance, the sum of its postings (zero for an account never used). */
 export async function accountBalance(db: DataSource | EntityManager, scope: EventScope, account: LedgerAccount): Promise<bigint> {
   const rows: { balance: string }[] = await db.query(

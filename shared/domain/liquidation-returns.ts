@@ -3,7 +3,8 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { refundOfframp } from './refunds.js';
-import { moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { scopeOf, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 
 // The compensation of a liquidation transfer that cannot be paid out (CONTRACT section 16): outside the corridor's
 // limits, or sent to an archived address. It is decided when the transfer is priced and taken once the transfer is

@@ -31,7 +31,13 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
-  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch';
+  resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch'
+    | 'chain_send' | 'chain_inflow';
+  /**
+   * A platform record (the chain's sends and inflows): no business scope, a bigint id, no history row or event; its
+   * moves are compare-and-sets all the same (moveRecord, transition.ts).
+   */
+  platform?: true;
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -208,6 +214,31 @@ export const BENEFICIARY_STATUS_MACHINE: Machine<RecordStatus> = {
 /** A liquidation address is archived once, for good; transfers that still arrive go back to their senders. */
 export const LIQUIDATION_ADDRESS_MACHINE: Machine<RecordStatus> = {
   resource: 'liquidation_address', table: 'liquidation_addresses', column: 'status', moves: { active: ['archived'] }, announced: [],
+};
+
+export const CHAIN_SEND_STATUSES = ['planned', 'sent', 'mined', 'reverted', 'failed'] as const;
+export type ChainSendStatus = (typeof CHAIN_SEND_STATUSES)[number];
+
+/**
+ * A send from one of our addresses (shared/chain/sender.ts): planned (recorded by the deciding unit, not signed), sent
+ * (signed and broadcast), then its receipt decides: mined or reverted. A reorg that takes a mined send's block makes it
+ * sent again (broadcast again with its own bytes); a send mined again after that may still revert.
+ */
+export const CHAIN_SEND_MACHINE: Machine<ChainSendStatus> = {
+  resource: 'chain_send', table: 'chain_sends', column: 'status', platform: true, announced: [],
+  moves: { planned: ['sent'], sent: ['mined', 'reverted'], mined: ['sent', 'reverted'] },
+};
+
+export const CHAIN_INFLOW_STATUSES = ['pending', 'credited', 'reorged'] as const;
+export type ChainInflowStatus = (typeof CHAIN_INFLOW_STATUSES)[number];
+
+/**
+ * USDC that reached one of our addresses from outside (shared/domain/wallet-inflows.ts): pending until deep enough
+ * (credited) or taken by a reorg (reorged); a reorged one mined again is pending again, in its new block.
+ */
+export const CHAIN_INFLOW_MACHINE: Machine<ChainInflowStatus> = {
+  resource: 'chain_inflow', table: 'chain_inflows', column: 'status', platform: true, announced: [],
+  moves: { pending: ['credited', 'reorged'], reorged: ['pending'] },
 };
 
 /** The statuses from which `to` may be reached. */

@@ -12,7 +12,8 @@ import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.
 import {
   countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, moveTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { NOW } from './transition.js';
 import { assertProvider } from '../providers/providers.js';

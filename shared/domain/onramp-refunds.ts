@@ -7,7 +7,8 @@ import type { ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import { recordRefund } from './refunds.js';
-import { moveTransaction, scopeOf, type RefundState, type TransactionRow } from './transactions.js';
+import { scopeOf, type RefundState, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 
 export const onrampRefundJobs = {
   /** The payout of an on-ramp's fiat back to its payer (`round` > 0: the sweeper's re-drive of one still pending). */

@@ -7,7 +7,9 @@ import { findScoped } from '../db/pagination.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { platformFeeOf } from './fees.js';
-import { InsufficientFundsError, postEntry } from './ledger.js';
+import { InsufficientFundsError } from './ledger.js';
+import { apply } from '../kernel/apply.js';
+import { batchFundingPlan } from '../kernel/debits.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { PAYOUT_BATCH_MACHINE, type PayoutBatchStatus } from './machines.js';
 import { formatAmount, fromMinor, USDC_SCALE } from './money.js';
@@ -230,15 +232,7 @@ export async function createPayoutBatch(
 /** The batch's one treasury debit, into the clearing account each item's payout (or its refund) then draws on. */
 async function debitTreasury(unit: Unit, scope: EventScope, batchId: string, total: bigint): Promise<void> {
   try {
-    await postEntry(unit.em, scope, {
-      kind: 'payout_batch_funding',
-      reference: `payout-batch-funding-${batchId}`,
-      metadata: { payout_batch_id: batchId },
-      postings: [
-        { account: { kind: 'treasury', asset: 'USDC' }, amount: -total, noOverdraft: true },
-        { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: total },
-      ],
-    });
+    await apply(unit, batchFundingPlan(scope, batchId, total), new Map());
   } catch (err) {
     if (!(err instanceof InsufficientFundsError)) throw err;
     throw new AppError('insufficient_funds', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC available, less than the ${fromMinor(total, USDC_SCALE)} this batch needs.`, {

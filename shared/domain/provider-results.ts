@@ -14,7 +14,8 @@ import { applyCollection, collectionRequestFor, ResultTooEarlyError, type Collec
 import { payoutEntry, refundOfframp } from './offramps.js';
 import { fiatRefundResult, onrampRefundJobs } from './onramp-refunds.js';
 import { answerOfOutcome, decidePayout, type PayoutAnswer, type PayoutFact, type PayoutRequestState } from '../kernel/payout-answers.js';
-import { TRANSACTION_COLUMNS, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { TRANSACTION_COLUMNS, scopeOf, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import { NOW } from './transition.js';
 
 export { ResultTooEarlyError };

@@ -1,21 +1,20 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { updateReturning, type Unit } from '../db/unit-of-work.js';
+import type { Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import { checksumAddress } from '../chain/address.js';
-import type { JobRequest } from '../queues/producer.js';
-import { jobId } from '../queues/registry.js';
 import type { EventScope } from './events.js';
 import type { EntryInput, LedgerAccount } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { closeSettlement, settlementOf, type SettlementRow } from './settlements.js';
-import { findTransaction, loadTransaction, moveTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
+import { findTransaction, loadTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import {
-  nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundFunds, type RefundSend,
+  nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundSend,
 } from '../kernel/refund-due.js';
-import { finalAnswerOf, payoutUnpaid, type PayoutAnswer } from '../kernel/payout-answers.js';
+import { fundsOf, heldFunds, payoutState, refundJob, scheduleAutoRefund, scheduleExcessReturn, sendsOf } from './refund-funds.js';
+
+export { payoutState, refundJob, scheduleAutoRefund, scheduleExcessReturn, sendsOf };
 
 // CONTRACT section 14: every USDC an off-ramp received and neither paid out nor returned has an exit. The business
 // asks for it (POST /transactions/{id}/refund), or it goes back on its own: the excess over total_required once the
@@ -23,8 +22,6 @@ import { finalAnswerOf, payoutUnpaid, type PayoutAnswer } from '../kernel/payout
 // AUTO_REFUND_AFTER_SECONDS. Each return is one ledger entry and, live, one send, named by the total returned so far
 // (and its attempt, when a send of that total failed): a repeated step finds its entry (or send), a later return is a
 // new one. How much is due and what the next send is: shared/kernel/refund-due.ts.
-
-type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
 const minor = (value: string) => toMinor(value, USDC_SCALE);
 const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
@@ -36,41 +33,6 @@ export type NotRefundableReason = 'nothing_to_refund' | 'not_refundable_status' 
 
 function notRefundable(reason: NotRefundableReason, message: string, tx: TransactionRow): AppError {
   return new AppError('transaction_not_refundable', message, { reason, status: tx.status });
-}
-
-/**
- * What the provider did with the payout request (its reference is the transaction id): `paid`, `unpaid` (a final
- * answer saying it did not pay, for good or for now, or none made), or `unknown` (the latest request has no final
- * answer: it may have paid, so nothing goes back until the provider's status check decides).
- */
-export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'paid' | 'unpaid' | 'unknown'> {
-  const [row]: { status: string; answer: PayoutAnswer | null }[] = await q.query(
-    `SELECT outcome->>'status' AS status, answer FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
-  );
-  const answer = finalAnswerOf(row ? { environment: tx.environment, status: row.status, answer: row.answer } : null);
-  return answer === 'paid' ? 'paid' : payoutUnpaid(answer) ? 'unpaid' : 'unknown';
-}
-
-/** What the off-ramp received and paid out, the two facts its refund is measured against. */
-async function fundsOf(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined): Promise<RefundFunds> {
-  const received = tx.funding_type === 'treasury' ? minor(tx.total_required) : settlement ? minor(settlement.received_amount) : 0n;
-  const paidOut = tx.status === 'completed' || (await payoutState(q, tx)) === 'paid' ? minor(tx.total_required) : 0n;
-  return { received, paidOut };
-}
-
-/** USDC received, paid out, already returned (completed sends only), on its way back, and what is left to return. */
-async function heldFunds(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined) {
-  const funds = await fundsOf(q, tx, settlement);
-  return { ...funds, ...refundTally(funds, sendsOf(tx)) };
-}
-
-/** The off-ramp's returns of USDC so far. */
-export function sendsOf(tx: TransactionRow): RefundSend[] {
-  const refund = tx.refund;
-  if (!refund || refund.currency) return [];
-  if (refund.sends) return refund.sends.map((s) => ({ ...s, amount: BigInt(s.amount) }));
-  // Written before each send was kept: one send of the whole amount, a failed one counted as returned (as it was then).
-  return [{ reference: `${tx.id}-${minor(refund.amount)}`, amount: minor(refund.amount), status: refund.status === 'pending' ? 'pending' : 'completed', hash: refund.transaction_hash, requested: false }];
 }
 
 /** The refund as stored: its sends, and the status, amount and hash they add up to. */
@@ -248,36 +210,6 @@ export function refundAddressOf(raw: string, fundingType: TransactionRow['fundin
   const checked = checksumAddress(raw);
   if ('problem' in checked) throw AppError.invalid('refund_address must be an EVM address.', [{ path: 'refund_address', in: 'body', message: checked.problem }]);
   return checked.address;
-}
-
-/** The job that returns what an off-ramp holds at `dueAt`; the sweeper's own attempt is a fact of its own. */
-export function refundJob(transactionId: string, dueAt: Date, delayMs = 0, bySweeper = false): JobRequest<'offramp.refund'> {
-  return {
-    name: 'offramp.refund',
-    id: jobId('offramp.refund', transactionId, String(dueAt.getTime()), ...(bySweeper ? ['sweep'] : [])),
-    data: { transactionId },
-    delayMs,
-  };
-}
-
-/**
- * An off-ramp starts waiting on the business for `underpaid` or `late_deposit`: its refund falls due
- * AUTO_REFUND_AFTER_SECONDS from now, with its job staged for then. The columns to set with the move are returned.
- */
-export async function scheduleAutoRefund(unit: Unit, config: Config, tx: TransactionRow): Promise<{ refund_due_at: Date }> {
-  const dueAt = new Date(Date.now() + config.autoRefundAfterSeconds * 1000);
-  await unit.stage(refundJob(tx.id, dueAt, config.autoRefundAfterSeconds * 1000), scopeOf(tx));
-  return { refund_due_at: dueAt };
-}
-
-/** A completed off-ramp received more than total_required: the excess goes back now. */
-export async function scheduleExcessReturn(unit: Unit, tx: TransactionRow): Promise<void> {
-  const settlement = await settlementOf(unit.em, tx.id);
-  if (tx.direction !== 'offramp' || tx.funding_type === 'treasury' || !settlement) return;
-  if ((await heldFunds(unit.em, tx, settlement)).due <= 0n) return;
-  const [{ refund_due_at: dueAt }] = await updateReturning<{ refund_due_at: Date }>(unit.em,
-    `UPDATE transactions SET refund_due_at = coalesce(refund_due_at, now()) WHERE id = $1 RETURNING refund_due_at`, [tx.id]);
-  await unit.stage(refundJob(tx.id, dueAt), scopeOf(tx));
 }
 
 // A job that runs a moment early (timers, clocks) still counts as on time.

@@ -11,7 +11,8 @@ import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { providerJobs } from './provider-results.js';
-import { findTransaction, moveTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { findTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { moveTransaction } from './transaction-moves.js';
 import type { JobRequest } from '../queues/producer.js';
 
 /**

@@ -12,8 +12,6 @@ import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './ma
 import { recordCreations, transition, transitionAll } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
-import { followPayout } from './treasury-payouts.js';
-import { scheduleExcessReturn } from './refunds.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
@@ -268,26 +266,6 @@ export async function usableWallet(em: EntityManager, scope: EventScope, walletI
 }
 
 /**
- * The one way a transaction's status moves (with its event and history); null when it was not in a status that may.
- * A treasury-funded payout's intent follows it (payout_status) in the same transaction.
- */
-export async function moveTransaction(unit: Unit, row: TransactionRow, to: TransactionStatus, opts: Omit<Parameters<typeof transition<TransactionStatus, TransactionRow>>[2], 'scope' | 'id' | 'to' | 'view' | 'expected'> = {}) {
-  // Compare-and-set on the status the caller read: a job acting on a row it read before a newer decision is a no-op.
-  const moved = await transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
-    ...opts,
-    expected: row.status,
-    scope: scopeOf(row),
-    id: row.id,
-    to,
-    view: (updated) => transactionView(updated),
-  });
-  if (moved?.row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(to)) await followPayout(unit, moved.row);
-  // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
-  if (moved && to === 'completed' && moved.row.direction === 'offramp') await scheduleExcessReturn(unit, moved.row);
-  return moved;
-}
-
-/**
  * moveTransaction() for several rows of one scope all seen in `from`, moving on together to a status that is not an
  * end (a payout batch's items, funded at once): one statement; the rows that moved, in the order given.
  */
@@ -296,15 +274,4 @@ export async function moveTransactions(unit: Unit, scope: EventScope, rows: Tran
     ...opts, expected: from, scope, ids: rows.map((r) => r.id), to, view: (updated) => transactionView(updated),
   });
   return moved.map((m) => m.row);
-}
-
-/**
- * A step's job failed for good (the chain or a dependency kept failing): the transaction waits for the business or an
- * operator in action_required, never silently in its step; retry resumes the step.
- */
-export async function stepFailed(unit: Unit, tx: TransactionRow, step: TransactionStatus, reason: string): Promise<void> {
-  await moveTransaction(unit, tx, 'action_required', {
-    set: { stalled_at: step, failure: { code: 'step_failed', message: `The ${step} step could not complete: ${reason}` } },
-    reason: 'step_failed',
-  });
 }

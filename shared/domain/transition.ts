@@ -1,4 +1,5 @@
-import type { Unit } from '../db/unit-of-work.js';
+import { updateReturning, type Unit } from '../db/unit-of-work.js';
+import type { EntityManager } from 'typeorm';
 import type { JobRequest } from '../queues/producer.js';
 import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
@@ -63,6 +64,7 @@ export async function transitionAll<S extends string, R extends Record<string, a
   machine: Machine<S>,
   input: Omit<TransitionInput<S, R>, 'id'> & { ids: string[] },
 ): Promise<Moved<S, R>[]> {
+  if (machine.platform) throw new Error(`${machine.resource} is a platform record: move it with moveRecord()`);
   const allowed = sourcesOf(machine, input.to);
   if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
   const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
@@ -108,6 +110,34 @@ export async function transitionAll<S extends string, R extends Record<string, a
     out.push({ row, from: previous });
   }
   return out;
+}
+
+/**
+ * A platform record's move (machine.platform: a chain send or inflow, which has no business scope, history or event):
+ * the conditional UPDATE from an allowed previous status the caller read, in the caller's transaction (or alone).
+ * Answers the moved row, or null when it was no longer in `expected` (a duplicate or a lost race).
+ */
+export async function moveRecord<S extends string, R extends Record<string, any>>(
+  q: Pick<EntityManager, 'query'>,
+  machine: Machine<S>,
+  input: { id: string; to: S; expected: S | readonly S[]; set?: Record<string, unknown> },
+): Promise<R | null> {
+  if (!machine.platform) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
+  const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
+  const from = sourcesOf(machine, input.to).filter((s) => expected.includes(s));
+  if (!from.length) return null;
+  const params: unknown[] = [input.id, from, input.to];
+  const sets = [`${machine.column} = $3`];
+  for (const [column, value] of Object.entries(input.set ?? {})) {
+    if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
+    if (value === NOW) sets.push(`${column} = now()`);
+    else {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    }
+  }
+  const rows: R[] = await updateReturning(q, `UPDATE ${machine.table} SET ${sets.join(', ')} WHERE id = $1 AND ${machine.column} = ANY($2::text[]) RETURNING *`, params);
+  return rows[0] ?? null;
 }
 
 /** The machine's guards on leaving `from` toward `to`, as a condition on the row (`t`) for the conditional UPDATE. */

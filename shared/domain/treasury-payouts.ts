@@ -2,17 +2,18 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { inUnit, updateReturning, type Unit, type UnitDeps } from '../db/unit-of-work.js';
 import { platformFeeOf } from './fees.js';
-import { InsufficientFundsError, postEntry } from './ledger.js';
-import { INTENT_PAYOUT_MACHINE, type PayoutStatus } from './machines.js';
+import { InsufficientFundsError } from './ledger.js';
+import { apply } from '../kernel/apply.js';
+import { treasuryPayoutPlan } from '../kernel/debits.js';
+import { TRANSACTION_MACHINE } from './machines.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
-import { intentScope, loadPaymentIntent, paymentIntentView, type PaymentIntentRow } from './payment-intents.js';
+import { intentScope, loadPaymentIntent } from './payment-intents.js';
 import { priceQuote, wholeFiatRail } from './pricing.js';
 import { freshRateFromSource } from './rates.js';
-import { transition } from './transition.js';
-import { insertTransaction, moveTransaction, type TransactionRow } from './transactions.js';
+import { insertTransaction, transactionView, type TransactionRow } from './transactions.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { insertConsumedQuote } from './quotes.js';
-import { followBatch } from './payout-batches.js';
+import { movePayout } from './payout-follow.js';
 
 // The automatic payout of a paid intent (CONTRACT section 8): with settlement.beneficiary_id set, what the payment
 // brought into the treasury is paid out to the beneficiary by an off-ramp transaction funded from the treasury
@@ -21,18 +22,6 @@ import { followBatch } from './payout-batches.js';
 // amount back to the treasury's available balance (the transaction's refund).
 
 const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_SCALE);
-
-/**
- * payout_status moves (history row) and the intent is announced again under its own status, with the new payout
- * fields: a webhook consumer learns how the payout went without polling.
- */
-async function movePayout(unit: Unit, intent: PaymentIntentRow, to: PayoutStatus, set: Record<string, unknown>, reason: string) {
-  const moved = await transition<PayoutStatus, PaymentIntentRow>(unit, INTENT_PAYOUT_MACHINE, {
-    scope: intentScope(intent), id: intent.id, to, expected: intent.payout_status!, set, reason, view: (row) => paymentIntentView(row),
-  });
-  if (moved) unit.event(intentScope(intent), `payment_intent.${moved.row.status}`, paymentIntentView(moved.row));
-  return moved;
-}
 
 /** The payout cannot start (or ended badly): payout_status failed, with the reason the business sees. */
 export async function payoutNotStarted(unit: Unit, intentId: string, message: string): Promise<string> {
@@ -89,22 +78,14 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
       quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury', paymentIntentId: intent.id,
       externalReference: null, customerId: typeof intent.customer?.id === 'string' ? intent.customer.id : null,
     });
+    // The treasury debited (refused at once when short), the transaction funded and its payout job staged: one plan.
+    const funding = treasuryPayoutPlan(scope, { transactionId: tx.id, intentId: intent.id, amount: minor(priced.source.total_required), payout: txJobs.payout(tx, stepDelay(config, scope.environment)) });
     try {
-      await postEntry(unit.em, scope, {
-        kind: 'treasury_payout_funding',
-        reference: `treasury-funding-${tx.id}`,
-        metadata: { transaction_id: tx.id, payment_intent_id: intent.id },
-        postings: [
-          { account: { kind: 'treasury', asset: 'USDC' }, amount: -minor(priced.source.total_required), noOverdraft: true },
-          { account: { kind: 'settlement_clearing', asset: 'USDC' }, amount: minor(priced.source.total_required) },
-        ],
-      });
+      await apply(unit, funding, new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]));
     } catch (err) {
       if (!(err instanceof InsufficientFundsError)) throw err;
       throw new AppError('invalid_state', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC, less than the ${priced.source.total_required} the payout needs.`);
     }
-    const funded = (await moveTransaction(unit, tx, 'funded'))!;
-    await unit.stage(txJobs.payout(funded.row, stepDelay(config, scope.environment)), scope);
     await movePayout(unit, locked, 'processing', { payout_transaction_id: tx.id, payout_error: null }, 'payout_started');
     return tx.id;
   }).catch(async (err: unknown) => {
@@ -112,21 +93,4 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
     if (!(err instanceof AppError) || err.code !== 'invalid_state') throw err;
     return inUnit(deps, (unit) => payoutNotStarted(unit, intentId, `${err.message} The payment stays in the treasury.`));
   });
-}
-
-/**
- * A treasury-funded transaction ended (or needs attention): its intent's payout_status follows, or its payout batch
- * completes with its last item, in the same transaction.
- */
-export async function followPayout(unit: Unit, tx: TransactionRow): Promise<void> {
-  if (tx.funding_type !== 'treasury') return;
-  if (tx.payout_batch_id) return followBatch(unit, tx);
-  if (!tx.payment_intent_id) return;
-  const intent = await loadPaymentIntent(unit.em, tx.payment_intent_id, true);
-  if (!intent) return;
-  if (tx.status === 'completed') await movePayout(unit, intent, 'completed', { payout_error: null }, 'payout_completed');
-  else if (tx.status === 'failed') await movePayout(unit, intent, 'failed', { payout_error: tx.failure?.message ?? 'The payout failed.' }, tx.failure?.code ?? 'payout_failed');
-  else if (tx.status === 'action_required') {
-    await unit.em.query(`UPDATE payment_intents SET payout_error = $2, updated_at = now() WHERE id = $1`, [intent.id, tx.failure?.message ?? 'The payout needs attention.']);
-  }
 }

@@ -8,9 +8,10 @@ import { jobId } from '../queues/registry.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
-import { InsufficientFundsError, postEntry } from './ledger.js';
+import { InsufficientFundsError } from './ledger.js';
+import { apply } from '../kernel/apply.js';
 import { TREASURY_WITHDRAWAL_MACHINE, type TreasuryWithdrawalStatus } from './machines.js';
-import { decideWithdrawal, withdrawalEntry, type WithdrawalFact, type WithdrawalSnapshot } from '../kernel/withdrawals.js';
+import { decideWithdrawal, withdrawalCreated, type WithdrawalFact, type WithdrawalSnapshot } from '../kernel/withdrawals.js';
 import { decideIn, type Flow } from '../kernel/run.js';
 import { AmountError, formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { recordCreation } from './transition.js';
@@ -125,16 +126,15 @@ export async function createWithdrawal(unit: Unit, config: Config, scope: EventS
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) RETURNING ${WITHDRAWAL_COLUMNS}`,
     [id, scope.businessId, scope.environment, wallet.id, chain, wallet.address, fromMinor(amount, USDC_SCALE), input.external_reference ?? null],
   );
+  await recordCreation(unit, TREASURY_WITHDRAWAL_MACHINE, { scope, id, status: 'pending', view: () => withdrawalView(row) });
   try {
-    await postEntry(unit.em, scope, withdrawalEntry(snapshotOf(row), 'pending'));
+    await apply(unit, withdrawalCreated(snapshotOf(row), withdrawalJobs.send(id, scope.environment === 'sandbox' ? config.sandboxStepMs : 0)), new Map());
   } catch (err) {
     if (!(err instanceof InsufficientFundsError)) throw err;
     throw new AppError('insufficient_funds', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC available, less than the ${fromMinor(amount, USDC_SCALE)} asked for.`, {
       available: fromMinor(err.available, USDC_SCALE), required: fromMinor(amount, USDC_SCALE),
     });
   }
-  await recordCreation(unit, TREASURY_WITHDRAWAL_MACHINE, { scope, id, status: 'pending', view: () => withdrawalView(row) });
-  await unit.stage(withdrawalJobs.send(id, scope.environment === 'sandbox' ? config.sandboxStepMs : 0), scope);
   return row;
 }
 

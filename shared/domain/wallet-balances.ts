@@ -6,9 +6,15 @@ import { ChainUnavailableError } from '../chain/clients.js';
 import { usdcBalanceOf } from '../chain/usdc.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
-import { accountBalance, postEntry, type LedgerAccount } from './ledger.js';
+import { accountBalance, creditFromFaucet, InsufficientFundsError, type LedgerAccount } from './ledger.js';
 import { AmountError, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { assertActive, findWallet, resolveChain, type WalletRow } from './wallets.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { simulatedHash } from '../chain/adapter.js';
+import { apply } from '../kernel/apply.js';
+import { sandboxTransferPlan } from '../kernel/debits.js';
+import { txJobs } from './lifecycle-jobs.js';
+import { randomUUID } from 'node:crypto';
 
 /** The most simulated USDC one sandbox funding call may credit. */
 export const MAX_SANDBOX_FUNDING_MINOR = 1_000_000_000n * 10n ** BigInt(USDC_SCALE);
@@ -80,22 +86,33 @@ export async function fundSandboxWallet(
   assertActive(wallet);
   const chain = resolveChain(wallet, input.chain, 'body');
   const credited = walletUsdcAccount(wallet.id, chain);
-  const entry = await postEntry(em, scope, {
-    kind: 'sandbox_funding',
-    description: `Sandbox funding of ${fromMinor(minor, USDC_SCALE)} USDC`,
-    metadata: { wallet_id: wallet.id, chain },
-    postings: [
-      { account: { kind: 'sandbox_faucet', asset: 'USDC' }, amount: -minor },
-      { account: credited, amount: minor },
-    ],
-  });
+  const entryId = await creditFromFaucet(em, scope, credited, minor, { description: `Sandbox funding of ${fromMinor(minor, USDC_SCALE)} USDC`, metadata: { wallet_id: wallet.id, chain } });
   const balance = await accountBalance(em, scope, credited);
   return {
-    id: entry.id,
+    id: entryId,
     wallet_id: wallet.id,
     chain,
     asset: 'USDC',
     amount: fromMinor(minor, USDC_SCALE),
     balance: balanceView(config, wallet, chain, balance, true, new Date()),
   };
+}
+
+/**
+ * Sandbox control: an external wallet's transfer to a settlement's deposit address. It leaves the wallet's simulated
+ * balance now, as a signed transfer would (409 invalid_state when the wallet holds less), and the chain sees it a
+ * step later (the sandbox.transfer job). Answers the transfer's simulated hash.
+ */
+export async function sandboxWalletTransfer(unit: Unit, config: Config, scope: EventScope, t: { settlementId: string; walletId: string; chain: Chain; amount: bigint }): Promise<string> {
+  const hash = simulatedHash('sandbox', `transfer-${t.settlementId}-${randomUUID()}`);
+  const observe = txJobs.sandboxTransfer(t.settlementId, fromMinor(t.amount, USDC_SCALE), hash, config.sandboxStepMs);
+  try {
+    await apply(unit, sandboxTransferPlan(scope, { ...t, hash, observe }), new Map());
+  } catch (err) {
+    if (!(err instanceof InsufficientFundsError)) throw err;
+    throw AppError.invalidState(`The wallet holds ${fromMinor(err.available, USDC_SCALE)} simulated USDC on ${t.chain}; fund it with POST /sandbox/wallets/{id}/fund first.`, {
+      wallet_id: t.walletId, available: fromMinor(err.available, USDC_SCALE), required: fromMinor(t.amount, USDC_SCALE),
+    });
+  }
+  return hash;
 }

@@ -4,7 +4,9 @@ import { inUnit, type UnitDeps } from '../db/unit-of-work.js';
 import { chainFor } from '../chain/sandbox-chain.js';
 import type { Chain, Environment } from './chains.js';
 import { paymentDepth } from './confirmations.js';
-import { walletUsdcAccount } from './wallet-balances.js';
+import type { ChainInflowStatus } from './machines.js';
+import { apply } from '../kernel/apply.js';
+import { decideInflow, type InflowSnapshot } from '../kernel/chain-records.js';
 
 // USDC that reaches a managed wallet (or the treasury hot wallet) from outside, as the watcher saw it: recorded
 // `pending` with its block, and credited to the wallet's ledger account only once it is as deep as the chain's
@@ -42,28 +44,27 @@ export async function confirmInflows(deps: UnitDeps & { config: Config; log: Log
   for (const row of rows) {
     const depth = await paymentDepth(adapter, chain, [row], required, row.observed_at);
     if (depth.state === 'unknown') continue; // the chain could not be read: counted again next scan
-    if (depth.state === 'reorged') {
-      await deps.ds.query(`UPDATE chain_inflows SET status = 'reorged' WHERE id = $1 AND status = 'pending'`, [row.id]);
+    if (depth.state !== 'reorged' && !depth.deep) continue;
+    // Decided on the row as locked (kernel/chain-records.ts), moved by a compare-and-set from pending, booked with it.
+    const outcome = await inUnit(deps, async (unit) => {
+      const [locked]: { status: ChainInflowStatus }[] = await unit.em.query(`SELECT status FROM chain_inflows WHERE id = $1 FOR UPDATE`, [row.id]);
+      if (!locked) return 'gone';
+      const decided = decideInflow(snapshotOf(row, locked.status, environment, chain), { kind: depth.state === 'reorged' ? 'reorged' : 'deep' });
+      await apply(unit, decided, new Map());
+      return decided.outcome;
+    });
+    if (outcome === 'reorged') {
       deps.log.warn({ chain, environment, transaction_hash: row.transaction_hash, wallet_id: row.wallet_id }, 'a reorg took an inflow off the chain before it was deep enough; nothing credited');
       done.reorged++;
-      continue;
     }
-    if (!depth.deep) continue;
-    await inUnit(deps, async (unit) => {
-      const moved: unknown[] = await unit.em.query(`UPDATE chain_inflows SET status = 'credited' WHERE id = $1 AND status = 'pending' RETURNING id`, [row.id]);
-      if (!moved.length || row.kind !== 'managed_wallet' || !row.wallet_id || !row.business_id) return;
-      const value = BigInt(row.amount);
-      unit.post({ businessId: row.business_id, environment }, {
-        kind: 'wallet_deposit',
-        reference: `wallet-deposit-${chain}-${row.transaction_hash}-${row.log_index}`,
-        metadata: { wallet_id: row.wallet_id, transaction_hash: row.transaction_hash, log_index: row.log_index, from: row.from_address },
-        postings: [
-          { account: { kind: 'inbound_clearing', asset: 'USDC' }, amount: -value },
-          { account: walletUsdcAccount(row.wallet_id, chain), amount: value },
-        ],
-      });
-    });
-    done.credited++;
+    if (outcome === 'credited') done.credited++;
   }
   return done;
+}
+
+function snapshotOf(row: PendingInflow, status: ChainInflowStatus, environment: Environment, chain: Chain): InflowSnapshot {
+  return {
+    id: row.id, status, environment, chain, kind: row.kind, walletId: row.wallet_id, businessId: row.business_id,
+    transactionHash: row.transaction_hash, logIndex: row.log_index, amount: BigInt(row.amount), from: row.from_address,
+  };
 }

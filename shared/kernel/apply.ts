@@ -4,7 +4,7 @@
 import type { Unit } from '../db/unit-of-work.js';
 import { postEntry } from '../domain/ledger.js';
 import type { Machine } from '../domain/machines.js';
-import { transition } from '../domain/transition.js';
+import { moveRecord, transition } from '../domain/transition.js';
 import { assertPlan } from './invariants.js';
 import { isEmpty, type Plan } from './plan.js';
 
@@ -26,6 +26,13 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
   if (isEmpty(p)) return moved;
   for (const { entry, guarded } of p.entries) if (guarded) await postEntry(unit.em, p.scope, entry);
   for (const m of p.moves) {
+    if (m.machine.platform) {
+      // A chain send or inflow: a compare-and-set with no business scope, history row or event.
+      const row = await moveRecord<string, Record<string, unknown>>(unit.em, m.machine, { id: m.id, to: m.to, expected: m.from, set: m.set });
+      if (!row) throw new StalePlanError(m.machine.resource, m.id, m.from);
+      moved.set(m.id, row);
+      continue;
+    }
     const view = views.get(m.machine);
     if (!view) throw new Error(`no view for ${m.machine.resource}`);
     const done = await transition(unit, m.machine, { scope: p.scope, id: m.id, to: m.to, expected: m.from, set: m.set, reason: m.reason, view });

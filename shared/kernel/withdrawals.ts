@@ -5,6 +5,7 @@ import type { EntryInput, LedgerAccount } from '../domain/ledger.js';
 import { TREASURY_WITHDRAWAL_MACHINE, type TreasuryWithdrawalStatus } from '../domain/machines.js';
 import type { Chain } from '../domain/chains.js';
 import type { EventScope } from '../domain/events.js';
+import type { JobRequest } from '../queues/producer.js';
 import { nothing, NOW, plan, type Plan } from './plan.js';
 
 export interface WithdrawalSnapshot {
@@ -41,6 +42,11 @@ export function withdrawalEntry(w: Pick<WithdrawalSnapshot, 'id' | 'walletId' | 
     metadata: { withdrawal_id: w.id, wallet_id: w.walletId, ...(hash ? { transaction_hash: hash } : {}) },
     postings: [{ account: from, amount: -w.amount, noOverdraft: from === TREASURY }, { account: to, amount: w.amount }],
   };
+}
+
+/** A withdrawal just written (pending): the treasury debited at once (refused there when short) and its send job staged. */
+export function withdrawalCreated(w: Pick<WithdrawalSnapshot, 'id' | 'scope' | 'walletId' | 'chain' | 'amount'>, send: JobRequest): Plan {
+  return plan(w.scope, 'pending', { entries: [{ entry: withdrawalEntry(w, 'pending'), guarded: true }], jobs: [send] });
 }
 
 export function decideWithdrawal(w: WithdrawalSnapshot, fact: WithdrawalFact): Plan {

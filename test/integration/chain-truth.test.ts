@@ -18,7 +18,8 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { confirmSettlement, expireSettlement, observeTransfer, submitOfframp } from '../../shared/domain/offramps.js';
 import { settlementOf } from '../../shared/domain/settlements.js';
 import { liveChain } from '../../shared/chain/live-chain.js';
-import { loadTransaction, moveTransaction } from '../../shared/domain/transactions.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { moveTransaction } from '../../shared/domain/transaction-moves.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 

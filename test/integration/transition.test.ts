@@ -13,7 +13,8 @@ import { asJobFailure } from '../../workers/runtime.js';
 import { AppError, PermanentJobError } from '../../shared/errors.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import type { Environment } from '../../shared/domain/chains.js';
-import { loadTransaction, moveTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
+import { loadTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
+import { moveTransaction } from '../../shared/domain/transaction-moves.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { kesBeneficiary, offramp, quote, verifiedWallet } from '../helpers/ramps.js';
 

@@ -1,7 +1,8 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { collectionCameToNothing, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { applyProviderResult, INTENT_CHECK_ROUNDS, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
-import { loadTransaction, lockTransaction, moveTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
+import { loadTransaction, lockTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
+import { moveTransaction } from '../../shared/domain/transaction-moves.js';
 import { type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { providerFor } from '../../shared/providers/providers.js';
 import { momoServes, statusQueryAfterMs } from '../../shared/providers/live-rails.js';

@@ -1,6 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { awaitResult, settlePayout } from '../../shared/domain/provider-results.js';
-import { loadTransaction, moveTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
+import { moveTransaction } from '../../shared/domain/transaction-moves.js';
 import { ProviderError } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
 import { requestPayout } from './payout-request.js';

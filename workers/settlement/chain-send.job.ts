@@ -8,7 +8,8 @@ import { refundSendFailed, refundSendPending } from '../../shared/domain/refunds
 import { settlementOf } from '../../shared/domain/settlements.js';
 import { refundSendFate } from '../../shared/kernel/refund-due.js';
 import { sweepDepositAddress } from './sweep-settlement.job.js';
-import { loadTransaction, lockTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { loadTransaction, lockTransaction } from '../../shared/domain/transactions.js';
+import { stepFailed } from '../../shared/domain/transaction-moves.js';
 import { failDelivery } from '../../shared/domain/onramp-refunds.js';
 import { withdrawalReverted, withdrawalSent } from '../../shared/domain/treasury-withdrawals.js';
 import type { JobPayloads } from '../../shared/queues/registry.js';

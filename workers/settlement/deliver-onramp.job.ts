@@ -1,7 +1,8 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { deliverOnramp } from '../../shared/domain/fiat-steps.js';
-import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { stepFailed } from '../../shared/domain/transaction-moves.js';
 import { defineJob } from '../job-definition.js';
 
 /** A funded on-ramp: funded -> processing -> completed, with the delivery's transaction hash. */

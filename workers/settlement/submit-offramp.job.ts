@@ -1,7 +1,8 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
-import { loadTransaction, stepFailed } from '../../shared/domain/transactions.js';
+import { loadTransaction } from '../../shared/domain/transactions.js';
+import { stepFailed } from '../../shared/domain/transaction-moves.js';
 import { defineJob } from '../job-definition.js';
 
 /** Managed-wallet off-ramp: created -> signing -> submitting -> awaiting_funds (or action_required, short of USDC). */
