@@ -182,7 +182,7 @@ export const routes: RouteDef[] = [
         });
         await unit.stage({
           name: 'sandbox.liquidation_transfer', id: jobId('sandbox.liquidation_transfer', found.id, hash),
-          data: { liquidationAddressId: found.id, amount: fromMinor(amount, USDC_SCALE), transactionHash: hash }, delayMs: deps.config.sandboxStepMs,
+          data: { liquidationAddressId: found.id, transactionHash: hash }, delayMs: deps.config.sandboxStepMs,
         }, auth);
         return found;
       });

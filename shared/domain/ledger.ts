@@ -226,6 +226,20 @@ export async function accountBalance(db: DataSource | EntityManager, scope: Even
   return rows[0] ? BigInt(rows[0].balance) : 0n;
 }
 
+/**
+ * What one entry booked to an account of `kind` (null: no such entry). A sandbox transfer's job names its entry and
+ * reads the amount here, where it was booked, never from the job's data (CONTRACT §18: jobs carry references).
+ */
+export async function bookedTo(db: DataSource | EntityManager, scope: EventScope, reference: string, kind: LedgerAccount['kind']): Promise<bigint | null> {
+  const rows: { amount: string }[] = await db.query(
+    planOnce(`SELECT p.amount::text AS amount FROM journal_entries e
+       JOIN ledger_postings p ON p.entry_id = e.id JOIN ledger_accounts a ON a.id = p.account_id
+      WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $3 AND a.kind = $4`),
+    [scope.businessId, scope.environment, reference, kind],
+  );
+  return rows[0] ? BigInt(rows[0].amount) : null;
+}
+
 export interface LedgerInconsistencies {
   /** Entries with fewer than two postings, or whose postings in an asset do not sum to zero. */
   unbalancedEntries: { entry_id: string; asset: string | null; postings: number; total: string }[];

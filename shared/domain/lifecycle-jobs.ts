@@ -64,7 +64,7 @@ export const txJobs = {
   deliver: (tx: Subject, delayMs = 0): JobRequest<'onramp.deliver'> => ({
     name: 'onramp.deliver', id: jobId('onramp.deliver', tx.id, String(tx.retry_count)), data: { transactionId: tx.id }, delayMs,
   }),
-  sandboxTransfer: (settlementId: string, amount: string, transactionHash: string, delayMs = 0): JobRequest<'sandbox.transfer'> => ({
-    name: 'sandbox.transfer', id: jobId('sandbox.transfer', settlementId, transactionHash), data: { settlementId, amount, transactionHash }, delayMs,
+  sandboxTransfer: (settlementId: string, transactionHash: string, delayMs = 0): JobRequest<'sandbox.transfer'> => ({
+    name: 'sandbox.transfer', id: jobId('sandbox.transfer', settlementId, transactionHash), data: { settlementId, transactionHash }, delayMs,
   }),
 };

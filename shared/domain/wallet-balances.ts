@@ -105,7 +105,7 @@ export async function fundSandboxWallet(
  */
 export async function sandboxWalletTransfer(unit: Unit, config: Config, scope: EventScope, t: { settlementId: string; walletId: string; chain: Chain; amount: bigint }): Promise<string> {
   const hash = simulatedHash('sandbox', `transfer-${t.settlementId}-${randomUUID()}`);
-  const observe = txJobs.sandboxTransfer(t.settlementId, fromMinor(t.amount, USDC_SCALE), hash, config.sandboxStepMs);
+  const observe = txJobs.sandboxTransfer(t.settlementId, hash, config.sandboxStepMs);
   try {
     await apply(unit, sandboxTransferPlan(scope, { ...t, hash, observe }), new Map());
   } catch (err) {

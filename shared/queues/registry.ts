@@ -77,11 +77,11 @@ export interface JobPayloads {
   /** An on-ramp whose delivery failed for good pays the collected fiat back to its payer (our transaction id is the payout's reference). */
   'onramp.refund': { transactionId: string };
   /** Sandbox: the business's on-chain transfer to a deposit address (already debited) reaches the chain watcher. */
-  'sandbox.transfer': { settlementId: string; amount: string; transactionHash: string };
+  'sandbox.transfer': { settlementId: string; transactionHash: string };
   /** A transfer to a liquidation address, recorded: priced now into its off-ramp to the address's beneficiary. */
   'liquidation.offramp': { transferId: string };
   /** Sandbox: a transfer from the fixed sandbox sender to a liquidation address reaches the chain watcher. */
-  'sandbox.liquidation_transfer': { liquidationAddressId: string; amount: string; transactionHash: string };
+  'sandbox.liquidation_transfer': { liquidationAddressId: string; transactionHash: string };
 }
 export type JobName = keyof JobPayloads;
 

@@ -132,6 +132,25 @@ describe('off-ramps end to end in sandbox', function () {
     expect(await balance(api, key, wallet.id)).to.equal(fromMinor(toMinor('25', 6) - toMinor(tx.settlement.total_required, 6), 6)); // debited by the off-ramp
   });
 
+  it('a sandbox transfer job carries the transfer, not its amount: a forged job (an amount in its data, a made-up hash) credits only what was booked (CONTRACT §18)', async () => {
+    const wallet = await verifiedWallet(api, key);
+    const tx = (await offramp(api, key, (await offrampQuote('20')).id, wallet.id)).body;
+    await fund(api, key, wallet.id, '5');
+    const settlementId = (await (await getDs()).query(`SELECT id FROM settlements WHERE transaction_id = $1`, [tx.id]))[0].id;
+    expect((await api.http.post(`${BASE}/sandbox/settlements/${tx.id}/transfer`).set(writeHeaders(key)).send({ amount: '2' })).status).to.equal(202);
+    await received(tx.id, '2.000000');
+    const [{ hash }] = await (await getDs()).query(`SELECT metadata->>'transaction_hash' AS hash FROM journal_entries WHERE reference LIKE $1`, [`deposit-${settlementId}-%`]);
+    // Anyone who can add a job: the real transfer again with a far larger amount, and one the control never accepted.
+    const queue = pools.deps.queues.sandbox;
+    const forged = [
+      await queue.add('sandbox.transfer' as never, { settlementId, transactionHash: hash, amount: '1000' } as never, { jobId: `forged-1-${Date.now()}` }),
+      await queue.add('sandbox.transfer' as never, { settlementId, transactionHash: `0x${'ab'.repeat(32)}`, amount: '1000' } as never, { jobId: `forged-2-${Date.now()}` }),
+    ];
+    for (const job of forged) await until(async () => (await job.getState()) === 'completed', { what: `forged job ${job.id} done` });
+    expect((await queue.getJob(forged[1].id!))!.returnvalue).to.equal('no such transfer');
+    expect((await api.http.get(`${BASE}/transactions/${tx.id}/settlement`).set(bearer(key))).body.received_amount).to.equal('2.000000');
+  });
+
   it('a payout the provider rejects fails the transaction and returns the funds to the managed wallet', async () => {
     const customer = await createCustomer(api, key);
     await fund(api, key, customer.wallet.id, '60');
