@@ -4,7 +4,8 @@
 // SIGTERM or SIGINT reaches every child once; it exits when they all have, and no child outlives it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { configureFor, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { needsOf } from '../shared/config-processes.js';
 import { POOLS } from '../shared/queues/registry.js';
 import { createDataSource, runMigrations } from '../shared/db/data-source.js';
 import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
@@ -47,6 +48,7 @@ const alive = (pid: number) => {
 // It hands the seeds to the settlement pool, and their public keys to the others: it reads them (and checks any
 // WALLET_XPUB given beside them).
 holdWalletSeeds();
+configureFor(needsOf(['web', ...POOLS]), 'npm start');
 const config = getConfig();
 const parentPid = process.ppid;
 const watched = launchers();
