@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import pg from 'pg';
 import { testDatabaseUrl, testRedisUrl } from '../env.js';
 import { until } from '../helpers/until.js';
 import { walletKeyEnv } from '../helpers/wallets.js';
@@ -100,7 +101,23 @@ describe('configuration per process: npm run admin -- config-check', function ()
 
 describe("the Procfile's processes from dist/, in production, given only what config-check names", function () {
   this.timeout(240_000);
-  before(() => execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' }));
+  // A database of its own, which the release phase creates and migrates: the pools' address pools and schedules
+  // write nothing into the one the other tests read.
+  const fresh = new URL(testDatabaseUrl());
+  fresh.pathname = `/rampway_procfile_${process.pid}`;
+  const dropFresh = async () => {
+    const admin = new URL(testDatabaseUrl());
+    admin.pathname = '/postgres';
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS "${fresh.pathname.slice(1)}" WITH (FORCE)`);
+    await client.end();
+  };
+  before(async () => {
+    await dropFresh();
+    execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
+  });
+  after(dropFresh);
 
   const procfile = Object.fromEntries(readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
 
@@ -116,6 +133,7 @@ describe("the Procfile's processes from dist/, in production, given only what co
       const { reports } = await check(name, {});
       const env: Record<string, string> = {
         ...only(reports[0].settings.map((s) => s.name)),
+        ...(reports[0].settings.some((s) => s.name === 'DATABASE_URL') ? { DATABASE_URL: fresh.toString() } : {}),
         // What the platform sets (PORT), and this run's own Redis keys on the shared Redis (test isolation).
         PORT: String(25000 + (process.pid % 10000)),
         REDIS_PREFIX: `${process.env.REDIS_PREFIX ?? 'test'}-procfile`,
@@ -124,6 +142,7 @@ describe("the Procfile's processes from dist/, in production, given only what co
       if (name === 'release') {
         const r = await run(command, args, env);
         expect(r.code, r.stderr).to.equal(0);
+        expect(r.stdout).to.match(/^applied: /); // a fresh database: every migration, compiled
         return;
       }
       const child = spawn(command, args, { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
