@@ -161,4 +161,35 @@ describe("the Procfile's processes from dist/, in production, given only what co
       expect(await exit, out).to.equal(0);
     });
   }
+
+  it('npm start with NODE_ENV=production runs the compiled service too, each child from dist/', async () => {
+    const { reports } = await check('web', {});
+    const port = String(26000 + (process.pid % 10000));
+    // npm start holds the seeds (it hands them to its settlement child alone) and derives the public keys from them.
+    const env = { ...only([...reports[0].settings.map((s) => s.name).filter((n) => !n.startsWith('WALLET_')), 'WALLET_SEED', 'WALLET_SEED_LIVE']),
+      DATABASE_URL: fresh.toString(), PORT: port, REDIS_PREFIX: `${process.env.REDIS_PREFIX ?? 'test'}-prodstart`, HOME: process.env.HOME ?? '/tmp' };
+    const child = spawn('npm', ['start'], { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let started: number[] = [];
+    try {
+      await until(async () => out.includes('npm start: ready') || child.exitCode !== null, { timeoutMs: 90_000, everyMs: 200 });
+      expect(out, out).to.include('npm start: ready');
+      const table = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).trim().split('\n').map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l)!);
+      const tree = (pid: string): RegExpExecArray[] => table.filter((r) => r[2] === pid).flatMap((r) => [r, ...tree(r[1]!)]);
+      started = tree(String(child.pid)).map((r) => Number(r[1]));
+      const commands = tree(String(child.pid)).map((r) => r[3]).join('\n');
+      expect(commands).to.match(/dist\/scripts\/start\.js/).and.match(/dist\/api\/main\.js/).and.match(/dist\/workers\/main\.js settlement/);
+      expect(commands).to.not.match(/tsx/);
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM');
+    }
+    await exit;
+    // Every process it started drains and ends (npm itself may return first: see start.test.ts).
+    const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+    await until(() => started.every((pid) => !alive(pid)), { timeoutMs: 40_000, everyMs: 200, what: 'npm start\'s children to end' });
+    expect(out).to.not.match(/was killed by|still running/);
+  });
 });
