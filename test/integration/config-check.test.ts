@@ -154,7 +154,12 @@ describe("the Procfile's processes from dist/, in production, given only what co
         const ready = name === 'web' ? 'web listening' : 'workers started';
         await until(async () => out.includes(ready) || child.exitCode !== null, { timeoutMs: 60_000, everyMs: 100 });
         expect(out, out).to.include(ready);
-        if (name === 'web') expect((await fetch(`http://127.0.0.1:${env.PORT}/ready`)).status).to.equal(200);
+        if (name === 'web') {
+          expect((await fetch(`http://127.0.0.1:${env.PORT}/ready`)).status).to.equal(200);
+          // The reference carries the guide's chapters (copied beside dist/ by the build), as under tsx.
+          const document = (await (await fetch(`http://127.0.0.1:${env.PORT}/openapi.json`)).json()) as { info: { description: string } };
+          expect(document.info.description).to.include('# Idempotency').and.include('# Sandbox');
+        }
       } finally {
         child.kill('SIGTERM');
       }
