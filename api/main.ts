@@ -4,6 +4,10 @@ import { httpServer } from './http-server.js';
 import { closeAppDeps, createAppDeps } from './deps.js';
 import { watchKeyChanges } from './middleware/api-key-cache.js';
 import { createWorkerRedis } from '../shared/queues/connections.js';
+import { configureFor } from '../shared/config.js';
+import { NEEDS } from '../shared/config-processes.js';
+
+configureFor(NEEDS.web, 'the web process');
 
 const deps = await createAppDeps();
 const { app, keyCache } = buildApp(deps);

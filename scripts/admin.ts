@@ -3,7 +3,9 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import { ConfigError, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { ConfigError, configureFor, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import type { SettingName } from '../shared/config-processes.js';
+import { configCheck, configCheckText } from '../shared/admin/config-check.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { SCOPES } from '../shared/domain/api-keys.js';
 import { createApiRedis } from '../shared/queues/connections.js';
@@ -24,6 +26,8 @@ interface Command {
   about: string;
   /** Reads WALLET_SEED / WALLET_SEED_LIVE (the others run where only the xpubs are, as on a web app). */
   seeds?: true;
+  /** What it needs in production (NODE_ENV=production requires these, and nothing else, of it). */
+  needs: (flags: Record<string, string | undefined>) => SettingName[];
   run(ctx: Context): Promise<{ out: unknown; human: string; exitCode?: number }>;
 }
 
@@ -36,6 +40,7 @@ const COMMANDS: Record<string, Command> = {
   'create-business': {
     usage: '--name NAME [--json]',
     about: 'a business, with one sandbox and one live key holding every scope',
+    needs: () => ['DATABASE_URL'],
     async run({ flags, deps }) {
       const r = await createBusiness(await deps(), { name: flags.name ?? '' });
       return { out: r, human: [`business ${r.business_id} (${r.name})`, ...r.keys.map((k) => `  ${k.environment} key ${k.id}: ${k.key}`), 'Keys are shown once: store them now.'].join('\n') };
@@ -44,6 +49,7 @@ const COMMANDS: Record<string, Command> = {
   'create-key': {
     usage: '--business ID --environment sandbox|live [--scopes a,b] [--allowed-ips ip,ip] [--rate-limit N] [--rate-window SECONDS] [--json]',
     about: 'an API key; --scopes takes scopes, resource:* (customers:*) or *, every scope when omitted',
+    needs: () => ['DATABASE_URL'],
     async run({ flags, deps }) {
       const scopes = list(flags.scopes);
       if (scopes?.length === 0) throw new AdminError('--scopes names no scope (omit it for every scope)');
@@ -57,6 +63,7 @@ const COMMANDS: Record<string, Command> = {
   'revoke-key': {
     usage: '--key ID [--json]',
     about: 'revokes a key; running web processes drop it at once',
+    needs: () => ['DATABASE_URL', 'REDIS_URL'],
     async run({ flags, deps }) {
       const r = await revokeKey(await deps({ redis: true }), { keyId: flags.key ?? '' });
       return { out: r, human: `revoked key ${r.id} at ${r.revoked_at}` };
@@ -65,6 +72,7 @@ const COMMANDS: Record<string, Command> = {
   'enable-live': {
     usage: '--business ID [--json]',
     about: 'lets the business use its live keys',
+    needs: () => ['DATABASE_URL', 'REDIS_URL'],
     async run({ flags, deps }) {
       const r = await enableLive(await deps({ redis: true }), { businessId: flags.business ?? '' });
       return { out: r, human: `live enabled for business ${r.business_id}` };
@@ -73,6 +81,7 @@ const COMMANDS: Record<string, Command> = {
   'set-fees': {
     usage: '--business ID --platform-bps N [--platform-min AMOUNT] [--json]',
     about: 'the platform fee: N in 0..10000 (default 50); AMOUNT in USDC, unchanged when omitted',
+    needs: () => ['DATABASE_URL', 'REDIS_URL'],
     async run({ flags, deps }) {
       const r = await setFees(await deps({ redis: true }), { businessId: flags.business ?? '', platformBps: flags['platform-bps'], platformMin: flags['platform-min'] });
       return { out: r, human: `platform fee of business ${r.business_id}: ${r.platform_bps} bps, at least ${r.platform_min} USDC` };
@@ -81,6 +90,7 @@ const COMMANDS: Record<string, Command> = {
   'list-businesses': {
     usage: '[--json]',
     about: 'every business: id, name, status, live enabled, platform fee, created',
+    needs: () => ['DATABASE_URL'],
     async run({ deps }) {
       const r = await listBusinesses(await deps());
       const rows = r.map((b) => [b.id, b.name, b.status, b.live_enabled ? 'live' : 'sandbox only', `${b.platform_bps} bps, min ${b.platform_min}`, b.created_at]);
@@ -90,6 +100,7 @@ const COMMANDS: Record<string, Command> = {
   'list-keys': {
     usage: '--business ID [--json]',
     about: "the business's keys: id, environment, prefix, scopes, allowed IPs, revoked, created (never the key)",
+    needs: () => ['DATABASE_URL'],
     async run({ flags, deps }) {
       const r = await listKeys(await deps(), { businessId: flags.business ?? '' });
       const rows = r.map((k) => [k.id, k.environment, `${k.prefix}...`, k.revoked ? `revoked ${k.revoked_at}` : 'active', k.created_at,
@@ -101,6 +112,7 @@ const COMMANDS: Record<string, Command> = {
     usage: '--environment sandbox|live [--json]',
     about: "the environment's treasury hot wallet address, WALLET_TREASURY_ADDRESS[_LIVE] (from WALLET_SEED, or WALLET_SEED_LIVE)",
     seeds: true,
+    needs: (flags) => [flags.environment === 'live' ? 'WALLET_SEED_LIVE' : 'WALLET_SEED'],
     async run({ flags, config }) {
       const r = treasuryWallet(config, { environment: flags.environment ?? '' });
       return { out: r, human: r.address };
@@ -110,6 +122,7 @@ const COMMANDS: Record<string, Command> = {
     usage: '--environment sandbox|live [--json]',
     about: "the extended public key of the environment's deposit and managed-wallet addresses, WALLET_XPUB[_LIVE] (from WALLET_SEED, or WALLET_SEED_LIVE)",
     seeds: true,
+    needs: (flags) => [flags.environment === 'live' ? 'WALLET_SEED_LIVE' : 'WALLET_SEED'],
     async run({ flags, config }) {
       const r = walletXpub(config, { environment: flags.environment ?? '' });
       return { out: r, human: r.xpub };
@@ -118,12 +131,22 @@ const COMMANDS: Record<string, Command> = {
   'rotate-encryption-key': {
     usage: '[--json]',
     about: 're-encrypts every row not under the first key of ENCRYPTION_KEYS (safe to re-run)',
+    needs: () => ['DATABASE_URL', 'ENCRYPTION_KEYS'],
     async run({ json, deps }) {
       const r = await rotateEncryptionKey(await deps(), { onBatch: (p) => { if (!json) process.stderr.write(`${p.table}: ${p.rotated} re-encrypted\n`); } });
       const human = `re-encrypted ${r.rotated} rows under key ${r.current_key_id}; ${r.remaining} rows remain under other keys` +
         r.failed.map((f) => `\n  could not open ${f.table} ${f.id}`).join('');
       // Rows that would not open need an operator: say so in the exit status too, so a deploy script stops.
       return { out: r, human, exitCode: r.failed.length ? 1 : 0 };
+    },
+  },
+  'config-check': {
+    usage: '[--process web|release|pricing|settlement|providers|sandbox|webhooks|worker|all] [--json]',
+    about: 'what each process needs in production, and which of it is missing or malformed here (names, never values); exits 1 when anything is',
+    needs: () => [],
+    async run({ flags }) {
+      const reports = configCheck(process.env, flags.process ?? 'all');
+      return { out: { ok: reports.every((r) => r.ok), processes: reports }, human: configCheckText(reports), exitCode: reports.every((r) => r.ok) ? 0 : 1 };
     },
   },
 };
@@ -149,7 +172,7 @@ const hostPort = (url: string, port: number) => {
 };
 
 /** Connects what the command asks for, once; close() ends whatever was opened. */
-function connections(config: Config) {
+function connections() {
   let ds: DataSource | undefined;
   let redis: Redis | undefined;
   let deps: AdminDeps | undefined;
@@ -158,6 +181,7 @@ function connections(config: Config) {
     get redisDown() { return redisDown; },
     async deps(opts: { redis?: boolean } = {}): Promise<AdminDeps> {
       if (deps) return deps;
+      const config = getConfig();
       const where = hostPort(config.databaseUrl, 5432);
       ds = createDataSource({ poolSize: 2 });
       await ds.initialize().catch((err: { code?: string }) => {
@@ -222,18 +246,20 @@ async function main(argv: string[]): Promise<number> {
   }
   const { json, ...flags } = parsed.values as Record<string, string | undefined> & { json: boolean };
   if (command.seeds) holdWalletSeeds();
-  const config = getConfig();
-  const conn = connections(config);
+  configureFor(['NODE_ENV', ...command.needs(flags)], `npm run admin -- ${name}`);
+  // Read on first use: a command that needs no configuration (config-check) never loads it.
+  const conn = connections();
   try {
-    const result = await command.run({ flags, json, config, deps: conn.deps });
+    const result = await command.run({ flags, json, get config() { return getConfig(); }, deps: conn.deps });
     process.stdout.write(json ? `${JSON.stringify(result.out)}\n` : `${result.human}\n`);
     if (conn.redisDown) {
+      const config = getConfig();
       process.stderr.write(`warning: Redis is unreachable at ${hostPort(config.redisUrl, 6379)} (REDIS_URL), so running web processes were not told; ` +
         `they see the change within ${config.apiKeyCacheTtlMs} ms (API_KEY_CACHE_TTL_MS)\n`);
     }
     return result.exitCode ?? 0;
   } catch (err) {
-    if ((err as { code?: string }).code === '42P01') throw new AdminError(`the database at ${hostPort(config.databaseUrl, 5432)} has no tables yet (${reason(err)}); run npm run migrate`);
+    if ((err as { code?: string }).code === '42P01') throw new AdminError(`the database at ${hostPort(getConfig().databaseUrl, 5432)} has no tables yet (${reason(err)}); run npm run migrate`);
     throw err;
   } finally {
     await conn.close();

@@ -3,7 +3,9 @@
 // Each process gets only the keys it needs: the settlement pool the seeds, the others their public keys alone.
 // SIGTERM or SIGINT reaches every child once; it exits when they all have, and no child outlives it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { join } from 'node:path';
+import { configureFor, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
+import { needsOf } from '../shared/config-processes.js';
 import { POOLS } from '../shared/queues/registry.js';
 import { createDataSource, runMigrations } from '../shared/db/data-source.js';
 import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
@@ -46,6 +48,7 @@ const alive = (pid: number) => {
 // It hands the seeds to the settlement pool, and their public keys to the others: it reads them (and checks any
 // WALLET_XPUB given beside them).
 holdWalletSeeds();
+configureFor(needsOf(['web', ...POOLS]), 'npm start');
 const config = getConfig();
 const parentPid = process.ppid;
 const watched = launchers();
@@ -85,19 +88,25 @@ function withoutSeeds(env: NodeJS.ProcessEnv, wallets: Config['wallets']): NodeJ
 }
 const publicOnly = withoutSeeds(process.env, config.wallets);
 
+// Compiled (node dist/scripts/start.js, as `npm start` runs with NODE_ENV=production) the children run dist/'s
+// JavaScript with source maps; under tsx (development), the TypeScript sources through tsx's loader.
+const compiled = import.meta.url.endsWith('.js');
+const entry = (path: string) => join(import.meta.dirname, '..', `${path}.${compiled ? 'js' : 'ts'}`);
+const loader = compiled ? ['--enable-source-maps'] : ['--import', 'tsx'];
+
 const PROCESSES: [name: string, args: string[], env: NodeJS.ProcessEnv][] = [
-  ['web', ['api/main.ts'], publicOnly],
-  ['worker', ['workers/main.ts', POOLS.filter((pool) => pool !== 'settlement').join(',')], publicOnly],
+  ['web', [entry('api/main')], publicOnly],
+  ['worker', [entry('workers/main'), POOLS.filter((pool) => pool !== 'settlement').join(',')], publicOnly],
   // The one process that signs (deposit sweeps, off-ramp funding, treasury sends).
-  ['settlement', ['workers/main.ts', 'settlement'], process.env],
+  ['settlement', [entry('workers/main'), 'settlement'], process.env],
 ];
 
-// node itself, tsx as its loader: no wrapper process to swallow a signal. Detached, each child leads its own process
-// group: a terminal's Ctrl-C reaches it once, through stop(), and a signal to the group reaches all it starts.
+// node itself (tsx as its loader in development): no wrapper process to swallow a signal. Detached, each child leads
+// its own process group: a terminal's Ctrl-C reaches it once, through stop(), and a signal to the group reaches all it starts.
 const children = PROCESSES.map(([name, args, env]) => ({
   name,
   // CPU_PROFILE_DIR: each process writes a V8 CPU profile there when it stops (docs/performance.md reads them).
-  proc: spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, ...(process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CPU_PROFILE_DIR}`] : []), ...args], {
+  proc: spawn(process.execPath, [...loader, '--import', ORPHAN_GUARD, ...(process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CPU_PROFILE_DIR}`] : []), ...args], {
     env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     detached: true,

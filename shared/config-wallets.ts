@@ -65,15 +65,12 @@ function fromSeed(suffix: '' | '_LIVE', seed: string, given: PublicWallet | null
  * settlement pool, the admin commands that need them, npm start) reads WALLET_SEED / WALLET_SEED_LIVE; it derives
  * the public keys from them and refuses public keys given beside them that do not match.
  */
-export function walletSettings(env: NodeJS.ProcessEnv, opts: { walletSeeds: boolean; production: boolean }): WalletSettings {
+export function walletSettings(env: NodeJS.ProcessEnv, opts: { walletSeeds: boolean }): WalletSettings {
   const given = { sandbox: publicWallet(env, ''), live: publicWallet(env, '_LIVE') };
   if (given.live && (sameXpub(given.live.xpub, DEV_WALLET_SANDBOX.xpub) || (given.sandbox && sameXpub(given.live.xpub, given.sandbox.xpub)))) {
     throw new ConfigError('WALLET_XPUB_LIVE must differ from the sandbox key (and from the public development key)');
   }
   if (!opts.walletSeeds) {
-    if (opts.production && (!given.sandbox || !given.live)) {
-      throw new ConfigError('NODE_ENV=production needs WALLET_XPUB, WALLET_TREASURY_ADDRESS, WALLET_XPUB_LIVE and WALLET_TREASURY_ADDRESS_LIVE in every process that does not sign (npm run admin -- wallet-xpub and treasury-address print them)');
-    }
     return { wallets: { sandbox: given.sandbox ?? DEV_WALLET_SANDBOX, live: given.live }, walletSeeds: null };
   }
   const sandboxSeed = walletSeed('WALLET_SEED', env.WALLET_SEED);
@@ -81,7 +78,6 @@ export function walletSettings(env: NodeJS.ProcessEnv, opts: { walletSeeds: bool
   if (liveSeed && (liveSeed === DEV_SEED_SANDBOX || liveSeed === sandboxSeed)) {
     throw new ConfigError('WALLET_SEED_LIVE must differ from the sandbox seed (and from the public development seed)');
   }
-  if (opts.production && (!sandboxSeed || !liveSeed)) throw new ConfigError('NODE_ENV=production needs WALLET_SEED and WALLET_SEED_LIVE in the processes that sign');
   const seeds = { sandbox: sandboxSeed ?? DEV_SEED_SANDBOX, live: liveSeed };
   return {
     wallets: { sandbox: fromSeed('', seeds.sandbox, given.sandbox), live: seeds.live ? fromSeed('_LIVE', seeds.live, given.live) : given.live },

@@ -7,6 +7,7 @@ import { checksumAddress } from './chain/address.js';
 import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
 import { checkMomo, momoSettings, type MomoSettings } from './config-momo.js';
 import { walletSettings, type WalletSettings } from './config-wallets.js';
+import { needsOf, requireSettings, type SettingName } from './config-processes.js';
 
 export interface Config {
   nodeEnv: string;
@@ -166,7 +167,7 @@ function wei(env: NodeJS.ProcessEnv, name: string, fallback: bigint): bigint {
 }
 
 // Development-only defaults: live data never uses them (see encryptionKeysConfigured; the wallet ones are in config-wallets.ts).
-const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 7);
+export const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 7);
 const DEV_ENCRYPTION_KEYS = `dev1:${DEV_ENCRYPTION_KEY.toString('base64')}`;
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
@@ -211,7 +212,7 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string {
   throw new ConfigError('TRUST_PROXY is true, false, a hop count (1 behind Heroku\'s router), or proxy addresses/subnets (e.g. 10.0.0.0/8,loopback)');
 }
 
-function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
+export function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
   const keys = raw.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
     const sep = part.indexOf(':');
     if (sep < 1) throw new ConfigError('ENCRYPTION_KEYS entries are "<key-id>:<base64 32-byte key>"');
@@ -264,12 +265,19 @@ function usdcAddress(name: string, raw: string | undefined): string | null {
 /**
  * `walletSeeds`: this process signs, so it reads WALLET_SEED / WALLET_SEED_LIVE (and checks any WALLET_XPUB given beside
  * them). Without it, as in the web process, the seeds are never read: addresses come from WALLET_XPUB / WALLET_XPUB_LIVE.
+ * `needs`: what production requires of this process (shared/config-processes.ts); by default the web process's, or
+ * the settlement pool's with `walletSeeds`. `who` names the process in the error.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletSeeds?: boolean } = {}): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletSeeds?: boolean; needs?: readonly SettingName[]; who?: string } = {}): Config {
   const nodeEnv = env.NODE_ENV ?? 'development';
   // First of the production checks: whatever else is missing, this switch must never reach a running service.
   if (nodeEnv === 'production' && env.WEBHOOKS_ALLOW_LOOPBACK === 'true') {
     throw new ConfigError('WEBHOOKS_ALLOW_LOOPBACK=true is for local development and tests; NODE_ENV=production refuses it (unset it)');
+  }
+  // Then everything this process needs and nothing else, all named at once: the release phase, DATABASE_URL alone.
+  if (nodeEnv === 'production') {
+    const needs = opts.needs ?? needsOf([opts.walletSeeds ? 'settlement' : 'web']);
+    requireSettings(env, needs, opts.who ?? (opts.walletSeeds ? 'a process that signs' : 'a process that does not sign'));
   }
   const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
   const chains = {} as Config['chains'];
@@ -292,13 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
   const production = nodeEnv === 'production';
   checkDaraja(env);
   checkMomo(env);
-  if (production && (!env.ENCRYPTION_KEYS || !env.IDEMPOTENCY_SECRET)) {
-    throw new ConfigError('NODE_ENV=production needs ENCRYPTION_KEYS and IDEMPOTENCY_SECRET');
-  }
-  const wallets = walletSettings(env, { walletSeeds: opts.walletSeeds ?? false, production });
-  if (production && !encryptionKeysConfigured) {
-    throw new ConfigError('NODE_ENV=production: the first ENCRYPTION_KEYS key is the public development key; list your own key first');
-  }
+  const wallets = walletSettings(env, { walletSeeds: opts.walletSeeds ?? false });
   return {
     nodeEnv,
     port: int(env, 'PORT', 3000),
@@ -377,10 +379,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
 
 let cached: Config | null = null;
 let seedsHeld = false;
+let declared: { needs: readonly SettingName[]; who: string } | null = null;
 
 export function getConfig(): Config {
-  cached ??= loadConfig(process.env, { walletSeeds: seedsHeld });
+  cached ??= loadConfig(process.env, { walletSeeds: seedsHeld, ...declared });
   return cached;
+}
+
+/**
+ * Called at boot by each entry point (web, the worker pools, migrate, each admin command, npm start), before it reads
+ * its configuration: production then requires of it what `needs` names, and nothing else.
+ */
+export function configureFor(needs: readonly SettingName[], who: string): void {
+  declared = { needs, who };
+  cached = null;
 }
 
 /**

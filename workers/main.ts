@@ -1,4 +1,5 @@
-import { getConfig, holdWalletSeeds } from '../shared/config.js';
+import { configureFor, getConfig, holdWalletSeeds } from '../shared/config.js';
+import { needsOf } from '../shared/config-processes.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
@@ -12,6 +13,7 @@ import { installScripts } from '../api/middleware/redis-scripts.js';
 const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).filter(Boolean));
 // Only the settlement pool signs: a worker process without it never reads WALLET_SEED / WALLET_SEED_LIVE.
 if (pools.includes('settlement')) holdWalletSeeds();
+configureFor(needsOf(pools), `the worker process (${pools.join(', ')})`);
 const config = getConfig();
 const log = logger();
 const ds = createDataSource();

@@ -5,6 +5,8 @@ import { getConfig } from '../config.js';
 import { PreparingClient } from './prepared-client.js';
 
 const root = join(import.meta.dirname, '..', '..');
+// Compiled (dist/, npm run build) the entities and migrations are .js beside this file; under tsx, .ts.
+const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 
 /**
  * statementTimeoutMs bounds every query of the service (a stuck request must end well before its idempotency
@@ -16,8 +18,8 @@ export function createDataSource(overrides: { url?: string; poolSize?: number; s
     type: 'postgres',
     url: overrides.url ?? config.databaseUrl,
     ssl: config.databaseSsl,
-    entities: [join(root, 'shared', 'db', 'entities', '*.entity.ts')],
-    migrations: [join(root, 'migrations', '*.ts')],
+    entities: [join(root, 'shared', 'db', 'entities', `*.entity.${ext}`)],
+    migrations: [join(root, 'migrations', `*.${ext}`)],
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     logging: false,

@@ -1,4 +1,5 @@
-// Child processes of the benchmark, started as the Procfile starts them (node --import tsx), stopped with SIGTERM.
+// Child processes of the benchmark, started as development starts them (node --import tsx; the Procfile runs the
+// same entry points compiled, from dist/), stopped with SIGTERM.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 

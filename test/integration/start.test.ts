@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { testDatabaseUrl } from '../env.js';
@@ -215,6 +215,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
   });
 
   it('the Procfile web and worker commands, run without a shell as Docker runs them, drain on SIGTERM', async () => {
+    execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' }); // they run dist/ (npm run build)
     const procfile = Object.fromEntries(readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
     expect(procfile).to.include.keys('release', 'web', 'worker', 'pricing', 'settlement', 'providers', 'sandbox', 'webhooks');
     const port = String(23000 + (process.pid % 20000));

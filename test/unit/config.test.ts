@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 
 const LIVE = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
+// Production requires these of every process that serves (shared/config-processes.ts).
+const SERVICES = { DATABASE_URL: 'postgres://db.example/rampway', REDIS_URL: 'redis://redis.example:6379' };
 
 describe('configuration', () => {
   it('refuses wallet seeds that are not valid BIP-39 mnemonics (in a process that reads them)', () => {
@@ -25,7 +27,7 @@ describe('configuration', () => {
   it('refuses WEBHOOKS_ALLOW_LOOPBACK=true in production, before anything else it would also ask for', () => {
     expect(loadConfig({ WEBHOOKS_ALLOW_LOOPBACK: 'true' }).webhooks.allowLoopback).to.equal(true);
     expect(() => loadConfig({ NODE_ENV: 'production', WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK=true .* NODE_ENV=production refuses it/);
-    const secrets = { ENCRYPTION_KEYS: `prod:${Buffer.alloc(32, 1).toString('base64')}`, WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
+    const secrets = { ...SERVICES, ENCRYPTION_KEYS: `prod:${Buffer.alloc(32, 1).toString('base64')}`, WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
     expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'true' })).to.throw(ConfigError, /WEBHOOKS_ALLOW_LOOPBACK/);
     // A process that signs (the settlement pool) needs only the seeds among the wallet settings.
     expect(loadConfig({ NODE_ENV: 'production', ...secrets, WEBHOOKS_ALLOW_LOOPBACK: 'false' }, { walletSeeds: true }).webhooks.allowLoopback).to.equal(false);
@@ -45,7 +47,7 @@ describe('configuration', () => {
     expect(loadConfig({ ENCRYPTION_KEYS: `renamed:${dev}` }).encryptionKeysConfigured).to.equal(false);
     expect(loadConfig({ ENCRYPTION_KEYS: `dev1:${dev},k2:${mine}` }).encryptionKeysConfigured).to.equal(false);
     expect(loadConfig({ ENCRYPTION_KEYS: `k2:${mine},dev1:${dev}` }).encryptionKeysConfigured).to.equal(true);
-    const secrets = { WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
+    const secrets = { ...SERVICES, WALLET_SEED: 'test test test test test test test test test test test junk', WALLET_SEED_LIVE: LIVE, IDEMPOTENCY_SECRET: 'x'.repeat(32) };
     expect(() => loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${dev}` }, { walletSeeds: true })).to.throw(ConfigError, /public development key/);
     expect(loadConfig({ NODE_ENV: 'production', ...secrets, ENCRYPTION_KEYS: `prod:${mine},dev1:${dev}` }, { walletSeeds: true }).encryptionKeys[0].id).to.equal('prod');
   });

@@ -26,7 +26,8 @@ describe('live M-Pesa configuration, result codes and whole-shilling pricing', (
   it('the sandbox chain for live is a test seam only: refused in production', () => {
     expect(loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'sandbox' }).liveChainOverride).to.equal('sandbox');
     expect(() => loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'anvil' })).to.throw(ConfigError, /tests only/);
-    expect(() => loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'sandbox', NODE_ENV: 'production', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+    expect(() => loadConfig({ RAMPWAY_TEST_LIVE_CHAIN: 'sandbox', NODE_ENV: 'production', DATABASE_URL: 'postgres://db.example/rampway', REDIS_URL: 'redis://redis.example:6379',
+      ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
       WALLET_SEED: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about',
       WALLET_SEED_LIVE: 'legal winner thank year wave sausage worth useful legal winner thank yellow', IDEMPOTENCY_SECRET: 's' }, { walletSeeds: true })).to.throw(ConfigError, /tests only/);
   });

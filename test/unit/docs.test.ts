@@ -84,6 +84,34 @@ describe('docs/ (the API guide)', () => {
     expect(readme).to.not.match(/^#+ (Reliability|Performance|Benchmark|Hostile input)/m);
   });
 
+  it('README stays within 400 lines: the live rails moved to docs/going-live.md, operating and every variable to docs/operating.md', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.trimEnd().split('\n').length).to.be.at.most(400);
+    const moved: [string, RegExp][] = [
+      ['going-live.md', /^## Live chain$/m], ['going-live.md', /^## Live mobile money \(M-Pesa Daraja\)$/m], ['going-live.md', /^## Live mobile money \(MTN MoMo\)$/m],
+      ['operating.md', /^## Configuration$/m], ['operating.md', /^\| `DARAJA_BASE_URL` \|/m], ['operating.md', /rotate-encryption-key/], ['operating.md', /^## Layout$/m],
+      ['deploying.md', /^## A Heroku-style app from app\.json$/m],
+    ];
+    for (const [chapter, marker] of moved) {
+      expect(readFileSync(join(DOCS_DIR, chapter), 'utf8'), chapter).to.match(marker);
+      expect(readme, `README no longer holds ${chapter}'s ${marker}`).to.not.match(marker);
+      expect(readme, `README points at docs/${chapter}`).to.include(`](docs/${chapter}`);
+      expect(readFileSync(join(DOCS_DIR, 'README.md'), 'utf8'), `docs/README.md lists ${chapter}`).to.include(`](${chapter})`);
+    }
+  });
+
+  it('every link to a heading (#anchor) names a heading of its file', () => {
+    const anchors = (file: string) => new Set([...readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '').matchAll(/^#+ (.+)$/gm)]
+      .map((m) => m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-')));
+    for (const file of markdown) {
+      for (const [, target] of readFileSync(file, 'utf8').matchAll(/\]\(([^)\s]*#[^)\s]+)\)/g)) {
+        const [path, anchor] = target!.split('#');
+        const linked = path ? resolve(dirname(file), path) : file;
+        expect(anchors(linked).has(anchor!), `${file}: ${target} names no heading`).to.equal(true);
+      }
+    }
+  });
+
   it('carries the chapters that concern every operation into the OpenAPI description', () => {
     const description = guideDescription();
     for (const title of ['# Authentication, environments and keys', '# Idempotency', '# Rate limits', '# Errors', '# Money and amounts', '# Pagination', '# Sandbox: controls, magic values and rates']) {

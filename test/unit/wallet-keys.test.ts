@@ -18,7 +18,7 @@ function watched(env: Record<string, string>): { env: NodeJS.ProcessEnv; read: S
 
 describe('wallet keys: who reads the seeds', () => {
   it('a process that does not sign (the web process) never reads WALLET_SEED or WALLET_SEED_LIVE, even when they are set', () => {
-    const { env, read } = watched({ ...SEEDS, ...PUBLIC, NODE_ENV: 'production', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, IDEMPOTENCY_SECRET: 's' });
+    const { env, read } = watched({ ...SEEDS, ...PUBLIC, NODE_ENV: 'production', DATABASE_URL: 'postgres://db.example/rampway', REDIS_URL: 'redis://redis.example:6379', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, IDEMPOTENCY_SECRET: 's' });
     const config = loadConfig(env);
     expect([...read].filter((name) => name.startsWith('WALLET_SEED'))).to.deep.equal([]);
     expect(read).to.include('WALLET_XPUB_LIVE');
@@ -61,7 +61,7 @@ describe('wallet keys: who reads the seeds', () => {
   });
 
   it('production: a process that does not sign needs the public keys, one that signs needs the seeds', () => {
-    const secrets = { NODE_ENV: 'production', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, IDEMPOTENCY_SECRET: 's' };
+    const secrets = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db.example/rampway', REDIS_URL: 'redis://redis.example:6379', ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, IDEMPOTENCY_SECRET: 's' };
     expect(() => loadConfig({ ...secrets, ...SEEDS })).to.throw(ConfigError, /needs WALLET_XPUB, WALLET_TREASURY_ADDRESS, WALLET_XPUB_LIVE and WALLET_TREASURY_ADDRESS_LIVE/);
     expect(loadConfig({ ...secrets, ...PUBLIC }).wallets.live!.xpub).to.equal(accountXpub(LIVE));
     expect(() => loadConfig({ ...secrets, ...PUBLIC }, { walletSeeds: true })).to.throw(ConfigError, /needs WALLET_SEED and WALLET_SEED_LIVE/);
