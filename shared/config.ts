@@ -7,16 +7,15 @@ import { checksumAddress } from './chain/address.js';
 import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride } from './config-live-rails.js';
 import { checkMomo, momoSettings, type MomoSettings } from './config-momo.js';
 import { walletSettings, type WalletSettings } from './config-wallets.js';
+import { databaseConfig, type DatabaseSettings } from './config-database.js';
 
-export interface Config {
+export { databaseSettings } from './config-database.js';
+
+export interface Config extends DatabaseSettings {
   nodeEnv: string;
   port: number;
   /** Where integrators reach the API; named in wallet-ownership messages. */
   publicBaseUrl: string;
-  databaseUrl: string;
-  databaseSsl: false | { rejectUnauthorized: boolean };
-  /** Parameterised statements run as named prepared statements (shared/db/prepared-client.ts); DATABASE_PREPARE=off for a pooler without them. */
-  databasePrepare: boolean;
   redisUrl: string;
   redisPrefix: string;
   redisTlsRejectUnauthorized: boolean;
@@ -226,21 +225,6 @@ function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
   return keys;
 }
 
-export function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseSsl'] } {
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    throw new ConfigError('DATABASE_URL is not a valid URL');
-  }
-  const mode = url.searchParams.get('sslmode');
-  // pg lets sslmode in the URL override the ssl option, so the decision is made here and the parameter removed.
-  url.searchParams.delete('sslmode');
-  if (!mode || mode === 'disable') return { url: url.toString(), ssl: false };
-  const verify = mode === 'verify-full' || mode === 'verify-ca';
-  return { url: url.toString(), ssl: { rejectUnauthorized: verify } };
-}
-
 function publicBaseUrl(raw: string | undefined, port: number): string {
   const value = raw || `http://localhost:${port}`;
   let url: URL;
@@ -271,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
   if (nodeEnv === 'production' && env.WEBHOOKS_ALLOW_LOOPBACK === 'true') {
     throw new ConfigError('WEBHOOKS_ALLOW_LOOPBACK=true is for local development and tests; NODE_ENV=production refuses it (unset it)');
   }
-  const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
+  const db = databaseConfig(env);
   const chains = {} as Config['chains'];
   for (const chain of CHAINS) {
     const upper = chain.toUpperCase();
@@ -303,9 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     nodeEnv,
     port: int(env, 'PORT', 3000),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL, int(env, 'PORT', 3000)),
-    databaseUrl: db.url,
-    databaseSsl: env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true' && db.ssl ? { rejectUnauthorized: true } : db.ssl,
-    databasePrepare: env.DATABASE_PREPARE !== 'off',
+    ...db,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'rampway',
     redisTlsRejectUnauthorized: env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',

@@ -1,5 +1,6 @@
 import { getConfig, holdWalletSeeds } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
+import { poolSizeFor } from '../shared/db/pool-sizes.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
@@ -14,7 +15,8 @@ const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).f
 if (pools.includes('settlement')) holdWalletSeeds();
 const config = getConfig();
 const log = logger();
-const ds = createDataSource();
+// Through the connection pooler when one is configured (DATABASE_CONNECTION_POOL_URL).
+const ds = createDataSource({ service: true, poolSize: poolSizeFor(pools, config.databasePoolSize) });
 await ds.initialize();
 const connection = createWorkerRedis(config.redisUrl);
 const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPrefix);
