@@ -12,7 +12,7 @@ import { pgbouncerInstalled, startPgbouncer, type Bouncer } from '../helpers/pgb
 import { getDs } from '../helpers/shared.js';
 import { payoutEvaluations, startOfframps, startService, untilEnded } from '../chaos/service.js';
 
-const code = (err: unknown) => (err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code;
+const code = (err: unknown): string | undefined => err == null ? undefined : ((err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code);
 
 describe('configuration: the pooled URL, the direct one, prepared statements, pool sizes', () => {
   const base = { DATABASE_URL: 'postgres://u@direct:5432/app' };
