@@ -16,7 +16,10 @@ export type Queues = Record<QueueName, Queue>;
 export function createQueues(connection: Redis, prefix = getConfig().redisPrefix): Queues {
   const queues = {} as Queues;
   for (const name of POOLS) {
-    queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    // No version check: BullMQ sends it (INFO) once, when the queue is made, and keeps its answer; on the web process's
+    // fail-fast connection one answer late by a second at boot made every add() on that queue fail with the same
+    // `Command timed out` for the life of the process (issue 41). The workers' own connections make the check.
+    queues[name] = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS, skipVersionCheck: true });
     // Connection errors surface where jobs are added (the outbox keeps what did not get through).
     queues[name].on('error', () => undefined);
   }
