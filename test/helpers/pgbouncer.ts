@@ -3,7 +3,7 @@
 // log in: nothing ignored (no ignore_startup_parameters), no pool setting changed. A non-daemon child on a spare port,
 // its ini in a temp dir; run as `nobody` when the test runs as root (PgBouncer refuses root).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,8 @@ export interface Bouncer {
   stop(): Promise<void>;
 }
 
-export const PGBOUNCER = process.env.PGBOUNCER_BIN || 'pgbouncer';
+// Debian installs it in /usr/sbin, which a non-root PATH may lack.
+export const PGBOUNCER = process.env.PGBOUNCER_BIN || (existsSync('/usr/sbin/pgbouncer') ? '/usr/sbin/pgbouncer' : 'pgbouncer');
 
 export function pgbouncerInstalled(): boolean {
   return spawnSync(PGBOUNCER, ['--version'], { stdio: 'ignore' }).status === 0;
