@@ -12,6 +12,7 @@ import pg from 'pg';
 export interface Bouncer {
   /** The test database's URL through the pooler (extra databases by name from `url(name)`). */
   url: string;
+  pid: number;
   urlOf(database: string, user?: string): string;
   /** Everything PgBouncer logged (connections refused, closed, errors). */
   log(): string;
@@ -82,6 +83,7 @@ export async function startPgbouncer(databaseUrl: string, also: string[] = []): 
   const urlOf = (name: string, as = user) => `postgres://${encodeURIComponent(as)}@127.0.0.1:${port}/${encodeURIComponent(`${name}_${as}`)}`;
   return {
     url: urlOf(database),
+    pid: child.pid!,
     urlOf,
     log: () => log,
     async show(what) {
