@@ -3,7 +3,7 @@ import { makeBusiness, makeKey } from '../helpers/factories.js';
 import { expectLedgerSound } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
-import { payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
+import { expectEachPaidOnce, startOfframps, startService, untilEnded, type Service } from './service.js';
 
 // Redis restarted empty (as a platform's Redis without persistence comes back after a restart) while off-ramps are
 // under way: queues, schedules, rate limits and locks all gone at once. The service's own Redis, on a spare port.
@@ -29,9 +29,7 @@ describe('chaos: Redis restarted empty while lifecycles are in flight', function
     console.log(`      Redis restarted empty: ${lost} keys lost, ${inFlight} of ${ids.length} off-ramps under way`);
     expect(inFlight, 'off-ramps under way at the restart').to.be.greaterThan(0);
     expect(await untilEnded(ids, 240_000)).to.deep.equal({ completed: ids.length });
-    const evaluations = await payoutEvaluations(ids);
-    expect(evaluations).to.have.length(ids.length);
-    expect(evaluations.every((n) => n === 1), JSON.stringify(evaluations)).to.equal(true);
+    await expectEachPaidOnce(ids);
     await expectLedgerSound();
   });
 });

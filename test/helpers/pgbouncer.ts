@@ -4,10 +4,10 @@
 // its ini in a temp dir; run as `nobody` when the test runs as root (PgBouncer refuses root).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './processes.js';
 
 export interface Bouncer {
   /** The test database's URL through the pooler (extra databases by name from `url(name)`). */
@@ -26,14 +26,6 @@ export const PGBOUNCER = process.env.PGBOUNCER_BIN || (existsSync('/usr/sbin/pgb
 
 export function pgbouncerInstalled(): boolean {
   return spawnSync(PGBOUNCER, ['--version'], { stdio: 'ignore' }).status === 0;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = (server.address() as net.AddressInfo);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

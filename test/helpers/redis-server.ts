@@ -1,22 +1,14 @@
 // A throwaway Redis of our own on a spare port, no persistence: a test may restart it empty (SHUTDOWN NOSAVE) without
 // touching the shared Redis other runs use.
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { Redis } from 'ioredis';
+import { freePort } from './processes.js';
 
 export interface OwnRedis {
   url: string;
   /** SHUTDOWN NOSAVE, then a new, empty server on the same port. Answers how many keys were lost. */
   restartEmpty(): Promise<number>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startOwnRedis(): Promise<OwnRedis> {

@@ -10,7 +10,7 @@ import { testDatabaseUrl } from '../env.js';
 import { makeBusiness } from '../helpers/factories.js';
 import { pgbouncerInstalled, startPgbouncer, type Bouncer } from '../helpers/pgbouncer.js';
 import { getDs } from '../helpers/shared.js';
-import { payoutEvaluations, startOfframps, startService, untilEnded } from '../chaos/service.js';
+import { expectEachPaidOnce, startOfframps, startService, untilEnded } from '../chaos/service.js';
 
 const code = (err: unknown): string | undefined => err == null ? undefined : ((err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code);
 
@@ -190,9 +190,7 @@ describeIfBouncer('through PgBouncer in transaction mode, its defaults', functio
       const key = (await makeBusiness()).sandboxKey;
       const ids = await startOfframps(service, key, 20);
       expect(await untilEnded(ids)).to.deep.equal({ completed: ids.length });
-      const evaluations = await payoutEvaluations(ids);
-      expect(evaluations).to.have.length(ids.length);
-      expect(evaluations.every((n) => n === 1)).to.equal(true);
+      await expectEachPaidOnce(ids);
     } finally {
       await service.stop();
     }
