@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { DataSource, type DataSourceOptions, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { loadConfig, resetConfig } from '../../shared/config.js';
@@ -43,6 +45,30 @@ describe('configuration: the pooled URL, the direct one, prepared statements, po
     const formation = { web: 2, pricing: 2, settlement: 2, providers: 2, sandbox: 2, webhooks: 2 };
     expect(formationConnections(formation, { databasePoolSize: null }).total).to.equal(70);
     expect(formationConnections(formation, { databasePoolSize: 4 }).total).to.equal(48);
+  });
+});
+
+/** Every .ts file under the service's own folders (not tests, benches or clients). */
+function serviceSources(): { file: string; text: string }[] {
+  const root = path.join(import.meta.dirname, '..', '..');
+  const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []);
+  return ['api', 'shared', 'workers', 'scripts', 'migrations'].flatMap((d) => walk(path.join(root, d))).map((file) => ({ file, text: readFileSync(file, 'utf8') }));
+}
+
+describe('nothing a transaction-mode pooler loses', () => {
+  it('no session advisory lock, no LISTEN, no session SET or set_config in what the service runs', () => {
+    const found: string[] = [];
+    const rules: [string, RegExp][] = [
+      ['session advisory lock', /pg_(try_)?advisory_lock(_shared)?\s*\(/],
+      ['LISTEN', /[`'"]\s*(LISTEN|UNLISTEN)\s/i],
+      ['session SET', /[`'"]\s*SET\s+(?!LOCAL\b|TRANSACTION\b|CONSTRAINTS\b)[a-z_.]+\s*(=|TO\b)/i],
+      ['session set_config', /set_config\([^)]*,\s*false\s*\)/i],
+    ];
+    for (const { file, text } of serviceSources()) {
+      for (const [what, re] of rules) if (re.test(text)) found.push(`${what}: ${path.relative(process.cwd(), file)}`);
+    }
+    expect(found).to.deep.equal([]);
   });
 });
 
