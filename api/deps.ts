@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { getConfig, type Config } from '../shared/config.js';
 import { createDataSource } from '../shared/db/data-source.js';
+import { poolSizeFor } from '../shared/db/pool-sizes.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { JobWaiters } from './job-waiters.js';
@@ -13,7 +14,8 @@ import { UnsettledRecords } from './middleware/idempotency-store.js';
 /** Connects what the web process needs. The DataSource may be shared (tests pass theirs). */
 export async function createAppDeps(options: { config?: Config; ds?: DataSource } = {}): Promise<AppDeps> {
   const config = options.config ?? getConfig();
-  const ds = options.ds ?? createDataSource();
+  // Through the connection pooler when one is configured (DATABASE_CONNECTION_POOL_URL).
+  const ds = options.ds ?? createDataSource({ service: true, poolSize: poolSizeFor('web', config.databasePoolSize) });
   if (!ds.isInitialized) await ds.initialize();
   const redis = createApiRedis(config.redisUrl, config.redisCommandTimeoutMs);
   // Producer queues get their own fail-fast connection, so BullMQ's blocking needs never touch the request path.

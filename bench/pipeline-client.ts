@@ -5,7 +5,8 @@
 // then start the next. Only the API is used. It first measures a lifecycle alone (the latency floor), so the figure
 // can say whether it is capacity (clients waited in queues) or latency (clients waited for the lifecycle's own steps).
 // Beside the figure: where the CPU went per process (web, worker, settlement, PostgreSQL, Redis) and per lifecycle the
-// database transactions, row writes, BullMQ jobs and Redis commands. Own database and Redis prefix.
+// database transactions, row writes, BullMQ jobs and Redis commands. Own database and Redis prefix. BENCH_FORMATION=pooler
+// runs web and each pool as its own process through a PgBouncer (npm run bench:pooler runs both, one after the other).
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -43,45 +44,77 @@ process.env.DATABASE_URL = databaseUrl;
 // One business drives all the load: its key's limit (set when the key is made) would measure itself.
 process.env.RATE_LIMIT_DEFAULT = '100000000';
 
-// The service, as npm start runs it (its own migrations; the settlement pool alone reads the seeds).
-const service = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts/start.ts')], {
-  cwd: root,
-  env: {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    REDIS_PREFIX: prefix,
-    PORT: String(PORT),
-    SANDBOX_STEP_MS: STEP_MS,
-    WEBHOOKS_ALLOW_LOOPBACK: 'true',
-  },
-  stdio: ['ignore', 'pipe', 'pipe'],
-});
-await new Promise<void>((resolve, reject) => {
-  let web = false;
-  let workers = 0;
-  let tail = '';
-  const onData = (d: Buffer) => {
-    tail = (tail + d).slice(-65_536);
-    for (const line of String(d).split('\n')) {
-      if (line.includes('"web listening"')) web = true;
-      if (line.includes('"workers started"')) workers += 1;
+// BENCH_FORMATION=pooler: web and each worker pool as its own process (the Procfile's formation, one dyno each), all
+// through a PgBouncer of this run's own (transaction mode, its defaults) by DATABASE_CONNECTION_POOL_URL, migrations
+// direct as the release phase runs them. Otherwise the service as npm start runs it (web, worker, settlement).
+const FORMATION = process.env.BENCH_FORMATION === 'pooler' ? 'pooler' : 'npm-start';
+const serviceEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_PREFIX: prefix, PORT: String(PORT), SANDBOX_STEP_MS: STEP_MS, WEBHOOKS_ALLOW_LOOPBACK: 'true' };
+/** Resolves when every line in `ready` has been seen the given number of times on the children's output. */
+function whenReady(children: ReturnType<typeof spawn>[], ready: [string, number][]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const seen = new Map<string, number>();
+    let tail = '';
+    const onData = (d: Buffer) => {
+      tail = (tail + d).slice(-65_536);
+      for (const line of String(d).split('\n')) for (const [text] of ready) if (line.includes(text)) seen.set(text, (seen.get(text) ?? 0) + 1);
+      if (ready.every(([text, n]) => (seen.get(text) ?? 0) >= n)) resolve();
+    };
+    for (const child of children) {
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.on('exit', (code) => reject(new Error(`a service process exited with ${code} before it was ready:\n${tail}`)));
     }
-    if (web && workers >= 2) resolve();
-  };
-  service.stdout!.on('data', onData);
-  service.stderr!.on('data', onData);
-  service.on('exit', (code) => reject(new Error(`npm start exited with ${code} before it was ready:\n${tail}`)));
-});
-
-/** start.ts's children: web, the worker pools, the settlement pool. */
-function serviceProcesses(): { name: string; pid: number }[] {
-  const out = execFileSync('ps', ['--ppid', String(service.pid), '-o', 'pid=,args='], { encoding: 'utf8' });
-  return out.trim().split('\n').map((line) => {
-    const [, pid, args] = /^\s*(\d+)\s+(.*)$/.exec(line)!;
-    const name = args.includes('api/main.ts') ? 'web' : / settlement$/.test(args) ? 'settlement' : 'worker';
-    return { name, pid: Number(pid) };
   });
 }
+
+type Running = { processes(): { name: string; pid: number }[]; stop(): Promise<void> };
+async function startNpmStart(): Promise<Running> {
+  // The service, as npm start runs it (its own migrations; the settlement pool alone reads the seeds).
+  const service = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts/start.ts')], { cwd: root, env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  await whenReady([service], [['"web listening"', 1], ['"workers started"', 2]]);
+  return {
+    /** start.ts's children: web, the worker pools, the settlement pool. */
+    processes() {
+      const out = execFileSync('ps', ['--ppid', String(service.pid), '-o', 'pid=,args='], { encoding: 'utf8' });
+      return out.trim().split('\n').map((line) => {
+        const [, pid, args] = /^\s*(\d+)\s+(.*)$/.exec(line)!;
+        const name = args.includes('api/main.ts') ? 'web' : / settlement$/.test(args) ? 'settlement' : 'worker';
+        return { name, pid: Number(pid) };
+      });
+    },
+    async stop() {
+      service.kill('SIGTERM');
+      await new Promise((resolve) => service.once('exit', resolve));
+    },
+  };
+}
+async function startPooledFormation(): Promise<Running> {
+  const { startPgbouncer } = await import('../test/helpers/pgbouncer.js');
+  const { POOLS } = await import('../shared/queues/registry.js');
+  const bouncer = await startPgbouncer(databaseUrl);
+  // The release phase: migrations, direct.
+  execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/migrate.ts')], { cwd: root, env: serviceEnv, stdio: 'ignore' });
+  const env = { ...serviceEnv, DATABASE_CONNECTION_POOL_URL: bouncer.url };
+  const node = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const children = [{ name: 'web', proc: node(['api/main.ts']) }, ...POOLS.map((pool) => ({ name: pool, proc: node(['workers/main.ts', pool]) }))];
+  await whenReady(children.map((c) => c.proc), [['"web listening"', 1], ['"workers started"', POOLS.length]]);
+  const clients = await bouncer.show('CLIENTS');
+  process.stdout.write(`  PgBouncer lists ${clients.filter((c) => c.application_name === 'rampway').length} clients of the service once it is up\n`);
+  return {
+    processes: () => [...children.map((c) => ({ name: c.name, pid: c.proc.pid! })), { name: 'pgbouncer', pid: bouncer.pid }],
+    async stop() {
+      await Promise.all(children.map((c) => new Promise((resolve) => {
+        c.proc.once('exit', resolve);
+        c.proc.kill('SIGTERM');
+      })));
+      await bouncer.stop();
+      const refused = bouncer.log().split('\n').filter((line) => /unsupported startup parameter|FATAL|prepared statement/.test(line));
+      process.stdout.write(`  PgBouncer: ${refused.length} refused or failed logins or statements${refused.length ? `: ${refused.slice(0, 3).join(' | ')}` : ''}\n`);
+    },
+  };
+}
+const service = FORMATION === 'pooler' ? await startPooledFormation() : await startNpmStart();
+const serviceProcesses = () => service.processes();
 const pids = (name: string) => execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
 const TICK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 /** CPU seconds a process has used (user + system), 0 when it is gone. */
@@ -262,7 +295,7 @@ const loadedP50 = pct(loaded.latencies, 0.5);
 const kind = loadedP50 > 2 * floorMs ? 'capacity (under load a lifecycle took far longer than alone: the clients waited for the service)' : 'latency (a lifecycle took about as long as alone: more clients would go faster)';
 
 const lines = [
-  `pipeline as a client sees it: npm start (web, worker, settlement processes), SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, webhook)`,
+  `pipeline as a client sees it: ${FORMATION === 'pooler' ? 'web and each of the five pools its own process, all through PgBouncer (transaction mode, defaults)' : 'npm start (web, worker, settlement processes)'}, SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, webhook)`,
   `  alone: one lifecycle p50 ${floorMs.toFixed(0)} ms`,
   `  lifecycles completed          ${perSecond.toFixed(1).padStart(7)} /s (${loaded.completed}/${LIFECYCLES} completed in ${loaded.seconds.toFixed(1)} s; goal 300/s); e2e p50 ${(loadedP50 / 1000).toFixed(2)} s, p99 ${(pct(loaded.latencies, 0.99) / 1000).toFixed(2)} s`,
   `  the figure is ${kind}`,
@@ -275,7 +308,7 @@ const lines = [
 process.stdout.write(lines.join('\n'));
 const resultsFile = join(import.meta.dirname, 'results.json');
 const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
-results.pipeline_client = {
+results[FORMATION === 'pooler' ? 'pipeline_client_pooler' : 'pipeline_client'] = {
   measured_at: new Date().toISOString(),
   clients: CLIENTS,
   lifecycles: LIFECYCLES,
@@ -293,8 +326,7 @@ results.pipeline_client = {
 };
 writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 
-service.kill('SIGTERM');
-await new Promise((resolve) => service.once('exit', resolve));
+await service.stop();
 hooks.close();
 await db.end();
 redis.disconnect();

@@ -7,7 +7,8 @@ import { wordlist as english } from '@scure/bip39/wordlists/english';
 import { xpubProblem } from './chain/hd-wallet.js';
 import { checksumAddress } from './chain/address.js';
 import { ConfigError } from './config-error.js';
-import { databaseSettings, parseEncryptionKeys, DEV_ENCRYPTION_KEY } from './config.js';
+import { databaseSettings } from './config-database.js';
+import { DEV_ENCRYPTION_KEY, parseEncryptionKeys } from './config-encryption.js';
 
 /** The processes of the Procfile (`worker` is every pool in one), and `release`, the migrations. */
 export const PROCESSES = ['web', 'release', 'pricing', 'settlement', 'providers', 'sandbox', 'webhooks'] as const;

@@ -8,16 +8,17 @@ import { allowedIps, blockNumber, checkDaraja, darajaBaseUrl, liveChainOverride 
 import { checkMomo, momoSettings, type MomoSettings } from './config-momo.js';
 import { walletSettings, type WalletSettings } from './config-wallets.js';
 import { needsOf, requireSettings, type SettingName } from './config-processes.js';
+import { databaseConfig, type DatabaseSettings } from './config-database.js';
+import { DEV_ENCRYPTION_KEY, DEV_ENCRYPTION_KEYS, parseEncryptionKeys } from './config-encryption.js';
 
-export interface Config {
+export { databaseSettings } from './config-database.js';
+export { DEV_ENCRYPTION_KEY, parseEncryptionKeys } from './config-encryption.js';
+
+export interface Config extends DatabaseSettings {
   nodeEnv: string;
   port: number;
   /** Where integrators reach the API; named in wallet-ownership messages. */
   publicBaseUrl: string;
-  databaseUrl: string;
-  databaseSsl: false | { rejectUnauthorized: boolean };
-  /** Parameterised statements run as named prepared statements (shared/db/prepared-client.ts); DATABASE_PREPARE=off for a pooler without them. */
-  databasePrepare: boolean;
   redisUrl: string;
   redisPrefix: string;
   redisTlsRejectUnauthorized: boolean;
@@ -166,9 +167,6 @@ function wei(env: NodeJS.ProcessEnv, name: string, fallback: bigint): bigint {
   return BigInt(raw);
 }
 
-// Development-only defaults: live data never uses them (see encryptionKeysConfigured; the wallet ones are in config-wallets.ts).
-export const DEV_ENCRYPTION_KEY = Buffer.alloc(32, 7);
-const DEV_ENCRYPTION_KEYS = `dev1:${DEV_ENCRYPTION_KEY.toString('base64')}`;
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
@@ -212,36 +210,6 @@ function parseTrustProxy(raw: string | undefined): boolean | number | string {
   throw new ConfigError('TRUST_PROXY is true, false, a hop count (1 behind Heroku\'s router), or proxy addresses/subnets (e.g. 10.0.0.0/8,loopback)');
 }
 
-export function parseEncryptionKeys(raw: string): { id: string; key: Buffer }[] {
-  const keys = raw.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
-    const sep = part.indexOf(':');
-    if (sep < 1) throw new ConfigError('ENCRYPTION_KEYS entries are "<key-id>:<base64 32-byte key>"');
-    const id = part.slice(0, sep);
-    const key = Buffer.from(part.slice(sep + 1), 'base64');
-    if (!/^[A-Za-z0-9_-]{1,32}$/.test(id)) throw new ConfigError('ENCRYPTION_KEYS key ids are 1-32 characters of [A-Za-z0-9_-]');
-    if (key.length !== 32) throw new ConfigError(`ENCRYPTION_KEYS key "${id}" must decode to 32 bytes`);
-    return { id, key };
-  });
-  if (keys.length === 0) throw new ConfigError('ENCRYPTION_KEYS must hold at least one key');
-  if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new ConfigError('ENCRYPTION_KEYS has a duplicate key id');
-  return keys;
-}
-
-export function databaseSettings(rawUrl: string): { url: string; ssl: Config['databaseSsl'] } {
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    throw new ConfigError('DATABASE_URL is not a valid URL');
-  }
-  const mode = url.searchParams.get('sslmode');
-  // pg lets sslmode in the URL override the ssl option, so the decision is made here and the parameter removed.
-  url.searchParams.delete('sslmode');
-  if (!mode || mode === 'disable') return { url: url.toString(), ssl: false };
-  const verify = mode === 'verify-full' || mode === 'verify-ca';
-  return { url: url.toString(), ssl: { rejectUnauthorized: verify } };
-}
-
 function publicBaseUrl(raw: string | undefined, port: number): string {
   const value = raw || `http://localhost:${port}`;
   let url: URL;
@@ -279,7 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     const needs = opts.needs ?? needsOf([opts.walletSeeds ? 'settlement' : 'web']);
     requireSettings(env, needs, opts.who ?? (opts.walletSeeds ? 'a process that signs' : 'a process that does not sign'));
   }
-  const db = databaseSettings(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway');
+  const db = databaseConfig(env);
   const chains = {} as Config['chains'];
   for (const chain of CHAINS) {
     const upper = chain.toUpperCase();
@@ -305,9 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     nodeEnv,
     port: int(env, 'PORT', 3000),
     publicBaseUrl: publicBaseUrl(env.PUBLIC_BASE_URL, int(env, 'PORT', 3000)),
-    databaseUrl: db.url,
-    databaseSsl: env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true' && db.ssl ? { rejectUnauthorized: true } : db.ssl,
-    databasePrepare: env.DATABASE_PREPARE !== 'off',
+    ...db,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisPrefix: env.REDIS_PREFIX || 'rampway',
     redisTlsRejectUnauthorized: env.REDIS_TLS_REJECT_UNAUTHORIZED !== 'false',

@@ -4,6 +4,8 @@ import { testDatabaseUrl, testRedisUrl } from './env.js';
 process.env.NODE_ENV = 'test';
 process.env.DATABASE_URL = testDatabaseUrl();
 process.env.REDIS_URL = testRedisUrl();
+// npm run test:pooler: service processes the tests start connect through the pooler, as on a platform.
+if (process.env.TEST_DATABASE_POOL_URL) process.env.DATABASE_CONNECTION_POOL_URL = process.env.TEST_DATABASE_POOL_URL;
 const RUN_PREFIX = `rwtest-${process.pid}-${Date.now().toString(36)}`;
 process.env.REDIS_PREFIX = RUN_PREFIX;
 process.env.LOG_LEVEL = process.env.TEST_LOG_LEVEL || 'silent';

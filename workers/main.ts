@@ -1,6 +1,7 @@
 import { configureFor, getConfig, holdWalletSeeds } from '../shared/config.js';
 import { needsOf } from '../shared/config-processes.js';
 import { createDataSource } from '../shared/db/data-source.js';
+import { poolSizeFor } from '../shared/db/pool-sizes.js';
 import { logger } from '../shared/logger.js';
 import { createApiRedis, createWorkerRedis, whenReady } from '../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../shared/queues/producer.js';
@@ -16,7 +17,8 @@ if (pools.includes('settlement')) holdWalletSeeds();
 configureFor(needsOf(pools), `the worker process (${pools.join(', ')})`);
 const config = getConfig();
 const log = logger();
-const ds = createDataSource();
+// Through the connection pooler when one is configured (DATABASE_CONNECTION_POOL_URL).
+const ds = createDataSource({ service: true, poolSize: poolSizeFor(pools, config.databasePoolSize) });
 await ds.initialize();
 const connection = createWorkerRedis(config.redisUrl);
 const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPrefix);

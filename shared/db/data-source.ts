@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { join } from 'node:path';
-import { DataSource } from 'typeorm';
+import pg from 'pg';
+import { DataSource, MigrationExecutor } from 'typeorm';
 import { getConfig } from '../config.js';
 import { PreparingClient } from './prepared-client.js';
 
@@ -8,46 +9,109 @@ const root = join(import.meta.dirname, '..', '..');
 // Compiled (dist/, npm run build) the entities and migrations are .js beside this file; under tsx, .ts.
 const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 
+export interface DataSourceOptions {
+  /**
+   * A running process (web, worker pools): through the connection pooler when one is configured
+   * (DATABASE_CONNECTION_POOL_URL), else direct. Unset: direct (DATABASE_URL), as migrations and admin commands need.
+   */
+  service?: boolean;
+  /** An explicit URL (tests, benches); `throughPooler` says it is a transaction-mode pooler's. */
+  url?: string;
+  throughPooler?: boolean;
+  poolSize?: number;
+  /** Per transaction (SET LOCAL); DATABASE_STATEMENT_TIMEOUT_MS unless given; migrations pass 0 for none. */
+  statementTimeoutMs?: number;
+}
+
+/** TypeORM opens every transaction with this text (PostgresQueryRunner.startTransaction). */
+const BEGIN = 'START TRANSACTION';
+
 /**
- * statementTimeoutMs bounds every query of the service (a stuck request must end well before its idempotency
- * lock would matter); migrations pass 0 for none.
+ * The pool's client: each transaction TypeORM opens gets the statement timeout in the same round trip
+ * (`START TRANSACTION; SET LOCAL statement_timeout = N`, one simple query). Nothing is sent at connection start but
+ * what PgBouncer tracks (user, database, application_name): a transaction-mode pooler refuses other startup
+ * parameters, and would lose a session SET the moment the transaction ends.
  */
-export function createDataSource(overrides: { url?: string; poolSize?: number; statementTimeoutMs?: number } = {}): DataSource {
+function clientClass(prepare: boolean, statementTimeoutMs: number): typeof pg.Client {
+  const begin = `${BEGIN}; SET LOCAL statement_timeout = ${Math.trunc(statementTimeoutMs)}`;
+  const Base: typeof pg.Client = prepare ? PreparingClient : pg.Client;
+  return class TimedClient extends Base {
+    // pg's query() has many overloads; only TypeORM's plain `START TRANSACTION` is rewritten.
+    override query(...args: any[]): any {
+      if (args[0] === BEGIN && (args.length === 1 || args[1] === undefined)) args[0] = begin;
+      return (super.query as (...a: any[]) => any)(...args);
+    }
+  };
+}
+
+/** The URL, its SSL and whether prepared statements are used, for these options. */
+function target(options: DataSourceOptions): { url: string; ssl: false | { rejectUnauthorized: boolean }; prepare: boolean } {
   const config = getConfig();
+  if (options.url) return { url: options.url, ssl: config.databaseSsl, prepare: config.databasePrepare ?? !options.throughPooler };
+  if (options.service && config.databasePoolUrl) return { url: config.databasePoolUrl, ssl: config.databasePoolSsl, prepare: config.databasePrepare ?? false };
+  return { url: config.databaseUrl, ssl: config.databaseSsl, prepare: config.databasePrepare ?? true };
+}
+
+export function createDataSource(options: DataSourceOptions = {}): DataSource {
+  const config = getConfig();
+  const { url, ssl, prepare } = target(options);
   return new DataSource({
     type: 'postgres',
-    url: overrides.url ?? config.databaseUrl,
-    ssl: config.databaseSsl,
+    url,
+    ssl,
     entities: [join(root, 'shared', 'db', 'entities', `*.entity.${ext}`)],
     migrations: [join(root, 'migrations', `*.${ext}`)],
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     logging: false,
     extra: {
-      max: overrides.poolSize ?? 10,
+      max: options.poolSize ?? 10,
       application_name: 'rampway',
-      statement_timeout: overrides.statementTimeoutMs ?? 30_000,
       connectionTimeoutMillis: 5_000,
-      ...(config.databasePrepare ? { Client: PreparingClient } : {}),
+      Client: clientClass(prepare, options.statementTimeoutMs ?? config.databaseStatementTimeoutMs),
     },
   });
 }
 
+/** The advisory lock (transaction-scoped) that makes concurrent deploys or test runs apply migrations one at a time. */
+const MIGRATION_LOCK = 727274;
+
 /**
- * Applies pending migrations under an advisory lock, so concurrent deploys or test runs do not race.
- * The lock holds one pooled connection while the migrations use another: the pool needs at least two.
+ * Applies pending migrations, all in one transaction that first takes a transaction-scoped advisory lock: a second
+ * runner waits for the first to commit, then finds nothing pending. Transaction-scoped, so it holds through a
+ * transaction-mode pooler too (a session lock and its unlock can land on different server connections there, and the
+ * lock then stays held). All or nothing: a failing migration leaves none of the release's applied.
+ *
+ * It then makes `statementTimeoutMs` (DATABASE_STATEMENT_TIMEOUT_MS) the role's default in this database, so a
+ * statement outside any transaction has the same limit as one inside (where SET LOCAL sets it), through a pooler and
+ * directly alike. A role not allowed to (it may change its own defaults on PostgreSQL; a host may forbid it) keeps
+ * its default: the answer says so.
  */
-export async function runMigrations(ds: DataSource): Promise<string[]> {
-  const poolMax = (ds.options as { extra?: { max?: number } }).extra?.max ?? 10;
-  if (poolMax < 2) throw new Error('runMigrations needs a DataSource pool of at least 2 connections');
+export async function runMigrations(ds: DataSource, options: { statementTimeoutMs?: number } = {}): Promise<string[]> {
   const runner = ds.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock(727274)');
-    const applied = await ds.runMigrations({ transaction: 'each' });
+    await runner.startTransaction();
+    await runner.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    const executor = new MigrationExecutor(ds, runner);
+    executor.transaction = 'all';
+    const applied = await executor.executePendingMigrations();
+    await setRoleStatementTimeout(runner, options.statementTimeoutMs ?? getConfig().databaseStatementTimeoutMs);
+    await runner.commitTransaction();
     return applied.map((m) => m.name);
+  } catch (err) {
+    if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    throw err;
   } finally {
-    await runner.query('SELECT pg_advisory_unlock(727274)').catch(() => undefined);
     await runner.release();
   }
+}
+
+/** `ALTER ROLE CURRENT_USER IN DATABASE <this one> SET statement_timeout`, skipped (with a notice) when not allowed. */
+export async function setRoleStatementTimeout(runner: { query(sql: string): Promise<unknown> }, ms: number): Promise<void> {
+  await runner.query(`DO $$ BEGIN
+    EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET statement_timeout = %s', current_database(), ${Math.trunc(ms)});
+  EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'statement_timeout left as it is for this role: %', SQLERRM;
+  END $$`);
 }

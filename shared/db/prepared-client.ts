@@ -22,8 +22,8 @@ import pg from 'pg';
  * A statement the connection lost (DEALLOCATE or DISCARD ALL run on it) is prepared again the same way.
  *
  * Left unnamed: a marked statement once `MAX_TEXTS` distinct texts have been named by the process, or once its
- * connection holds `MAX_PER_CONNECTION`. `DATABASE_PREPARE=off` turns it off (a transaction-mode pooler that does not
- * keep prepared statements).
+ * connection holds `MAX_PER_CONNECTION`. Off through the pooled URL (a transaction-mode pooler that does not keep
+ * prepared statements: docs/pooler.md) unless `DATABASE_PREPARE=on`; `DATABASE_PREPARE=off` turns it off everywhere.
  */
 const MAX_TEXTS = 2_000;
 const MAX_PER_CONNECTION = 500;

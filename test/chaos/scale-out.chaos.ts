@@ -9,7 +9,7 @@ import { getConfig } from '../../shared/config.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { closeQueues, createQueues } from '../../shared/queues/producer.js';
 import { SKIPPED_SCAN } from '../../workers/settlement/scan-chain.job.js';
-import { clientFor, payoutEvaluations, startOfframps, startService, untilEnded, type Service } from './service.js';
+import { clientFor, expectEachPaidOnce, startOfframps, startService, untilEnded, type Service } from './service.js';
 
 /** A router in front of web processes: each request, whatever connection it came on, goes to the next one in turn. */
 async function roundRobin(backends: Service[]): Promise<{ proxy: http.Server; router: Service }> {
@@ -75,9 +75,7 @@ describe('chaos: scale-out, two web processes and two worker processes on one Po
     const key = (await makeBusiness()).sandboxKey;
     const ids = await startOfframps(router, key, 60);
     expect(await untilEnded(ids)).to.deep.equal({ completed: ids.length });
-    const evaluations = await payoutEvaluations(ids);
-    expect(evaluations).to.have.length(ids.length);
-    expect(evaluations.every((n) => n === 1)).to.equal(true);
+    await expectEachPaidOnce(ids);
     await expectLedgerSound();
   });
 

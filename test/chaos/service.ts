@@ -1,10 +1,10 @@
 // The service as the Procfile runs it, for fault tests: a web process and a worker process (every pool), each a real
 // child process the test can kill, with its database and Redis optionally behind relays the test can cut.
-import net from 'node:net';
+import { expect } from 'chai';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { startProcess, stopProcess, type Started } from '../helpers/processes.js';
+import { freePort, startProcess, stopProcess, type Started } from '../helpers/processes.js';
 import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
 import { loadConfig } from '../../shared/config.js';
@@ -31,14 +31,6 @@ export interface Service {
   killWorkers(): Promise<void>;
   startWorkers(): Promise<void>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Calls the business API at `base` with a key: writes get a fresh Idempotency-Key unless one is given. */
@@ -129,6 +121,13 @@ export async function untilEnded(ids: string[], timeoutMs = 120_000): Promise<Re
     return ['completed', 'failed', 'action_required'].reduce((n, s) => n + (counts[s] ?? 0), 0) === ids.length;
   }, { timeoutMs, everyMs: 250, what: `${ids.length} lifecycles ending`, describe: () => counts });
   return counts;
+}
+
+/** Each transaction's payout was asked of the provider exactly once: none missing, none twice. */
+export async function expectEachPaidOnce(ids: string[]): Promise<void> {
+  const evaluations = await payoutEvaluations(ids);
+  expect(evaluations).to.have.length(ids.length);
+  expect(evaluations.every((n) => n === 1), JSON.stringify(evaluations)).to.equal(true);
 }
 
 /** Payouts the provider was asked for, per transaction: more than one evaluation would be a payout twice. */

@@ -2,6 +2,7 @@
 // same entry points compiled, from dist/), stopped with SIGTERM.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import net from 'node:net';
 
 export interface Started {
   script: string;
@@ -39,4 +40,13 @@ export async function stopProcess({ child }: Started): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** A TCP port nothing listens on just now, for a child process of the test to take. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

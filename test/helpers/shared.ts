@@ -23,7 +23,9 @@ export function useRedisPrefix(prefix: string): void {
 /** The migrated test database, shared by every test file. */
 export async function getDs(): Promise<DataSource> {
   if (!shared.__rampwayTestDs) {
-    const ds = createDataSource({ poolSize: 20 });
+    // TEST_DATABASE_POOL_URL (npm run test:pooler): the tests' service, and these migrations, through a pooler.
+    const pooler = process.env.TEST_DATABASE_POOL_URL;
+    const ds = createDataSource(pooler ? { url: pooler, throughPooler: true, poolSize: 20 } : { poolSize: 20 });
     shared.__rampwayTestDs = ds;
     await ds.initialize();
     await runMigrations(ds);
