@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import { ConfigError, configureFor, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
 import type { SettingName } from '../shared/config-processes.js';
-import { configCheck, configCheckText } from '../shared/admin/config-check.js';
+import { configCheck, configCheckText, formationCheck, formationText } from '../shared/admin/config-check.js';
 import { createDataSource } from '../shared/db/data-source.js';
 import { SCOPES } from '../shared/domain/api-keys.js';
 import { createApiRedis } from '../shared/queues/connections.js';
@@ -141,12 +141,14 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'config-check': {
-    usage: '[--process web|release|pricing|settlement|providers|sandbox|webhooks|worker|all] [--json]',
+    usage: '[--process web|release|pricing|settlement|providers|sandbox|webhooks|worker|all] [--formation web=2,pricing=2,...] [--json]',
     about: 'what each process needs in production, and which of it is missing or malformed here (names, never values); exits 1 when anything is',
     needs: () => [],
     async run({ flags }) {
       const reports = configCheck(process.env, flags.process ?? 'all');
-      return { out: { ok: reports.every((r) => r.ok), processes: reports }, human: configCheckText(reports), exitCode: reports.every((r) => r.ok) ? 0 : 1 };
+      const formation = formationCheck(process.env, flags.formation);
+      const human = `${configCheckText(reports)}\n\n${formationText(formation)}`;
+      return { out: { ok: reports.every((r) => r.ok), processes: reports, formation }, human, exitCode: reports.every((r) => r.ok) ? 0 : 1 };
     },
   },
 };

@@ -60,6 +60,20 @@ describe('configuration per process: npm run admin -- config-check', function ()
     for (const r of reports) expect(r.settings.every((s) => s.state === 'missing'), r.process).to.equal(true);
   });
 
+  it('prints each process\'s database pool and what a formation of dynos asks of the connection pooler (issue 41)', async () => {
+    const defaults = await admin(['config-check', '--process', 'all', '--json'], {});
+    const out = JSON.parse(defaults.stdout) as { processes: (Report & { database_pool: number | null })[]; formation: { connections: Record<string, number>; total: number } };
+    const pool = (p: string) => out.processes.find((r) => r.process === p)!.database_pool;
+    expect([pool('web'), pool('pricing'), pool('worker'), pool('release')]).to.deep.equal([10, 5, 10, null]);
+    // The Procfile's two web dynos and two of each pool: docs/pooler.md's example, within PgBouncer's default 100.
+    expect(out.formation.total).to.equal(70);
+    const sized = await admin(['config-check', '--process', 'web', '--formation', 'web=5,settlement=3'], { DATABASE_POOL_SIZE: '4' });
+    expect(sized.stdout).to.match(/web: .*\(database pool 4\)/).and.match(/web 5 x 4 = 20, settlement 3 x 4 = 12; 32 in all/);
+    const bad = await admin(['config-check', '--formation', 'nosuch=2'], {});
+    expect(bad.code).to.not.equal(0);
+    expect(bad.stderr + bad.stdout).to.match(/not a Procfile process/);
+  });
+
   it('says which are malformed without printing a value, and passes (exit 0) once the process has what it needs', async () => {
     const secretish = 'xpub-not-really-0123456789';
     const human = await admin(['config-check', '--process', 'web'], { ...only(['NODE_ENV', 'DATABASE_URL']), REDIS_URL: 'http://nope', WALLET_XPUB: secretish, NODE_ENV: 'staging' });
