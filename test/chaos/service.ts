@@ -10,7 +10,7 @@ import { until } from '../helpers/until.js';
 import { loadConfig } from '../../shared/config.js';
 
 /** As npm start hands them out: the web process gets the seeds' public keys, never the seeds (CONTRACT 15). */
-function webEnv(env: Record<string, string>): Record<string, string> {
+export function webEnv(env: Record<string, string>): Record<string, string> {
   const { wallets } = loadConfig(env, { walletSeeds: true });
   const { WALLET_SEED: _sandbox, WALLET_SEED_LIVE: _live, ...rest } = env;
   const keys = (suffix: string, wallet: typeof wallets.sandbox | null): Record<string, string> =>
@@ -33,7 +33,7 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
