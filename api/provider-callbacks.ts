@@ -8,7 +8,8 @@ import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
 import { inUnit } from '../shared/db/unit-of-work.js';
 import { providerJobs } from '../shared/domain/provider-results.js';
-import { isDarajaCallbackKind, parseDarajaCallback, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+import { darajaPayerPhone, isDarajaCallbackKind, redactCallbackBody } from '../shared/providers/daraja/callbacks.js';
+import { joinPayerKeys, payerKeys } from '../shared/providers/daraja/msisdn.js';
 import { redactMomoBody } from '../shared/providers/momo/momo-results.js';
 import type { LiveProviderId } from '../shared/providers/live-rails.js';
 import { FailedAuth, clientAddress } from './middleware/failed-auth.js';
@@ -61,7 +62,7 @@ export function darajaCallbacks(deps: AppDeps): Router {
   const router = express.Router();
   const guard = callbackGuard(deps, deps.config.daraja.callbackToken, isDarajaCallbackKind, deps.config.daraja.callbackAllowedIps);
   router.post('/:token/:kind', guard, express.text({ limit: '64kb', type: () => true }), store(deps, 'mpesa_daraja', (kind, body) => ({
-    stored: redactCallbackBody(body), payer: parseDarajaCallback(kind as DarajaCallbackKind, body)?.payer ?? null,
+    stored: redactCallbackBody(body), payer: joinPayerKeys(payerKeys(deps.config.encryptionKeys, darajaPayerPhone(kind, body) ?? '')),
   }), () => ({ ResultCode: 0, ResultDesc: 'Accepted' })));
   return router;
 }
