@@ -139,6 +139,10 @@ describe('platform endpoints', () => {
         }
         // Another address is unaffected.
         expect((await from('192.0.2.81').auth('ops', 's3cret-pass')).status).to.equal(200);
+        // IPv6 guesses are counted by /64: ten addresses of one /64 are one guesser.
+        for (let i = 0; i < 10; i++) expect((await from(`2001:db8:80:1::${i + 1}`).auth('ops', `v6-guess-${i}`)).status, `v6 guess ${i}`).to.equal(401);
+        expect((await from('2001:db8:80:1:ffff::77').auth('ops', 's3cret-pass')).status).to.equal(429);
+        expect((await from('2001:db8:80:2::1').auth('ops', 's3cret-pass')).status).to.equal(200);
         expect((await from('192.0.2.81', '/metrics').auth('ops', 's3cret-pass')).status).to.equal(200);
       } finally {
         await board.close();
