@@ -66,7 +66,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       const log = transactionId ? req.state.log.child({ transactionId }) : req.state.log;
       const ctx = { deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
-        await sendCsv(res, route.csv, route.csv.rows(ctx)).catch((err: unknown) => {
+        await sendCsv(deps, ctx.auth.keyId, log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
           // Headers are gone once the first row left: the client sees a cut answer, never a wrong one.
           if (!res.headersSent) throw err;
           log.error({ err: (err as Error).message }, 'CSV export cut short');

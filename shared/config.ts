@@ -30,6 +30,10 @@ export interface Config {
   quoteWaitMs: number;
   /** A live rate older than this is not used. */
   rateMaxAgeSeconds: number;
+  /** CSV exports one API key may run at once (CONTRACT 18); one more answers 429. */
+  exportsPerKey: number;
+  /** An export whose reader takes nothing for this long is ended and its slot freed. */
+  exportStallMs: number;
   /** How long an off-ramp settlement waits for its transfer. */
   settlementTtlSeconds: number;
   /** How long an off-ramp waits in action_required on `underpaid` or `late_deposit` before what it holds goes back. */
@@ -316,6 +320,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
     quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
     rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
+    exportsPerKey: int(env, 'EXPORTS_PER_KEY', 2, 1),
+    exportStallMs: int(env, 'EXPORT_STALL_MS', 30_000, 100),
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
     autoRefundAfterSeconds: int(env, 'AUTO_REFUND_AFTER_SECONDS', 900, 1),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),

@@ -71,6 +71,20 @@ return {n, redis.call('TTL', KEYS[1])}`;
 const AUTH_FAIL_COUNT = `
 return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('TTL', KEYS[1])}`;
 
+/**
+ * A slot among an API key's concurrent exports. KEYS[1] sorted set (member: slot token, score: lease end, ms).
+ * ARGV: token, max slots, lease ms. Slots whose lease ended (a process that died mid-export) are dropped first.
+ * Returns 1 taken (or renewed, when the token holds one), 0 when all are in use.
+ */
+const EXPORT_SLOT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
 export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null, counted: number];
 
 export interface Scripts {
@@ -79,6 +93,7 @@ export interface Scripts {
   authFail(key: string, windowSeconds: number): Promise<[number, number]>;
   authFailCount(key: string): Promise<[number, number]>;
   renew(key: string, token: string, lockMs: number): Promise<number>;
+  exportSlot(key: string, token: string, max: number, leaseMs: number): Promise<number>;
 }
 
 export function installScripts(redis: Redis): Scripts {
@@ -87,6 +102,7 @@ export function installScripts(redis: Redis): Scripts {
   redis.defineCommand('rwAuthFail', { lua: AUTH_FAIL, numberOfKeys: 1 });
   redis.defineCommand('rwAuthFailCount', { lua: AUTH_FAIL_COUNT, numberOfKeys: 1 });
   redis.defineCommand('rwRenew', { lua: RENEW, numberOfKeys: 1 });
+  redis.defineCommand('rwExportSlot', { lua: EXPORT_SLOT, numberOfKeys: 1 });
   const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
   return {
     gate: (keys, limit, windowMs, record, lockMs, take) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs, take),
@@ -94,5 +110,6 @@ export function installScripts(redis: Redis): Scripts {
     authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
     authFailCount: (key) => r.rwAuthFailCount(key),
     renew: (key, token, lockMs) => r.rwRenew(key, token, lockMs),
+    exportSlot: (key, token, max, leaseMs) => r.rwExportSlot(key, token, max, leaseMs),
   };
 }

