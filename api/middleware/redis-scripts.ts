@@ -7,19 +7,25 @@ import type { Redis } from 'ioredis';
  * KEYS[1] counter, KEYS[2] idempotency key (optional).
  * ARGV: limit, window ms, in-flight record, in-flight ttl ms, requests to count: 1; more for a read's lease (never
  * past the limit, at least 1 so a refusal is still counted; rate-leases.ts); 0 when the process already holds a
- * leased one for this request (counted when leased: the window's count is read, not raised).
+ * leased one for this request (counted when leased: the window's count is read, not raised); ARGV[6] '1' when that
+ * count is a write's cost (a payout batch's items): all of it or nothing, so a cost the window has not left is
+ * refused and counted as one request, and a replay (its idempotency record exists) costs one.
  * Returns { count, pttl, verdict, existing record, requests counted }.
  */
 const GATE = `
 local limit = tonumber(ARGV[1])
 local want = tonumber(ARGV[5])
+local exact = ARGV[6] == '1'
+if exact and #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 1 then want = 1 end
+local over = exact and want > 1 and tonumber(redis.call('GET', KEYS[1]) or '0') + want > limit
+if over then want = 1 end
 local n
 local held = want == 0 and redis.call('EXISTS', KEYS[1]) == 1
 if held then
   n = tonumber(redis.call('GET', KEYS[1]))
 else
   if want < 1 then want = 1 end
-  if want > 1 then want = math.max(1, math.min(want, limit - tonumber(redis.call('GET', KEYS[1]) or '0'))) end
+  if want > 1 and not exact then want = math.max(1, math.min(want, limit - tonumber(redis.call('GET', KEYS[1]) or '0'))) end
   n = redis.call('INCRBY', KEYS[1], want)
 end
 local ttl = redis.call('PTTL', KEYS[1])
@@ -27,6 +33,7 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   ttl = tonumber(ARGV[2])
 end
+if over then return {n, ttl, 'limited', false, want} end
 if held then want = 0 elseif n > limit then return {n, ttl, 'limited', false, want} end
 if #KEYS < 2 then return {n, ttl, 'ok', false, want} end
 local cur = redis.call('GET', KEYS[2])
@@ -88,7 +95,7 @@ return 1`;
 export type GateResult = [count: number, pttl: number, verdict: 'limited' | 'ok' | 'existing' | 'claimed', existing: string | null, counted: number];
 
 export interface Scripts {
-  gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number, take: number): Promise<GateResult>;
+  gate(keys: string[], limit: number, windowMs: number, record: string, lockMs: number, take: number, exact?: boolean): Promise<GateResult>;
   finish(key: string, token: string, mode: 'store' | 'release', record: string, ttlSeconds: number): Promise<number>;
   authFail(key: string, windowSeconds: number): Promise<[number, number]>;
   authFailCount(key: string): Promise<[number, number]>;
@@ -105,7 +112,7 @@ export function installScripts(redis: Redis): Scripts {
   redis.defineCommand('rwExportSlot', { lua: EXPORT_SLOT, numberOfKeys: 1 });
   const r = redis as unknown as Record<string, (...args: unknown[]) => Promise<any>>;
   return {
-    gate: (keys, limit, windowMs, record, lockMs, take) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs, take),
+    gate: (keys, limit, windowMs, record, lockMs, take, exact = false) => r.rwGate(keys.length, ...keys, limit, windowMs, record, lockMs, take, exact ? '1' : '0'),
     finish: (key, token, mode, record, ttl) => r.rwFinish(key, token, mode, record, ttl),
     authFail: (key, windowSeconds) => r.rwAuthFail(key, windowSeconds),
     authFailCount: (key) => r.rwAuthFailCount(key),

@@ -48,6 +48,11 @@ export interface RouteDef {
   summary: string;
   description?: string;
   tag: string;
+  /**
+   * What one request costs against the key's rate limit, from its (not yet validated) body; 1 when absent. A cost the
+   * window has not left answers 429 before the handler runs (a payout batch costs its item count).
+   */
+  rateCost?: (body: unknown) => number;
   /** Required scope; null means any valid key. */
   scope: Scope | null;
   /** /sandbox/* controls: a live key gets 404. */
