@@ -102,6 +102,8 @@ export interface Config {
     retryScheduleMs: number[];
     /** Deliveries in flight to one endpoint at once, across every webhooks worker: a slow endpoint keeps only these. */
     endpointConcurrency: number;
+    /** Deliveries in flight for one business at once, across its endpoints (CONTRACT 18, fairness). */
+    businessConcurrency: number;
   };
   /** PUBLIC_BASE_URL was set: the localhost fallback is no address a provider can call back. */
   publicBaseUrlConfigured: boolean;
@@ -377,6 +379,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100),
       retryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE_MS),
       endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1),
+      businessConcurrency: int(env, 'WEBHOOK_BUSINESS_CONCURRENCY', 32, 1),
     },
   };
 }

@@ -76,7 +76,8 @@ export interface PoolSpec {
   processors: ProcessorTable;
 }
 
-// Webhook deliveries mostly wait on the network; each endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY of these.
+// Webhook deliveries mostly wait on the network; each endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY of these, each
+// business WEBHOOK_BUSINESS_CONCURRENCY.
 const CONCURRENCY: Record<Pool, number> = { pricing: 20, settlement: 10, providers: 20, sandbox: 50, webhooks: 50 };
 
 /** Pool -> its processors (one queue per pool, jobs told apart by name). A job without a processor fails loudly. */
