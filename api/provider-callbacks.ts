@@ -8,9 +8,11 @@ import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
 import { inUnit } from '../shared/db/unit-of-work.js';
 import { providerJobs } from '../shared/domain/provider-results.js';
-import { isDarajaCallbackKind, parseDarajaCallback, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+import { darajaPayerPhone, isDarajaCallbackKind, redactCallbackBody } from '../shared/providers/daraja/callbacks.js';
+import { joinPayerKeys, payerKeys } from '../shared/providers/daraja/msisdn.js';
 import { redactMomoBody } from '../shared/providers/momo/momo-results.js';
 import type { LiveProviderId } from '../shared/providers/live-rails.js';
+import { FailedAuth, clientAddress } from './middleware/failed-auth.js';
 
 export const DARAJA_CALLBACK_BASE = '/providers/daraja';
 export const MOMO_CALLBACK_BASE = '/providers/momo';
@@ -26,17 +28,41 @@ const plainIp = (ip: string | undefined) => (ip ?? '').replace(/^::ffff:(?=\d+\.
 
 const notFound = () => new AppError('not_found', 'No such route.');
 
+/**
+ * The one masking rule for every provider's callback path: the segment after `/providers/<provider>/` is a secret,
+ * wherever the path appears (an absolute-form request target, any letter case, before or after a query string).
+ */
+export function maskCallbackPath(url: string): string {
+  return url.replace(/(\/providers\/+[^/?#]+\/+)[^/?#]*/gi, '$1[token]');
+}
+
+/** Wrong tokens (or senders) allowed per address per minute on the provider routes; then 429 before comparing. */
+const CALLBACK_FAIL_LIMIT = 20;
+const CALLBACK_FAIL_WINDOW_SECONDS = 60;
+
+/**
+ * One guard for every provider's callback routes: the right token, a known kind and (Daraja) an allowed sender pass;
+ * anything else is the 404 of a route that does not exist, and counts against the sender's address, so a token cannot
+ * be guessed at speed. The provider itself never fails this check, so its callbacks are never throttled.
+ */
+function callbackGuard(deps: AppDeps, token: string | null, kinds: (kind: string) => boolean, allowedIps: readonly string[] = []) {
+  const allowed = new Set(allowedIps.map(plainIp));
+  const failures = new FailedAuth(deps.scripts, `${deps.config.redisPrefix}:cbfail`, CALLBACK_FAIL_LIMIT, CALLBACK_FAIL_WINDOW_SECONDS);
+  return async (req: Request, _res: Response, next: NextFunction): Promise<void> => {
+    const ip = clientAddress(req);
+    const wait = await failures.blockedFor(ip);
+    if (wait) return next(new AppError('rate_limited', 'Too many requests with a wrong callback path from this address.', undefined, wait));
+    if (sameToken(String(req.params.token), token) && kinds(String(req.params.kind)) && (!allowed.size || allowed.has(plainIp(req.ip)))) return next();
+    await failures.fail(ip);
+    next(notFound());
+  };
+}
+
 export function darajaCallbacks(deps: AppDeps): Router {
   const router = express.Router();
-  const allowed = new Set(deps.config.daraja.callbackAllowedIps.map(plainIp));
-  // Anything but the right token and sender is the 404 of a route that does not exist: nothing to probe.
-  router.post('/:token/:kind', (req: Request, _res: Response, next: NextFunction) => {
-    const token = String(req.params.token);
-    if (!sameToken(token, deps.config.daraja.callbackToken) || !isDarajaCallbackKind(String(req.params.kind))) return next(notFound());
-    if (allowed.size && !allowed.has(plainIp(req.ip))) return next(notFound());
-    next();
-  }, express.text({ limit: '64kb', type: () => true }), store(deps, 'mpesa_daraja', (kind, body) => ({
-    stored: redactCallbackBody(body), payer: parseDarajaCallback(kind as DarajaCallbackKind, body)?.payer ?? null,
+  const guard = callbackGuard(deps, deps.config.daraja.callbackToken, isDarajaCallbackKind, deps.config.daraja.callbackAllowedIps);
+  router.post('/:token/:kind', guard, express.text({ limit: '64kb', type: () => true }), store(deps, 'mpesa_daraja', (kind, body) => ({
+    stored: redactCallbackBody(body), payer: joinPayerKeys(payerKeys(deps.config.encryptionKeys, darajaPayerPhone(kind, body) ?? '')),
   }), () => ({ ResultCode: 0, ResultDesc: 'Accepted' })));
   return router;
 }
@@ -46,12 +72,9 @@ const MOMO_KINDS = new Set(['collection', 'payout']);
 /** MTN sends each result once, by PUT or POST, and expects a 200; it does not retry, so the status checks back it up. */
 export function momoCallbacks(deps: AppDeps): Router {
   const router = express.Router();
-  const authenticate = (req: Request, _res: Response, next: NextFunction) => {
-    if (!sameToken(String(req.params.token), deps.config.momo.callbackToken) || !MOMO_KINDS.has(String(req.params.kind))) return next(notFound());
-    next();
-  };
+  const guard = callbackGuard(deps, deps.config.momo.callbackToken, (kind) => MOMO_KINDS.has(kind));
   const handle = store(deps, 'mtn_momo', (_kind, body) => ({ stored: redactMomoBody(body), payer: null }), () => ({}));
-  for (const method of ['put', 'post'] as const) router[method]('/:token/:kind', authenticate, express.text({ limit: '64kb', type: () => true }), handle);
+  for (const method of ['put', 'post'] as const) router[method]('/:token/:kind', guard, express.text({ limit: '64kb', type: () => true }), handle);
   return router;
 }
 

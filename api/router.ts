@@ -5,16 +5,7 @@ import { check, checkParams, type OperationValidator } from './openapi/validator
 import type { RouteDef } from './routes/route.js';
 import { sendJson } from './respond.js';
 import { bodyError, rejectUnstorableText } from './middleware/body.js';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { stringify } from 'csv-stringify';
-
-/** An export (Accept: text/csv): RFC 4180 rows streamed as they are read, a header first; nulls are empty fields. */
-async function sendCsv(res: Response, columns: readonly string[], rows: AsyncIterable<Record<string, unknown>>): Promise<void> {
-  res.status(200).type('text/csv; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-store');
-  await pipeline(Readable.from(rows), stringify({ header: true, columns: [...columns], record_delimiter: 'windows', cast: { date: (d) => d.toISOString() } }), res);
-}
+import { sendCsv } from './csv.js';
 
 function expressPath(openapiPath: string): string {
   return openapiPath.replace(/\{([^}]+)\}/g, ':$1');
@@ -75,7 +66,7 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       const log = transactionId ? req.state.log.child({ transactionId }) : req.state.log;
       const ctx = { deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
-        await sendCsv(res, route.csv.columns, route.csv.rows(ctx)).catch((err: unknown) => {
+        await sendCsv(deps, ctx.auth.keyId, log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
           // Headers are gone once the first row left: the client sees a cut answer, never a wrong one.
           if (!res.headersSent) throw err;
           log.error({ err: (err as Error).message }, 'CSV export cut short');

@@ -3,7 +3,9 @@ import { getConfig } from '../shared/config.js';
 import { openJson } from '../shared/crypto/envelope.js';
 import { rowAad, sealedColumnList, sealedFromRow } from '../shared/crypto/sealed-columns.js';
 import { redactCustomer, redactPhone, sealedPayerColumns, type KeyConfig } from '../shared/domain/payer-data.js';
-import { parseDarajaCallback, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+import { darajaPayerPhone, redactCallbackBody, type DarajaCallbackKind } from '../shared/providers/daraja/callbacks.js';
+// The plain hash this migration wrote then (1764500200000 replaces it with keyed digests).
+import { legacyPayerKey } from '../shared/providers/daraja/msisdn.js';
 
 // Payer personal data (CONTRACT §15): an on-ramp's and an intent collection's payer phone and an intent's customer are
 // sealed like beneficiary details (keys from ENCRYPTION_KEYS, read through the app's config), kept in the clear only
@@ -76,7 +78,7 @@ export class PayerData1763800032500 implements MigrationInterface {
     const callbacks: { id: string; kind: DarajaCallbackKind; body: unknown }[] = await q.query(`SELECT id, kind, body FROM provider_callbacks`);
     for (const cb of callbacks) {
       await q.query(`UPDATE provider_callbacks SET body = $2, payer_key = $3 WHERE id = $1`, [
-        cb.id, JSON.stringify(redactCallbackBody(cb.body)), parseDarajaCallback(cb.kind, cb.body)?.payer ?? null,
+        cb.id, JSON.stringify(redactCallbackBody(cb.body)), legacyPayerKey(darajaPayerPhone(cb.kind, cb.body) ?? ''),
       ]);
     }
   }

@@ -32,6 +32,10 @@ export interface Config extends DatabaseSettings {
   quoteWaitMs: number;
   /** A live rate older than this is not used. */
   rateMaxAgeSeconds: number;
+  /** CSV exports one API key may run at once (CONTRACT 18); one more answers 429. */
+  exportsPerKey: number;
+  /** An export whose reader takes nothing for this long is ended and its slot freed. */
+  exportStallMs: number;
   /** How long an off-ramp settlement waits for its transfer. */
   settlementTtlSeconds: number;
   /** How long an off-ramp waits in action_required on `underpaid` or `late_deposit` before what it holds goes back. */
@@ -100,6 +104,8 @@ export interface Config extends DatabaseSettings {
     retryScheduleMs: number[];
     /** Deliveries in flight to one endpoint at once, across every webhooks worker: a slow endpoint keeps only these. */
     endpointConcurrency: number;
+    /** Deliveries in flight for one business at once, across its endpoints (CONTRACT 18, fairness). */
+    businessConcurrency: number;
   };
   /** PUBLIC_BASE_URL was set: the localhost fallback is no address a provider can call back. */
   publicBaseUrlConfigured: boolean;
@@ -284,6 +290,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     quoteTtlSeconds: int(env, 'QUOTE_TTL_SECONDS', 120, 1),
     quoteWaitMs: int(env, 'QUOTE_WAIT_MS', 2000, 0),
     rateMaxAgeSeconds: int(env, 'RATE_MAX_AGE_SECONDS', 60, 1),
+    exportsPerKey: int(env, 'EXPORTS_PER_KEY', 2, 1),
+    exportStallMs: int(env, 'EXPORT_STALL_MS', 30_000, 100),
     settlementTtlSeconds: int(env, 'SETTLEMENT_TTL_SECONDS', 1800, 10),
     autoRefundAfterSeconds: int(env, 'AUTO_REFUND_AFTER_SECONDS', 900, 1),
     settlementPollMs: int(env, 'SETTLEMENT_POLL_MS', 2000, 100),
@@ -339,6 +347,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100),
       retryScheduleMs: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE_MS),
       endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1),
+      businessConcurrency: int(env, 'WEBHOOK_BUSINESS_CONCURRENCY', 32, 1),
     },
   };
 }

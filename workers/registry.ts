@@ -33,7 +33,9 @@ import { refundOnrampJob } from './providers/refund-onramp.job.js';
 import { liquidationOfframpJob } from './pricing/liquidation-offramp.job.js';
 import { sandboxLiquidationTransferJob } from './sandbox/sandbox-liquidation-transfer.job.js';
 import { CHAINS } from '../shared/domain/chains.js';
-import { getConfig } from '../shared/config.js';
+import { getConfig, type Config } from '../shared/config.js';
+import { liveCurrencies } from '../shared/providers/live-rails.js';
+import { rateRefreshEveryMs } from '../shared/domain/rates.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
@@ -49,7 +51,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
 ];
 
 /** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */
-export const schedules = (): ScheduleDefinition[] => [
+export const schedules = (config: Config = getConfig()): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
   { id: 'expiry-quotes', everyMs: 1_000, name: 'expiry.quotes', data: {} },
@@ -61,6 +63,10 @@ export const schedules = (): ScheduleDefinition[] => [
     : []),
   // The live chains' watchers (sandbox deposits arrive through the sandbox controls).
   ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-scan-live-${chain}`, everyMs: getConfig().settlementPollMs, name: 'chain.scan', data: { environment: 'live', chain } })),
+  // Each live currency's rate, refreshed well inside RATE_MAX_AGE_SECONDS, so a live request never waits on a stale one.
+  ...liveCurrencies(config).map((currency): ScheduleDefinition => ({
+    id: `rate-refresh-live-${currency}`, everyMs: rateRefreshEveryMs(config), name: 'rate.refresh', data: { environment: 'live', currency },
+  })),
   // The ledger against the chain, for chains with an RPC configured (the others answer at once).
   ...CHAINS.map((chain): ScheduleDefinition => ({ id: `chain-reconcile-live-${chain}`, everyMs: getConfig().chainReconcileMs, name: 'chain.reconcile', data: { environment: 'live', chain } })),
 ];
@@ -70,7 +76,8 @@ export interface PoolSpec {
   processors: ProcessorTable;
 }
 
-// Webhook deliveries mostly wait on the network; each endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY of these.
+// Webhook deliveries mostly wait on the network; each endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY of these, each
+// business WEBHOOK_BUSINESS_CONCURRENCY.
 const CONCURRENCY: Record<Pool, number> = { pricing: 20, settlement: 10, providers: 20, sandbox: 50, webhooks: 50 };
 
 /** Pool -> its processors (one queue per pool, jobs told apart by name). A job without a processor fails loudly. */

@@ -120,7 +120,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
-  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, schedules());
+  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, schedules(deps.config));
   const stopRelay = options.relay === false
     ? async () => undefined
     : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });

@@ -2,9 +2,23 @@ import type { Request } from 'express';
 import { normalizeIp } from '../../shared/domain/api-keys.js';
 import type { Scripts } from './redis-scripts.js';
 
-/** The client's address as the failure counters key it (behind a proxy, TRUST_PROXY decides what req.ip is). */
+/**
+ * The client's address as the failure counters key it (behind a proxy, TRUST_PROXY decides what req.ip is): an IPv4
+ * address as it is, an IPv6 client by its /64, since one subscriber holds a whole /64 and could rotate through it.
+ */
 export function clientAddress(req: Request): string {
-  return normalizeIp(req.ip ?? '') ?? 'unknown';
+  const ip = normalizeIp(req.ip ?? '');
+  if (!ip) return 'unknown';
+  return ip.includes(':') ? ipv6Slash64(ip) : ip;
+}
+
+/** `2001:db8:1:2:aaaa::1` -> `2001:db8:1:2::/64`: the first four groups of the full address. */
+export function ipv6Slash64(ip: string): string {
+  const [head, tail = ''] = ip.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 /**

@@ -61,8 +61,9 @@ export function gate(deps: AppDeps) {
       setRateHeaders(res, limit, leased);
       return next(refusal ?? undefined);
     }
-    // A write uses a request this process already had counted, if it holds one.
-    const held = claim !== null && leases.take(counterKey, limit) !== null;
+    // What this write costs (a payout batch: its items); only a single request uses one this process already had counted.
+    const cost = claim && route?.rateCost ? Math.max(1, Math.floor(route.rateCost(req.body))) : 1;
+    const held = claim !== null && cost === 1 && leases.take(counterKey, limit) !== null;
     let result;
     try {
       const asked = deps.scripts.gate(
@@ -71,7 +72,8 @@ export function gate(deps: AppDeps) {
         auth.rateWindowSeconds * 1000,
         claim ? inFlightRecord(claim) : '',
         deps.config.idempotencyLockMs,
-        claim ? (held ? 0 : 1) : leaseSize(limit),
+        claim ? (held ? 0 : cost) : leaseSize(limit),
+        cost > 1,
       );
       if (!claim) leases.asking(counterKey, asked);
       result = await asked;
@@ -87,12 +89,15 @@ export function gate(deps: AppDeps) {
       return next();
     }
     const [count, pttl, verdict, existing, counted] = result;
-    // This request used one of those counted now, or the one it held (counted 0); one held from an ended window is
-    // void, and Redis counted it anew.
-    const headers = leases.record(counterKey, limit, { count, pttl, counted, used: counted > 0 ? 1 : 0 });
+    // This request used one of those counted now (a write's cost: all of them), or the one it held (counted 0); one
+    // held from an ended window is void, and Redis counted it anew.
+    const headers = leases.record(counterKey, limit, { count, pttl, counted, used: counted > 0 ? (claim ? counted : 1) : 0 });
     setRateHeaders(res, limit, headers);
     if (verdict === 'limited') {
-      return next(new AppError('rate_limited', `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`, undefined, headers.resetSeconds));
+      const message = cost > 1
+        ? `This request costs ${cost} requests (one per item) and the rate limit of ${auth.rateLimit} per ${auth.rateWindowSeconds} s has ${Math.max(0, limit - count + 1)} left in this window.`
+        : `Rate limit of ${auth.rateLimit} requests per ${auth.rateWindowSeconds} s exceeded.`;
+      return next(new AppError('rate_limited', message, undefined, headers.resetSeconds));
     }
     if (refusal) return next(refusal);
     if (verdict === 'existing' && claim) {

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppDeps, RequestState } from '../context.js';
 import { httpDuration } from '../../shared/metrics.js';
 import { BUSINESS_BASE } from '../routes/route.js';
+import { maskCallbackPath } from '../provider-callbacks.js';
 
 /** Gives every request its own id (never the caller's), a child logger, and one access-log line when it ends. */
 export function requestContext(deps: AppDeps) {
@@ -28,7 +29,7 @@ export function requestContext(deps: AppDeps) {
       requestId: id,
       method: req.method,
       // A provider callback's path carries its secret token.
-      path: req.originalUrl.split('?')[0].replace(/^\/providers\/daraja\/[^/]*/, '/providers/daraja/[token]'),
+      path: maskCallbackPath(req.originalUrl.split('?')[0]),
       status: res.statusCode,
       latencyMs: Math.round((performance.now() - state.started) * 100) / 100,
       businessId: state.auth?.businessId,

@@ -106,10 +106,17 @@ export const routes: RouteDef[] = [
       'for an external_reference already used), and nothing is created. Then the treasury is debited once for `total_usdc` (409 `insufficient_funds` when it holds less, and ' +
       'nothing changes) and each item becomes a treasury-funded off-ramp (`funding_source.type` `treasury`, `payout_batch_id`), `funded` and on its way to the provider. ' +
       'Answers 201 `processing`; the batch is `completed` (event `payout_batch.completed`) once every item is `completed` or `failed`; a failed item\'s USDC returns to the ' +
-      'treasury. Sandbox magic values behave as for single payouts (a beneficiary ending in 0002 is rejected, 0003 stalls in `action_required`).',
+      'treasury. Sandbox magic values behave as for single payouts (a beneficiary ending in 0002 is rejected, 0003 stalls in `action_required`). ' +
+      'A batch costs its item count against the key\'s rate limit: one with more items than the window has left answers 429 `rate_limited` (with `Retry-After`, ' +
+      'counted as one request) before anything is checked or created; a replay of a batch already answered costs one.',
     tag: TAG,
     scope: 'payouts:write',
     requiresLiveEnabled: true,
+    // Each item is a payout: a batch costs its item count against the key's rate limit.
+    rateCost: (body) => {
+      const items = (body as { items?: unknown } | null)?.items;
+      return Array.isArray(items) ? Math.min(items.length, MAX_BATCH_ITEMS) : 1;
+    },
     body: {
       schema: ref('CreatePayoutBatchRequest'),
       examples: {

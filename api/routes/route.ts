@@ -48,6 +48,11 @@ export interface RouteDef {
   summary: string;
   description?: string;
   tag: string;
+  /**
+   * What one request costs against the key's rate limit, from its (not yet validated) body; 1 when absent. A cost the
+   * window has not left answers 429 before the handler runs (a payout batch costs its item count).
+   */
+  rateCost?: (body: unknown) => number;
   /** Required scope; null means any valid key. */
   scope: Scope | null;
   /** /sandbox/* controls: a live key gets 404. */
@@ -67,9 +72,10 @@ export interface RouteDef {
   handler: (ctx: HandlerContext) => Promise<Reply>;
   /**
    * `Accept: text/csv`: every row the filters match (CONTRACT 16), as RFC 4180 CSV with a header of `columns`,
-   * streamed from `rows` (null and undefined are empty fields).
+   * streamed from `rows` (null and undefined are empty fields). `text` names the columns whose text a client (or a
+   * provider) chose: those are written formula-safe (api/csv.ts); amounts and ids are written as they are.
    */
-  csv?: { columns: readonly string[]; rows: (ctx: HandlerContext) => AsyncIterable<Record<string, unknown>> };
+  csv?: { columns: readonly string[]; text: readonly string[]; rows: (ctx: HandlerContext) => AsyncIterable<Record<string, unknown>> };
 }
 
 export const BUSINESS_BASE = '/api/v1/business';

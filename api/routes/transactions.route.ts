@@ -97,7 +97,7 @@ export const routes: RouteDef[] = [
       '200': {
         description: 'A page of transactions; with `Accept: text/csv`, every transaction the filters match (at most 100,000, newest first), streamed as CSV.',
         schema: ref('TransactionList'),
-        csv: `RFC 4180, a header row, one transaction per row: ${CSV_COLUMNS.join(', ')}. A null value is an empty field.`,
+        csv: `RFC 4180, a header row, one transaction per row: ${CSV_COLUMNS.join(', ')}. A null value is an empty field. A reference that begins with \`=\`, \`+\`, \`-\`, \`@\`, a tab or a carriage return is written with a \`'\` before it, so a spreadsheet shows it as text; amounts and ids are written as they are.`,
       },
     },
     handler: async ({ deps, auth, query }) => {
@@ -108,6 +108,7 @@ export const routes: RouteDef[] = [
     },
     csv: {
       columns: CSV_COLUMNS,
+      text: ['external_reference', 'provider_reference'],
       rows: ({ deps, auth, query }) => {
         const { where, params } = scopedWhere('t', auth, query as Record<string, unknown>, FILTERS);
         const columns = `${TRANSACTION_COLUMNS}, (SELECT s.transaction_hash FROM settlements s WHERE s.transaction_id = t.id) AS settlement_transaction_hash`;

@@ -212,12 +212,13 @@ export const routes: RouteDef[] = [
       '200': {
         description: 'A page of journal entries, each with its postings; with `Accept: text/csv`, every posting of every entry the filters match (at most 100,000 entries, newest first), streamed as CSV.',
         schema: ref('LedgerEntryList'),
-        csv: `RFC 4180, a header row, one posting per row: ${LEDGER_CSV_COLUMNS.join(', ')}. \`amount\` is signed, so an entry's rows sum to zero per asset; \`account\` is the account's kind, then its wallet id and chain when it has them (\`wallet_usdc:<wallet id>:base\`).`,
+        csv: `RFC 4180, a header row, one posting per row: ${LEDGER_CSV_COLUMNS.join(', ')}. \`amount\` is signed, so an entry's rows sum to zero per asset; \`account\` is the account's kind, then its wallet id and chain when it has them (\`wallet_usdc:<wallet id>:base\`). A \`reference\` that begins with \`=\`, \`+\`, \`-\`, \`@\`, a tab or a carriage return is written with a \`'\` before it; \`amount\` never is.`,
       },
     },
     handler: async ({ deps, auth, query }) => ({ status: 200, body: await listLedger(deps.ds, auth, query as LedgerQuery) }),
     csv: {
       columns: LEDGER_CSV_COLUMNS,
+      text: ['reference'],
       rows: ({ deps, auth, query }) => {
         const { where, params } = scopedWhere('e', auth, query as Record<string, unknown>, FILTERS);
         return allRows<EntryRow, Record<string, unknown>>(deps.ds, { columns: 'e.id, e.kind, e.reference, e.created_at', from: 'journal_entries e', alias: 'e', where, params }, async (entries) => {

@@ -4,13 +4,14 @@
 // Rotation without downtime:
 //   1. deploy ENCRYPTION_KEYS=old,new  (every process can open `new`; writes still use `old`)
 //   2. deploy ENCRYPTION_KEYS=new,old  (new writes use `new`; rows under `old` keep opening)
-//   3. run this command                (moves every remaining row to `new`; safe to re-run)
+//   3. run this command                (moves every remaining row to `new`, and every payer digest; safe to re-run)
 //   4. deploy ENCRYPTION_KEYS=new      (once it reports nothing left under other keys)
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config.js';
 import { reseal } from '../crypto/envelope.js';
 import { SEALED_COLUMNS, rowAad, sealedAssignments, sealedColumnList, sealedFromRow, sealedValues, type RowOwner } from '../crypto/sealed-columns.js';
 import { AdminError } from './commands.js';
+import { redigestPayers, type RedigestReport } from '../domain/payer-digests.js';
 
 export interface RotationReport {
   current_key_id: string;
@@ -19,6 +20,8 @@ export interface RotationReport {
   tables: Record<string, number>;
   /** Rows that would not open (tampered or corrupt): left as they are, for an operator to look at. */
   failed: { table: string; id: string }[];
+  /** Payer digests (HMAC under a key derived from the current key) made again; see shared/domain/payer-digests.ts. */
+  payer_digests: RedigestReport;
 }
 
 export interface RotationOptions {
@@ -96,5 +99,7 @@ export async function rotateEncryptionKey(deps: { ds: DataSource; config: Config
     tables[table] = (tables[table] ?? 0) + (await rotateTable(ds, config, table, prefix, opts, failed));
     for (const n of (await countOutside(ds, table, prefix, current)).values()) remaining += n;
   }
-  return { current_key_id: current, rotated: Object.values(tables).reduce((a, b) => a + b, 0), remaining, tables, failed };
+  // Payer digests are keyed under the current key too: they follow it (requests first, waiting callbacks with them).
+  const payerDigests = await redigestPayers(ds, config.encryptionKeys, { batchSize: opts.batchSize });
+  return { current_key_id: current, rotated: Object.values(tables).reduce((a, b) => a + b, 0), remaining, tables, failed, payer_digests: payerDigests };
 }

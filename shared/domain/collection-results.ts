@@ -38,13 +38,13 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
     : await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'provider_reference' IN ($1, $2)`,
       [result.outcome.provider_reference, result.receipt ? pulledReference(result.receipt) : null]);
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
-  const payer = result.payer;
-  if (!payer || !result.amount || !result.outcome.provider_reference) return undefined;
+  const payers = result.payers ?? [];
+  if (!payers.length || !result.amount || !result.outcome.provider_reference) return undefined;
   const candidates: (CollectionRequest & { id: string; recent: boolean })[] = await q.query(
     `SELECT id, ${COLUMNS}, updated_at > now() - interval '${PROMPT_WINDOW_MINUTES} minutes' AS recent FROM provider_requests
       WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' = 'sending'
-        AND outcome->>'provider_reference' IS NULL AND request->>'payer' = $1 AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
-    [payer, result.amount],
+        AND outcome->>'provider_reference' IS NULL AND request->>'payer' = ANY($1::text[]) AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
+    [payers, result.amount],
   );
   // A payer pays a prompt within its minute or two on the phone, and its callback follows: among several unnamed prompts
   // of that amount to that phone, the one sent in the last minutes is the one paid. Two of those, both unanswered:
@@ -63,7 +63,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
 /** What of an STK success does not match its request (amount, phone), or null when both do. */
 export function requestMismatch(request: CollectionRequest, result: ProviderCallback): 'amount' | 'phone' | null {
   if (!result.amount || !sameAmount(result.amount, request.amount, 2)) return 'amount';
-  if (request.payer && result.payer !== request.payer) return 'phone';
+  if (request.payer && !(result.payers ?? []).includes(request.payer)) return 'phone';
   return null;
 }
 

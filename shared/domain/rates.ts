@@ -1,5 +1,6 @@
 // Exchange rates: fiat units per 1 USDC (CONTRACT §1). Sandbox quotes price from a fixed, documented table so
 // integrators can check our arithmetic by hand; live quotes read RATE_SOURCE_URL through the same interface.
+import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import { corridorError } from './corridors.js';
@@ -119,21 +120,21 @@ export interface RateCache {
 const rateCacheMs = (maxAgeSeconds: number) => Math.min(5_000, (maxAgeSeconds * 1000) / 2);
 const isFresh = (quote: RateQuote, maxAgeSeconds: number) => Date.now() - Date.parse(quote.as_of) <= maxAgeSeconds * 1000;
 
-/** What this process stored last, per environment and currency: the same rate again within a second is not written. */
-const lastStored = new Map<string, { rate: string; at: number }>();
+/** What this process stored last, per environment and currency: the same observation again within a second is not written. */
+const lastStored = new Map<string, { rate: string; asOf: string; at: number }>();
 const RESTORE_AFTER_MS = 1_000;
 
 /**
- * Stores the rate unless this process stored the same one within the last second (a quote priced every few
- * milliseconds would otherwise write the one row each time, its own transaction and commit). The web process reads the
- * stored rate with an age limit of seconds to minutes, so a second later is never too late; a changed rate is written at once.
+ * Stores the rate unless this process stored the very same observation (rate and as_of) within the last second (a
+ * quote priced every few milliseconds would otherwise write the one row each time, its own transaction and commit). A
+ * newer observation is written at once, even of the same rate: the web process reads the stored row's age.
  */
 async function storeUnlessFresh(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<void> {
   const key = `${environment}:${currency}`;
   const last = lastStored.get(key);
-  if (last && last.rate === quote.rate && Date.now() - last.at < RESTORE_AFTER_MS) return;
+  if (last && last.rate === quote.rate && last.asOf === quote.as_of && Date.now() - last.at < RESTORE_AFTER_MS) return;
   await storeRate(q, environment, currency, quote);
-  lastStored.set(key, { rate: quote.rate, at: Date.now() });
+  lastStored.set(key, { rate: quote.rate, asOf: quote.as_of, at: Date.now() });
 }
 
 /** Workers: a rate straight from the source (or its brief cache), refused when stale, and stored for the web process. */
@@ -145,7 +146,11 @@ export async function freshRateFromSource(
     // A cache that is down costs a call to the source, never a price.
     const hit = await cache.get(key).catch(() => null);
     const cached = hit ? (JSON.parse(hit) as RateQuote) : null;
-    if (cached && isFresh(cached, config.rateMaxAgeSeconds)) return cached;
+    if (cached && isFresh(cached, config.rateMaxAgeSeconds)) {
+      // The web process reads the stored row, not this cache: a refresh answered from the cache keeps that row fresh too.
+      await storeUnlessFresh(q, environment, currency, cached);
+      return cached;
+    }
   }
   const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
   if (!isFresh(quote, config.rateMaxAgeSeconds)) throw new StaleRateError(currency, config.rateMaxAgeSeconds);
@@ -154,7 +159,18 @@ export async function freshRateFromSource(
   return quote;
 }
 
-/** One refresh per currency per few seconds, whoever asks: waiting requests share its job id. */
-export function refreshRateJob(environment: Environment, currency: string, now = Date.now()): JobRequest<'rate.refresh'> {
-  return { name: 'rate.refresh', id: jobId('rate.refresh', environment, currency, String(Math.floor(now / 5000))), data: { environment, currency } };
+/**
+ * A refresh a request asks for: an id of its own, so a refresh that already ran (or failed) can never swallow it; the
+ * web process shares one among its concurrent requests, and the pricing pool's brief cache spares the source.
+ */
+export function refreshRateJob(environment: Environment, currency: string): JobRequest<'rate.refresh'> {
+  return { name: 'rate.refresh', id: jobId('rate.refresh', environment, currency, randomUUID()), data: { environment, currency } };
+}
+
+/**
+ * How often the pricing pool refreshes each live currency's rate ahead of need: a quarter of RATE_MAX_AGE_SECONDS (at
+ * most 15 s, at least 1 s), so the stored rate is never near its age limit when a request reads it.
+ */
+export function rateRefreshEveryMs(config: Pick<Config, 'rateMaxAgeSeconds'>): number {
+  return Math.max(1_000, Math.min(15_000, Math.floor((config.rateMaxAgeSeconds * 1000) / 4)));
 }

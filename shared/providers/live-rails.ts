@@ -4,7 +4,7 @@
 import type { Config } from '../config.js';
 import { MOMO_NETWORK } from '../config-momo.js';
 import { AppError } from '../errors.js';
-import { corridorError, getCorridor, type Corridor } from '../domain/corridors.js';
+import { corridorError, getCorridor, listCorridors, type Corridor } from '../domain/corridors.js';
 
 export type LiveProviderId = 'mpesa_daraja' | 'mtn_momo';
 
@@ -25,6 +25,12 @@ export function liveNetworks(config: Config, corridor: Corridor): string[] {
 /** Whether a live provider serves the corridor (on at least one of its networks). */
 export function liveAvailable(config: Config, corridor: Corridor): boolean {
   return corridor.provider === 'mpesa_daraja' || liveNetworks(config, corridor).length > 0;
+}
+
+/** The currencies a live provider serves (their rates are kept fresh ahead of need); none without a rate source. */
+export function liveCurrencies(config: Config): string[] {
+  if (!config.rateSourceUrl) return [];
+  return [...new Set(listCorridors().filter((c) => liveAvailable(config, c)).map((c) => c.currency))].sort();
 }
 
 /** The live provider for a corridor; `network` (when known) must be one it serves. Null: none. */

@@ -68,12 +68,13 @@ export interface ProviderCallback {
   /** The M-Pesa receipt (MpesaReceiptNumber, TransactionID) when money moved. */
   receipt?: string;
   /**
-   * STK: the MerchantRequestID, the amount and who M-Pesa says paid (checked against the request): the payer's digest
-   * (payerKey), taken when the callback arrived, since stored callbacks keep the number only redacted.
+   * STK: the MerchantRequestID, the amount and who M-Pesa says paid (checked against the request): the payer's digests
+   * under every key of ENCRYPTION_KEYS (payerKeys), taken when the callback arrived, since stored callbacks keep the
+   * number only redacted. The request matches when its digest is one of them.
    */
   merchantRequestId?: string;
   amount?: string;
-  payer?: string | null;
+  payers?: string[];
   /**
    * A payout status answer (Transaction Status, MoMo's status GET): what it says of the request; `failed` is "not
    * paid" without its reason; null or absent: nothing final. A Result callback's word is its `outcome` (a claim).

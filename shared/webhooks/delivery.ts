@@ -104,8 +104,22 @@ export interface DeliveryDeps {
   config: Config;
 }
 
-/** Another delivery may not start now: the endpoint already has its share in flight. */
-export class EndpointBusy extends Error {}
+/** Another delivery may not start now: its endpoint, or its business, already has its share in flight. */
+export class DeliveryBusy extends Error {
+  /** How long to step aside: a business's share frees more slowly than one endpoint's (its slow endpoints hold it). */
+  constructor(message: string, readonly waitMs = 250) {
+    super(message);
+  }
+}
+
+const BUSINESS_BUSY_WAIT_MS = 1000;
+
+/** Which business an endpoint belongs to (it never changes), so a busy business's deliveries step aside unread. */
+const businessOfEndpoint = new Map<string, string>();
+function rememberBusiness(endpointId: string, businessId: string): void {
+  if (businessOfEndpoint.size >= 10_000) businessOfEndpoint.clear();
+  businessOfEndpoint.set(endpointId, businessId);
+}
 
 export type Sender = typeof sendWebhook;
 
@@ -114,17 +128,29 @@ export type Sender = typeof sendWebhook;
  * leased in Redis, so a slow endpoint holds only its own share of the pool), then recorded.
  */
 export async function deliverMessage(deps: DeliveryDeps, data: JobPayloads['webhook.deliver'], send: Sender = sendWebhook): Promise<string> {
+  const member = `${data.messageId}:${data.round}:${data.attempt}`;
   const take = async (endpointId: string) => {
-    const slot = await EndpointSlots.take(deps, endpointId, `${data.messageId}:${data.round}:${data.attempt}`);
-    if (!slot) throw new EndpointBusy(`endpoint ${endpointId} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
+    const slot = await EndpointSlots.take(deps, endpointId, member);
+    if (!slot) throw new DeliveryBusy(`endpoint ${endpointId} has ${deps.config.webhooks.endpointConcurrency} deliveries in flight`);
     return slot;
   };
-  // The endpoint's slot before the message when the job names the endpoint: a delivery that has to wait for its
-  // endpoint (a busy business's one endpoint) steps aside without a database read.
-  let slot = data.endpointId ? await take(data.endpointId) : undefined;
+  const takeBusiness = async (businessId: string) => {
+    const slot = await BusinessSlots.take(deps, businessId, member);
+    if (!slot) throw new DeliveryBusy(`business ${businessId} has ${deps.config.webhooks.businessConcurrency} deliveries in flight`, BUSINESS_BUSY_WAIT_MS);
+    return slot;
+  };
+  let slot: Slot | undefined;
+  let businessSlot: Slot | undefined;
   let message: MessageRow | undefined;
   let result: DeliveryResult;
   try {
+    // The endpoint's slot (and its business's, when this process has seen that endpoint) before the message, when the
+    // job names the endpoint: a delivery that has to wait for its share steps aside without a database read.
+    if (data.endpointId) {
+      slot = await take(data.endpointId);
+      const known = businessOfEndpoint.get(data.endpointId);
+      if (known) businessSlot = await takeBusiness(known);
+    }
     message = await loadMessage(deps.ds, data.messageId);
     if (!message || message.status !== 'pending' || message.round !== data.round) return `moved on (${message?.status ?? 'gone'})`;
     if (message.endpoint_status === 'disabled' || message.endpoint_status === 'deleted') {
@@ -133,11 +159,14 @@ export async function deliverMessage(deps: DeliveryDeps, data: JobPayloads['webh
       return `cancelled (endpoint ${status})`;
     }
     slot ??= await take(message.endpoint_id);
+    // And within its business's share (WEBHOOK_BUSINESS_CONCURRENCY): one business's slow endpoints never fill the pool.
+    rememberBusiness(message.endpoint_id, message.business_id);
+    businessSlot ??= await takeBusiness(message.business_id);
     const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, sequence: message.event_sequence, created_at: message.event_created_at, data: message.event_data }));
     const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
     result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy: endpointPolicy(deps.config, message.environment) });
   } finally {
-    await slot?.release();
+    await Promise.all([slot?.release(), businessSlot?.release()]);
   }
   const sent = message;
   return inUnit(deps, (unit) => recordAttempt(unit, deps.config, sent, data, result));
@@ -207,15 +236,27 @@ if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonu
 end
 return 0`;
 
+interface Slot {
+  release(): Promise<void>;
+}
+
+async function takeSlot(deps: DeliveryDeps, key: string, member: string, max: number): Promise<Slot | null> {
+  const redis = deps.redis;
+  const now = Date.now();
+  const taken = await redis.eval(TAKE, 1, key, String(now), String(now + deps.config.webhooks.timeoutMs + 5000), member, String(max));
+  if (taken !== 1) return null;
+  return { release: async () => void (await redis.zrem(key, member).catch(() => undefined)) };
+}
+
 export const EndpointSlots = {
-  async take(deps: DeliveryDeps, endpointId: string, member: string): Promise<{ release(): Promise<void> } | null> {
-    const redis = deps.redis;
-    const key = `${deps.config.redisPrefix}:webhook-slots:${endpointId}`;
-    const now = Date.now();
-    const taken = await redis.eval(TAKE, 1, key, String(now), String(now + deps.config.webhooks.timeoutMs + 5000), member, String(deps.config.webhooks.endpointConcurrency));
-    if (taken !== 1) return null;
-    return { release: async () => void (await redis.zrem(key, member).catch(() => undefined)) };
-  },
+  take: (deps: DeliveryDeps, endpointId: string, member: string): Promise<Slot | null> =>
+    takeSlot(deps, `${deps.config.redisPrefix}:webhook-slots:${endpointId}`, member, deps.config.webhooks.endpointConcurrency),
+};
+
+/** The same leases per business, across its endpoints. */
+export const BusinessSlots = {
+  take: (deps: DeliveryDeps, businessId: string, member: string): Promise<Slot | null> =>
+    takeSlot(deps, `${deps.config.redisPrefix}:webhook-business-slots:${businessId}`, member, deps.config.webhooks.businessConcurrency),
 };
 
 /**

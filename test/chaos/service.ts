@@ -10,7 +10,7 @@ import { until } from '../helpers/until.js';
 import { loadConfig } from '../../shared/config.js';
 
 /** As npm start hands them out: the web process gets the seeds' public keys, never the seeds (CONTRACT 15). */
-function webEnv(env: Record<string, string>): Record<string, string> {
+export function webEnv(env: Record<string, string>): Record<string, string> {
   const { wallets } = loadConfig(env, { walletSeeds: true });
   const { WALLET_SEED: _sandbox, WALLET_SEED_LIVE: _live, ...rest } = env;
   const keys = (suffix: string, wallet: typeof wallets.sandbox | null): Record<string, string> =>
@@ -32,6 +32,8 @@ export interface Service {
   startWorkers(): Promise<void>;
   stop(): Promise<void>;
 }
+
+export { freePort };
 
 /** Calls the business API at `base` with a key: writes get a fresh Idempotency-Key unless one is given. */
 export function clientFor(base: string): Service['call'] {

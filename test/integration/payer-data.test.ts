@@ -12,7 +12,10 @@ import { until } from '../helpers/until.js';
 import { getConfig, loadConfig } from '../../shared/config.js';
 import { openPayerPhone } from '../../shared/domain/payer-data.js';
 import { rotateEncryptionKey } from '../../shared/admin/rotate-encryption-key.js';
-import { payerKey } from '../../shared/providers/daraja/msisdn.js';
+import { legacyPayerKey, payerKey, payerKeys, splitPayerKeys } from '../../shared/providers/daraja/msisdn.js';
+import { KeyedPayerDigests1764500200000 } from '../../migrations/1764500200000-keyed-payer-digests.js';
+import { randomUUID } from 'node:crypto';
+import type { QueryRunner } from 'typeorm';
 import { liveOnramp, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { PayerData1763800032500 } from '../../migrations/1763800032500-payer-data.js';
 
@@ -30,6 +33,20 @@ const shown = (phone: string) => `+254*****${phone.slice(-4)}`;
 const ROTK1 = `rotk1:${Buffer.alloc(32, 11).toString('base64')}`;
 const ROTK2 = `rotk2:${Buffer.alloc(32, 12).toString('base64')}`;
 const BASE_KEYS = getConfig().encryptionKeys.map((k) => `${k.id}:${k.key.toString('base64')}`);
+/** A migration's steps in one transaction of their own, committed when `run` passes. */
+async function inTransaction(run: (runner: QueryRunner) => Promise<void>): Promise<void> {
+  const runner = (await getDs()).createQueryRunner();
+  await runner.startTransaction();
+  try {
+    await run(runner);
+    await runner.commitTransaction();
+  } catch (err) {
+    await runner.rollbackTransaction();
+    throw err;
+  } finally {
+    await runner.release();
+  }
+}
 const expectNone = (text: string, secrets: string[], where: string) => {
   for (const s of secrets) expect(text, `${where} shows ${s}`).not.to.contain(s);
 };
@@ -174,11 +191,9 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
     await until(async () => (await api.http.get(`${BASE}/payment-intents/${made.body.id}`).set(bearer(key))).body.status === 'completed');
     await untilStatus(api, key, ramp.body.id, ['completed', 'failed']);
 
-    const runner = (await getDs()).createQueryRunner();
     // Rows rotated before (beneficiary-encryption.test.ts's fixed keys, the rotation above) open too.
     const migration = new PayerData1763800032500(loadConfig({ ...process.env, ENCRYPTION_KEYS: [...BASE_KEYS, ROTK2, ROTK1].join(',') }));
-    await runner.startTransaction();
-    try {
+    await inTransaction(async (runner) => {
       await migration.down(runner);
       // As before the migration: the plaintext columns.
       const [before] = await runner.query(`SELECT payer_phone, customer FROM payment_intents WHERE id = $1`, [made.body.id]);
@@ -192,13 +207,7 @@ describe('payer personal data: sealed at rest, redacted wherever it is shown', f
       expect(await openPayerPhone(runner, getConfig(), 'transactions', ramp.body.id)).to.equal(onrampPhone);
       const [after] = await runner.query(`SELECT payer_phone_redacted, customer FROM payment_intents WHERE id = $1`, [made.body.id]);
       expect(after).to.deep.equal({ payer_phone_redacted: shown(collectPhone), customer: { phone_number: shown(customerPhone), email: 'm***@example.com' } });
-      await runner.commitTransaction();
-    } catch (err) {
-      await runner.rollbackTransaction();
-      throw err;
-    } finally {
-      await runner.release();
-    }
+    });
     const res = await api.http.get(`${BASE}/transactions/${ramp.body.id}`).set(bearer(key));
     expect(res.body.payment_source.phone_number).to.equal(shown(onrampPhone));
   });
@@ -208,7 +217,7 @@ describe('payer personal data in live M-Pesa callbacks', function () {
   this.timeout(60_000);
   let rail: LiveRail;
   before(async () => {
-    rail = await startLiveRail();
+    rail = await startLiveRail({ env: { QUOTE_WAIT_MS: '20000' } });
   });
   after(() => rail?.close());
   afterEach(expectLedgerSound);
@@ -223,9 +232,53 @@ describe('payer personal data in live M-Pesa callbacks', function () {
       `SELECT body, payer_key, result FROM provider_callbacks WHERE body::text LIKE $1`, [`%${tx.payment_source.reference}%`],
     );
     expect(rows.length).to.be.greaterThan(0);
-    expect(rows.map((r) => r.payer_key)).to.include(payerKey(phone));
+    expect(rows.flatMap((r) => splitPayerKeys(r.payer_key))).to.include(payerKey(getConfig().encryptionKeys, phone));
     const stored = JSON.stringify(rows.map((r) => r.body));
     expectNone(stored, plainForms(phone), 'a stored callback');
     expect(stored).to.contain(`254*****${phone.slice(-4)}`);
+  });
+
+  it('payer digests are keyed: the migration re-digests the old plain hashes, and key rotation moves digests under the new key', async () => {
+    const phone = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0011`;
+    const id = await liveOnramp(rail, phone);
+    expect((await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required'])).status).to.equal('completed');
+    const ds = await getDs();
+    const keys = getConfig().encryptionKeys;
+    const requestPayer = async () => (await ds.query(`SELECT request->>'payer' AS payer FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [id]))[0].payer;
+    expect(await requestPayer()).to.equal(payerKey(keys, phone)).and.match(new RegExp(`^${keys[0].id}:[0-9a-f]{64}$`));
+    const legacy = legacyPayerKey(phone)!;
+    const callbackKey = async (cbId: string) => (await ds.query(`SELECT payer_key FROM provider_callbacks WHERE id = $1`, [cbId]))[0].payer_key as string | null;
+    // As the code before this change left them: the plain hash on the request, on its applied callbacks, and on one still waiting.
+    await ds.query(`UPDATE provider_requests SET request = jsonb_set(request, '{payer}', to_jsonb($2::text)) WHERE kind = 'collection' AND reference = $1`, [id, legacy]);
+    const reference = `%${(await rail.api.http.get(`${BASE}/transactions/${id}`).set(bearer(rail.key))).body.payment_source.reference}%`;
+    // Once the pool has applied every callback of this prompt (it may complete by STK Query before its callback is read).
+    await until(async () => (await ds.query(`SELECT count(*) FILTER (WHERE processed_at IS NULL) AS waiting, count(*) AS n FROM provider_callbacks WHERE body::text LIKE $1`, [reference]))
+      .every((r: { waiting: string; n: string }) => r.waiting === '0' && r.n !== '0'));
+    const applied: { id: string }[] = await ds.query(`WITH u AS (UPDATE provider_callbacks SET payer_key = $2 WHERE body::text LIKE $1 AND processed_at IS NOT NULL RETURNING id) SELECT id FROM u`, [reference, legacy]);
+    expect(applied.length).to.be.greaterThan(0);
+    const [waiting] = await ds.query(`INSERT INTO provider_callbacks (provider, kind, body, body_hash, payer_key) VALUES ('mpesa_daraja', 'stk', '{}', $1, $2) RETURNING id`, [randomUUID(), legacy]);
+    try {
+      const migration = new KeyedPayerDigests1764500200000(getConfig());
+      await inTransaction(async (runner) => {
+        await migration.down(runner);
+        await migration.up(runner);
+      });
+      expect(await requestPayer()).to.equal(payerKey(keys, phone));
+      expect(await callbackKey(waiting.id), 'a waiting callback follows its request').to.equal(payerKey(keys, phone));
+      for (const cb of applied) expect(await callbackKey(cb.id), 'an applied callback keeps no digest').to.equal(null);
+      const [left] = await ds.query(`SELECT (SELECT count(*) FROM provider_requests WHERE request::text LIKE $1)::int + (SELECT count(*) FROM provider_callbacks WHERE payer_key LIKE $1)::int AS n`, [`%${legacy}%`]);
+      expect(left.n, 'plain hashes left').to.equal(0);
+
+      // Rotation: the waiting callback was digested under the keys listed when it arrived; its request moves to the new key.
+      await ds.query(`UPDATE provider_callbacks SET payer_key = $2 WHERE id = $1`, [waiting.id, payerKeys(keys, phone).join(' ')]);
+      const rotated = loadConfig({ ...process.env, ENCRYPTION_KEYS: [ROTK2, ...BASE_KEYS, ROTK1].join(',') });
+      const report = await rotateEncryptionKey({ ds, config: rotated });
+      expect(report.payer_digests.redigested).to.be.at.least(1);
+      const moved = await requestPayer();
+      expect(moved).to.equal(payerKey(rotated.encryptionKeys, phone)).and.match(/^rotk2:/);
+      expect(splitPayerKeys(await callbackKey(waiting.id)), 'the waiting callback still matches its request').to.include(moved);
+    } finally {
+      await ds.query(`UPDATE provider_callbacks SET processed_at = now(), result = 'test' WHERE id = $1`, [waiting.id]);
+    }
   });
 });

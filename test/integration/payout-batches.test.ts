@@ -25,7 +25,8 @@ describe('payout batches, in sandbox', function () {
   let validate: (name: string, body: unknown) => void;
 
   before(async () => {
-    api = await startApi();
+    // A loaded machine prices slowly: the web process waits longer for the pricing pool's rate.
+    api = await startApi({ env: { QUOTE_WAIT_MS: '10000' } });
     pools = await startPools(['pricing', 'providers', 'sandbox']);
     validate = await schemaValidator(api);
   });
@@ -59,6 +60,31 @@ describe('payout batches, in sandbox', function () {
     const [batches, txs, quotes] = await Promise.all(['payout_batches', 'transactions', 'quotes'].map((t) => ds.query(`SELECT id FROM ${t} WHERE business_id = $1`, [businessId])));
     expect({ batches, txs, quotes }).to.deep.equal({ batches: [], txs: [], quotes: [] });
   };
+
+  it('a batch costs its item count against the key\'s rate limit; one larger than the window has left answers 429 before anything is created', async () => {
+    await fundTreasury('100');
+    const beneficiary = await kesBeneficiary(api, key);
+    const limited = (await makeKey(businessId, { rateLimit: 10, rateWindowSeconds: 600, scopes: ['payouts:write', 'payouts:read', 'transactions:read'] })).key;
+    const items = (n: number) => Array.from({ length: n }, () => ({ beneficiary_id: beneficiary, amount: { asset: 'USDC', value: '1' } }));
+    const send = (n: number) => create({ items: items(n) }, writeHeaders(limited));
+    // 11 items in a window of 10: refused whole, nothing written, the treasury untouched (the refusal counts as one request).
+    const before = await available();
+    const tooBig = await send(11);
+    expect(tooBig.status, JSON.stringify(tooBig.body)).to.equal(429);
+    expect(tooBig.body.error.code).to.equal('rate_limited');
+    expect(tooBig.body.error.message).to.match(/costs 11 requests/);
+    expect(Number(tooBig.headers['retry-after'])).to.be.within(1, 600);
+    expect((await (await getDs()).query(`SELECT id FROM payout_batches WHERE business_id = $1`, [businessId]))).to.deep.equal([]);
+    expect(await available()).to.equal(before);
+    // 4 fit (count 5 of 10); 6 more do not (they would make 11); 4 do (count 10), and then nothing more this window.
+    const first = await send(4);
+    expect(first.status, JSON.stringify(first.body)).to.equal(201);
+    expect(first.headers['x-ratelimit-remaining']).to.equal('5');
+    expect((await send(6)).status).to.equal(429);
+    expect((await send(4)).status).to.equal(201);
+    expect((await send(1)).status).to.equal(429);
+    expect((await (await getDs()).query(`SELECT items_count FROM payout_batches WHERE business_id = $1 ORDER BY created_at`, [businessId])).map((b: { items_count: number }) => b.items_count)).to.deep.equal([4, 4]);
+  });
 
   it('pays every item from one treasury debit, completes the batch with its counts, and announces it', async () => {
     await fundTreasury('500');

@@ -3,6 +3,7 @@ import { startApi, type ApiHarness } from '../helpers/harness.js';
 import { routes } from '../../api/routes/index.js';
 import { fullPath } from '../../api/openapi/document.js';
 import { POOLS } from '../../shared/queues/registry.js';
+import { appRoutes } from '@bull-board/api/dist/routes.js';
 
 describe('platform endpoints', () => {
   let api: ApiHarness;
@@ -87,6 +88,41 @@ describe('platform endpoints', () => {
       }
     });
 
+    it('is read-only: every action the board offers (add, edit, retry, promote, clean, pause, empty, remove...) is refused', async () => {
+      const board = await startApi({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret-pass' } });
+      const queue = board.deps.queues.pricing;
+      const jobId = `board-${Date.now()}`;
+      try {
+        // A delayed job and a failed one, so retry, promote and clean would each have something to act on.
+        await queue.add('refresh-rate', { currency: 'KES' }, { jobId, delay: 3_600_000 });
+        const before = { counts: await queue.getJobCounts(), paused: await queue.isPaused(), data: (await queue.getJob(jobId))?.data };
+        // Bull Board's own route table: a write route a later version adds is tried too.
+        const writes = appRoutes.api.flatMap((r) => ([] as string[]).concat(r.method).filter((m) => m !== 'get').map((method) => ({ method, route: r.route })));
+        expect(writes.length).to.be.greaterThan(20);
+        for (const route of writes) {
+          for (const template of ([] as string[]).concat(route.route)) {
+            const path = template.replace(':queueName', queue.name).replace(':jobId', jobId).replace(':queueStatus', 'delayed').replace(':schedulerId', 'x');
+            const res = await (board.http as any)[route.method](`/admin/queues${path}`).auth('ops', 's3cret-pass')
+              .send({ name: 'chain.send', data: { to: '0x0000000000000000000000000000000000000001', amount: '1000' }, concurrency: 1, delay: 0, priority: 1 });
+            expect(res.status, `${route.method.toUpperCase()} ${path}: ${res.text}`).to.equal(403);
+            expect(res.body.error.code).to.equal('insufficient_scope');
+          }
+        }
+        // Nothing moved: the job is where it was with its data, nothing was added, and the queue still runs.
+        expect(await queue.getJobCounts()).to.deep.equal(before.counts);
+        expect(await queue.isPaused()).to.equal(before.paused).and.equal(false);
+        expect((await queue.getJob(jobId))?.data).to.deep.equal(before.data);
+        expect(await queue.getJobState(jobId)).to.equal('delayed');
+        // The page says so too: the UI hides its buttons.
+        const listed = await board.http.get('/admin/queues/api/queues').auth('ops', 's3cret-pass');
+        expect(listed.status).to.equal(200);
+        for (const q of listed.body.queues) expect(q.readOnlyMode, q.name).to.equal(true);
+      } finally {
+        await queue.remove(jobId);
+        await board.close();
+      }
+    });
+
     it('allows 10 wrong credentials per address per minute, on the board and /metrics together, then 429 before comparing', async () => {
       const board = await startApi({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret-pass', TRUST_PROXY: '1' } });
       try {
@@ -103,6 +139,10 @@ describe('platform endpoints', () => {
         }
         // Another address is unaffected.
         expect((await from('192.0.2.81').auth('ops', 's3cret-pass')).status).to.equal(200);
+        // IPv6 guesses are counted by /64: ten addresses of one /64 are one guesser.
+        for (let i = 0; i < 10; i++) expect((await from(`2001:db8:80:1::${i + 1}`).auth('ops', `v6-guess-${i}`)).status, `v6 guess ${i}`).to.equal(401);
+        expect((await from('2001:db8:80:1:ffff::77').auth('ops', 's3cret-pass')).status).to.equal(429);
+        expect((await from('2001:db8:80:2::1').auth('ops', 's3cret-pass')).status).to.equal(200);
         expect((await from('192.0.2.81', '/metrics').auth('ops', 's3cret-pass')).status).to.equal(200);
       } finally {
         await board.close();

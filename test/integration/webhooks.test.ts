@@ -12,7 +12,7 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 import { getDs } from '../helpers/shared.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import type { EventType } from '../../shared/domain/machines.js';
-import { deliverMessage, EndpointBusy, EndpointSlots } from '../../shared/webhooks/delivery.js';
+import { deliverMessage, DeliveryBusy, EndpointSlots } from '../../shared/webhooks/delivery.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { until } from '../helpers/until.js';
 
@@ -371,7 +371,7 @@ describe('events and signed webhooks', function () {
       for (let i = 0; i < pools.deps.config.webhooks.endpointConcurrency; i++) held.push((await EndpointSlots.take(deps, ep.id, `held-${i}`))!);
       // A message that does not exist: had it been read first, the answer would be `moved on (gone)`.
       const busy = await deliverMessage(deps, { messageId: randomUUID(), endpointId: ep.id, round: 0, attempt: 1 }).catch((err: unknown) => err);
-      expect(busy).to.be.instanceOf(EndpointBusy);
+      expect(busy).to.be.instanceOf(DeliveryBusy);
       await Promise.all(held.map((h) => h.release()));
       expect(await deliverMessage(deps, { messageId: randomUUID(), endpointId: ep.id, round: 0, attempt: 1 })).to.equal('moved on (gone)');
       // The slot it took to find that out is given back.

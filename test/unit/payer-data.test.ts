@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { redactCustomer, redactEmail, redactPhone } from '../../shared/domain/payer-data.js';
-import { parseDarajaCallback, redactCallbackBody } from '../../shared/providers/daraja/callbacks.js';
-import { payerKey } from '../../shared/providers/daraja/msisdn.js';
+import { createHash } from 'node:crypto';
+import { darajaPayerPhone, parseDarajaCallback, redactCallbackBody } from '../../shared/providers/daraja/callbacks.js';
+import { legacyPayerKey, payerKey, payerKeys } from '../../shared/providers/daraja/msisdn.js';
+
+const KEYS = [{ id: 'k2', key: Buffer.alloc(32, 2) }, { id: 'k1', key: Buffer.alloc(32, 1) }];
 
 describe('payer data redaction (CONTRACT §15)', () => {
   it('a phone keeps its country code and last 4 digits', () => {
@@ -35,12 +38,28 @@ describe('payer data redaction (CONTRACT §15)', () => {
     expect(redacted.Body.stkCallback.CallbackMetadata.Item[3]).to.deep.equal({ Name: 'PhoneNumber', Value: '254*****4149' });
     expect(redacted.Body.stkCallback.CheckoutRequestID).to.equal('ws_CO_191220191020363925');
     expect(redacted.Body.stkCallback.CallbackMetadata.Item[2]).to.deep.equal({ Name: 'TransactionDate', Value: 20191219102115 });
-    expect(parseDarajaCallback('stk', stk)?.payer).to.equal(payerKey('+254708374149'));
-    expect(parseDarajaCallback('stk', redacted)?.payer).to.equal(null);
+    expect(darajaPayerPhone('stk', stk)).to.equal('254708374149');
+    expect(payerKeys(KEYS, darajaPayerPhone('stk', redacted) ?? '')).to.deep.equal([]);
+    expect(parseDarajaCallback('stk', stk)?.payers).to.equal(undefined);
 
     const b2c = { Result: { ResultParameters: { ResultParameter: [{ Key: 'ReceiverPartyPublicName', Value: '254708374149 - John Doe' }, { Key: 'TransactionAmount', Value: 10 }] }, PartyA: '0708374149', msisdn: '+254708374149' } };
     const text = JSON.stringify(redactCallbackBody(b2c));
     expect(text).not.to.contain('708374149');
     expect(text).to.contain('254*****4149 - John Doe').and.to.contain('"msisdn":"+254*****4149"').and.to.contain('"TransactionAmount","Value":10');
+  });
+
+  it('a payer digest is keyed (HMAC under a key derived from ENCRYPTION_KEYS), never the plain hash a phone book reverses', () => {
+    const digest = payerKey(KEYS, '+254708374149')!;
+    expect(digest).to.match(/^k2:[0-9a-f]{64}$/);
+    // The plain hash of old rows, and the hash anyone can compute from a guessed number, are not it.
+    const plain = createHash('sha256').update('rampway-payer:254708374149').digest('hex');
+    expect(legacyPayerKey('+254708374149')).to.equal(plain);
+    expect(digest).not.to.contain(plain);
+    expect(digest.slice(3)).not.to.equal(createHash('sha256').update('254708374149').digest('hex'));
+    // One number in any of its forms; another key, another digest; a callback carries one per key.
+    expect(payerKey(KEYS, '0708374149')).to.equal(digest);
+    expect(payerKey([KEYS[1]], '+254708374149')).to.match(/^k1:/).and.not.equal(digest);
+    expect(payerKeys(KEYS, '254708374149')).to.deep.equal([digest, payerKey([KEYS[1]], '+254708374149')]);
+    expect(payerKey(KEYS, 'not a phone')).to.equal(null);
   });
 });

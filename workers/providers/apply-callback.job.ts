@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { collectionRequestFor, requestMismatch } from '../../shared/domain/collection-results.js';
 import { applyProviderResult, needsCorroboration, ResultTooEarlyError, type Corroboration } from '../../shared/domain/provider-results.js';
 import { parseDarajaCallback, type DarajaCallbackKind } from '../../shared/providers/daraja/callbacks.js';
+import { splitPayerKeys } from '../../shared/providers/daraja/msisdn.js';
 import { isFinalOutcome, type ProviderCallback } from '../../shared/providers/provider.js';
 import { liveProvider } from '../../shared/providers/providers.js';
 import type { LiveProviderId } from '../../shared/providers/live-rails.js';
@@ -56,7 +57,7 @@ async function darajaResult(deps: WorkerDeps, stored: StoredCallback) {
   // Not a shape we read: kept as received for operators (result `unparsed`), never retried.
   const parsed = parseDarajaCallback(stored.kind as DarajaCallbackKind, stored.body);
   // The stored body's phone is redacted: who paid is the digest taken on receipt.
-  if (parsed) parsed.payer = stored.payer_key;
+  if (parsed) parsed.payers = splitPayerKeys(stored.payer_key);
   const check = parsed && needsCorroboration(parsed) ? await corroborate(deps, parsed) : undefined;
   return parsed ? { result: parsed, check } : null;
 }

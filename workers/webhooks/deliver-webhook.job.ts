@@ -1,13 +1,10 @@
 import { DelayedError } from 'bullmq';
-import { deliverMessage, EndpointBusy } from '../../shared/webhooks/delivery.js';
+import { deliverMessage, DeliveryBusy } from '../../shared/webhooks/delivery.js';
 import { defineJob } from '../job-definition.js';
 
-/** How long a delivery waits when its endpoint has its share in flight (jittered, so waiting ones spread out). */
-const BUSY_WAIT_MS = 250;
-
 /**
- * One attempt at one event for one endpoint. When the endpoint already has its share of deliveries in flight, the job
- * steps aside (back to delayed, not counted as an attempt) and the pool goes on with other endpoints' deliveries.
+ * One attempt at one event for one endpoint. When the endpoint (or its business) already has its share of deliveries
+ * in flight, the job steps aside (back to delayed, not counted as an attempt) and the pool goes on with other deliveries.
  */
 export const deliverWebhookJob = defineJob({
   name: 'webhook.deliver',
@@ -16,8 +13,9 @@ export const deliverWebhookJob = defineJob({
     try {
       return await deliverMessage({ ...deps, redis: deps.redis }, job.data);
     } catch (err) {
-      if (!(err instanceof EndpointBusy) || !deps.token) throw err;
-      await job.moveToDelayed(Date.now() + BUSY_WAIT_MS + Math.floor(Math.random() * BUSY_WAIT_MS), deps.token);
+      if (!(err instanceof DeliveryBusy) || !deps.token) throw err;
+      // Jittered, so waiting ones spread out.
+      await job.moveToDelayed(Date.now() + err.waitMs + Math.floor(Math.random() * err.waitMs), deps.token);
       throw new DelayedError();
     }
   },

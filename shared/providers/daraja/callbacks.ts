@@ -5,7 +5,6 @@
 import { Ajv } from 'ajv';
 import type { ProviderCallback, ProviderKind } from '../provider.js';
 import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
-import { payerKey } from './msisdn.js';
 import { redactPhone } from '../../domain/payer-data.js';
 
 /** The path segment Daraja posts to, by the request that named it. */
@@ -81,11 +80,14 @@ function params(entries: unknown, name: 'Name' | 'Key'): Record<string, unknown>
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined);
 
-/** The digest of an STK callback's PhoneNumber; null when it holds no number (a stored callback keeps it redacted). */
-const payerOf = (v: unknown) => {
-  const phone = str(v);
-  return phone ? payerKey(phone) : null;
-};
+/**
+ * An STK callback's PhoneNumber, read once on receipt to take its digests (the stored body keeps it redacted); null
+ * when the body holds none.
+ */
+export function darajaPayerPhone(kind: string, body: unknown): string | null {
+  if ((kind !== 'stk' && kind !== 'collection') || !validDarajaCallback('stk', body)) return null;
+  return str(params((body as any).Body.stkCallback.CallbackMetadata?.Item, 'Name').PhoneNumber) ?? null;
+}
 
 /**
  * A callback as facts. `stk`: matched by CheckoutRequestID (or MerchantRequestID), with the receipt, amount and phone
@@ -102,7 +104,7 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
     const meta = params(cb.CallbackMetadata?.Item, 'Name');
     return {
       kind: 'collection', reference: null, outcome, merchantRequestId: cb.MerchantRequestID, claim: true,
-      receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount), payer: payerOf(meta.PhoneNumber),
+      receipt: str(meta.MpesaReceiptNumber), amount: str(meta.Amount),
     };
   }
   const which = kind === 'payout' ? 'result' : kind;

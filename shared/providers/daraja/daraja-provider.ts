@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import { corridorError } from '../../domain/corridors.js';
 import { logger } from '../../logger.js';
+import { getConfig } from '../../config.js';
+import type { MasterKey } from '../../crypto/envelope.js';
 import { sameAmount, toMinor } from '../../domain/money.js';
 import { isFinalOutcome, ProviderError, pulledReference, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
@@ -67,9 +69,12 @@ export class DarajaProvider implements PaymentProvider {
   private readonly db: Queryable;
   private readonly log: Logger;
   private readonly requests: ProviderRequests;
+  /** Payer digests are keyed under ENCRYPTION_KEYS (msisdn.ts). */
+  private readonly keys: readonly MasterKey[];
 
   constructor(deps: ProviderDeps, private readonly client: DarajaClient) {
     this.db = deps.db;
+    this.keys = (deps.config ?? getConfig()).encryptionKeys;
     this.log = deps.log ?? logger();
     this.requests = new ProviderRequests(this.db, this.log, this.id);
   }
@@ -77,7 +82,7 @@ export class DarajaProvider implements PaymentProvider {
   async collect(req: CollectRequest): Promise<ProviderOutcome> {
     const amount = wholeKes(req.currency, req.amount);
     const phone = msisdn(req.phone_number);
-    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(phone)! });
+    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(this.keys, phone)! });
     // A prompt Daraja took is never sent twice. One whose answer was lost learns its CheckoutRequestID from its callback
     // (matched by payer and amount, collection-results.ts) and is then asked about; one that left and was never
     // answered may be live on the payer's phone: it is waited for (callback, STK Query), never prompted again.

@@ -1,0 +1,73 @@
+// CONTRACT 18 / issue 37 item 9: a live currency's rate is kept fresh ahead of need. The pricing pool refreshes every
+// live currency well inside RATE_MAX_AGE_SECONDS; a refresh answered from its Redis cache still keeps the stored rate
+// fresh; a request that finds the stored rate stale waits on a refresh of its own, never on one that already ended.
+import { expect } from 'chai';
+import { writeHeaders } from '../helpers/factories.js';
+import { getDs } from '../helpers/shared.js';
+import { BASE } from '../helpers/wallets.js';
+import { startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { freshRateFromSource, rateRefreshEveryMs, storedFreshRate } from '../../shared/domain/rates.js';
+import { liveCurrencies } from '../../shared/providers/live-rails.js';
+import { schedules } from '../../workers/registry.js';
+import { loadConfig } from '../../shared/config.js';
+import { createWorkerRedis } from '../../shared/queues/connections.js';
+
+const MAX_AGE = '3';
+
+describe('live rates kept fresh ahead of need (RATE_MAX_AGE_SECONDS 3)', function () {
+  this.timeout(120_000);
+  let rail: LiveRail;
+
+  before(async () => {
+    rail = await startLiveRail({ pools: ['pricing'], env: { RATE_MAX_AGE_SECONDS: MAX_AGE } });
+  });
+  after(async () => {
+    // The schedule outlives the pools in Redis: later files' pricing pools have no rate source to refresh with.
+    for (const s of schedules(loadConfig({ ...process.env, ...rail.env })).filter((d) => d.name === 'rate.refresh')) {
+      await rail?.pools.deps.queues.pricing.removeJobScheduler(s.id);
+    }
+    await rail?.close();
+  });
+
+  it('every live currency has a repeatable refresh well inside RATE_MAX_AGE_SECONDS', () => {
+    const config = loadConfig({ ...process.env, ...rail.env });
+    const refreshes = schedules(config).filter((s) => s.name === 'rate.refresh');
+    expect(refreshes.map((s) => (s.data as { currency: string }).currency)).to.deep.equal(liveCurrencies(config)).and.include('KES');
+    for (const s of refreshes) expect(s.everyMs).to.be.at.most((Number(MAX_AGE) * 1000) / 2);
+    expect(rateRefreshEveryMs({ rateMaxAgeSeconds: 60 })).to.equal(15_000);
+    // Without a rate source nothing is live, and nothing is refreshed.
+    expect(schedules(loadConfig({ ...process.env, RATE_SOURCE_URL: '' })).filter((s) => s.name === 'rate.refresh')).to.deep.equal([]);
+  });
+
+  it('a refresh answered from the cache still stores the rate', async () => {
+    const ds = await getDs();
+    const config = rail.pools.deps.config;
+    const cache = createWorkerRedis(config.redisUrl);
+    const currency = 'KES';
+    try {
+      // The cache holds a fresh observation the stored row does not (another worker's, or one whose store lagged).
+      const observed = { rate: '131.5', as_of: new Date().toISOString() };
+      await cache.set(`${config.redisPrefix}:rate:live:${currency}`, JSON.stringify(observed), 'PX', 1500);
+      await ds.query(`UPDATE exchange_rates SET as_of = now() - interval '1 hour' WHERE environment = 'live' AND currency = $1`, [currency]);
+      const sourceCalls = rail.rates.requests;
+      expect(await freshRateFromSource(ds, config, 'live', currency, cache)).to.deep.equal(observed);
+      expect(rail.rates.requests, 'answered from the cache').to.equal(sourceCalls);
+      expect(await storedFreshRate(ds, 'live', currency, Number(MAX_AGE))).to.deep.equal(observed);
+    } finally {
+      cache.disconnect();
+    }
+  });
+
+  it('intents created at random intervals around RATE_MAX_AGE_SECONDS never answer 503 while the source is up', async () => {
+    const answers: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      // 0.5 to 1.5 times RATE_MAX_AGE_SECONDS apart.
+      await new Promise((resolve) => setTimeout(resolve, (0.5 + Math.random()) * Number(MAX_AGE) * 1000));
+      const res = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key))
+        .send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+      answers.push(res.status);
+      expect(res.status, `intent ${i}: ${JSON.stringify(res.body)}`).to.equal(201);
+    }
+    expect(answers).to.deep.equal(Array(12).fill(201));
+  });
+});
