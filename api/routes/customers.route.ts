@@ -71,10 +71,10 @@ export const routes: RouteDef[] = [
       '201': { description: 'Customer created, with its managed wallet.', schema: ref('Customer') },
       '200': { description: 'A customer with this external_reference already exists: it is returned unchanged.', schema: ref('Customer') },
     },
-    handler: async ({ deps, auth, body }) => {
-      const { created, customer } = await inUnit(deps, (unit) => createCustomer(unit.em, deps.config.wallets, auth, body as CreateCustomerInput));
+    handler: async ({ deps, auth, body, reply }) => reply(async (unit) => {
+      const { created, customer } = await createCustomer(unit.em, deps.config.wallets, auth, body as CreateCustomerInput);
       return { status: created ? 201 : 200, body: customerView(customer) };
-    },
+    }),
   },
   {
     method: 'get',

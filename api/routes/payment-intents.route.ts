@@ -200,12 +200,11 @@ export const routes: RouteDef[] = [
       },
     },
     responses: { '201': { description: 'The payment intent, awaiting payment.', schema: ref('PaymentIntent') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       const input = body as CreatePaymentIntentInput;
       const { currency } = checkIntentAmount(input, auth.environment);
       const rate = await freshRate(deps, auth, currency);
-      const intent = await inUnit(deps, (unit) => createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate));
-      return { status: 201, body: paymentIntentView(intent) };
+      return reply(async (unit) => ({ status: 201, body: paymentIntentView(await createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate)) }));
     },
   },
   {

@@ -225,9 +225,9 @@ export const routes: RouteDef[] = [
       examples: { origin: { summary: 'Back to the refund destination', value: {} }, elsewhere: { summary: 'To another address', value: { refund_address: '0x52908400098527886E0F7030069857D2E4169EE7' } } },
     },
     responses: { '202': { description: 'Accepted; the transaction with its `refund`.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params, body }) => ({
+    handler: async ({ deps, auth, params, body, reply }) => reply(async (unit) => ({
       status: 202,
-      body: transactionView(await inUnit(deps, (unit) => requestRefund(unit, chainFor(auth.environment, deps.config), auth, byId(params), (body ?? {}) as RefundRequest))),
-    }),
+      body: transactionView(await requestRefund(unit, chainFor(auth.environment, deps.config), auth, byId(params), (body ?? {}) as RefundRequest)),
+    })),
   },
 ];

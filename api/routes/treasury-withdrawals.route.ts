@@ -76,10 +76,8 @@ export const routes: RouteDef[] = [
       examples: { withdraw: { summary: 'Withdraw 250 USDC', value: { wallet_id: EXAMPLE_ID, amount: '250.00', external_reference: 'sweep-2026-11' } } },
     },
     responses: { '201': { description: 'The withdrawal, pending.', schema: ref('TreasuryWithdrawal') } },
-    handler: async ({ deps, auth, body }) => {
-      const row = await inUnit(deps, (unit) => createWithdrawal(unit, deps.config, auth, randomUUID(), body as CreateWithdrawalInput));
-      return { status: 201, body: withdrawalView(row) };
-    },
+    handler: async ({ deps, auth, body, reply }) =>
+      reply(async (unit) => ({ status: 201, body: withdrawalView(await createWithdrawal(unit, deps.config, auth, randomUUID(), body as CreateWithdrawalInput)) })),
   },
   {
     method: 'get',
