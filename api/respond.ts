@@ -43,7 +43,8 @@ export async function sendJson(
  */
 export async function replyInUnit(deps: AppDeps, state: RequestState, work: (unit: Unit) => Promise<Reply>): Promise<Reply> {
   const claim = state.idempotency;
-  if (!claim) return inUnit(deps, work);
+  // A second unit in one request leaves the record to the first (sendJson updates it if the answer changed).
+  if (!claim || claim.recorded) return inUnit(deps, work);
   let recorded: { status: number; body: string } | undefined;
   const reply = await inUnit(deps, work, {
     answer: (r) => {

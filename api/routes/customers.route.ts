@@ -1,5 +1,4 @@
 import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../../shared/db/pagination.js';
 import { listPage } from '../../shared/db/pagination.js';

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYOUT_BATCH_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import {

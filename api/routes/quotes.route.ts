@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { createQuote, findQuote, quoteJobs, quoteView, type CreateQuoteInput } from '../../shared/domain/quotes.js';
 import { QUOTE_STATUSES } from '../../shared/domain/machines.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';

@@ -1,4 +1,3 @@
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { assertSomeProvider } from '../../shared/providers/providers.js';
 import type { AppDeps } from '../context.js';
