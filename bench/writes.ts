@@ -4,11 +4,12 @@
 // measures the off-ramp's own path (quote consumed, transaction, settlement, outbox, idempotency record), funded from a
 // verified external wallet (nothing runs after the answer but the settlement's expiry, an hour later).
 // Own database (BENCH_DATABASE_URL, default rampway_bench) and Redis prefix; prints a table and the figures as JSON.
-import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
+import { apiCaller } from './seed.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -19,12 +20,22 @@ const env: Record<string, string> = {
   ...(process.env as Record<string, string>),
   DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
   REDIS_PREFIX: `rampway-bench-w-${Date.now().toString(36)}`,
-  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
   RATE_LIMIT_DEFAULT: '100000000',
   SANDBOX_STEP_MS: '0',
   SETTLEMENT_TTL_SECONDS: '3600',
 };
 const api = `http://127.0.0.1:${PORT}/api/v1/business`;
+
+/** CPU seconds a process has used (user + system), from /proc. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0; // a backend that ended between listing and reading
+  }
+}
 
 let writes = 0;
 /** Every request its own Idempotency-Key and body, as a client creating many resources sends them. */
@@ -64,16 +75,7 @@ try {
   const { getConfig } = await import('../shared/config.js');
   const biz = await createBusiness({ ds, config: getConfig() }, { name: 'Bench Writes' });
   const key = biz.keys.find((k) => k.environment === 'sandbox')!.key;
-  const call = async (method: string, path: string, body?: object): Promise<Record<string, any>> => {
-    const res = await fetch(`${api}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...(method === 'GET' ? {} : { 'Idempotency-Key': `seed-${randomUUID()}` }) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const json = (await res.json()) as Record<string, any>;
-    if (res.status >= 300) throw new Error(`seeding: ${method} ${path} answered ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const call = apiCaller(api, key);
   const account = privateKeyToAccount(generatePrivateKey());
   const wallet = await call('POST', '/wallets', { address: account.address, chain: 'base' });
   const challenge = await call('POST', `/wallets/${wallet.id}/verification-challenges`);
@@ -112,11 +114,20 @@ try {
   ];
   // Warm-up: JIT, prepared statements and pools in their steady state before anything counts.
   await autocannon({ ...uniqueWrites(key, '/customers', (n) => ({ external_reference: `warm-${process.pid}-${n}` })), duration: 2 });
-  const results: Record<string, { rps: number[]; p50: number[]; p99: number[]; failures: number }> = {};
+  // CPU per request, which other work on a shared machine moves far less than requests per second: the web process's,
+  // and that of this database's PostgreSQL backends (the web process's pool; the workers' too, idle here).
+  const web = started[0].child.pid!;
+  const backends = async () => (await ds.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)).map((r: { pid: number }) => r.pid) as number[];
+  const cpu = async () => ({ web: cpuSeconds(web), pg: (await backends()).reduce((sum, pid) => sum + cpuSeconds(pid), 0) });
+  const results: Record<string, { rps: number[]; p50: number[]; p99: number[]; webMs: number[]; pgMs: number[]; failures: number }> = {};
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of scenarios) {
+      const before = await cpu();
       const r = await s.run();
-      const row = (results[s.name] ??= { rps: [], p50: [], p99: [], failures: 0 });
+      const after = await cpu();
+      const row = (results[s.name] ??= { rps: [], p50: [], p99: [], webMs: [], pgMs: [], failures: 0 });
+      row.webMs.push(((after.web - before.web) * 1000) / r.requests.total);
+      row.pgMs.push(((after.pg - before.pg) * 1000) / r.requests.total);
       row.rps.push(r.requests.average);
       row.p50.push(r.latency.p50);
       row.p99.push(r.latency.p99);
@@ -127,11 +138,13 @@ try {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const [records] = await ds.query(`SELECT count(*)::int AS n, pg_total_relation_size('idempotency_records') AS bytes FROM idempotency_records`).catch(() => [null]);
   process.stdout.write([
-    `| measure (median of ${ROUNDS} rounds, ${CONNECTIONS} connections, ${DURATION} s each) | req/s | p50 ms | p99 ms | failed |`,
-    '|---|---:|---:|---:|---:|',
-    ...Object.entries(results).map(([name, r]) => `| ${name} | ${Math.round(median(r.rps))} | ${median(r.p50)} | ${median(r.p99)} | ${r.failures} |`),
+    `| measure (median of ${ROUNDS} rounds, ${CONNECTIONS} connections, ${DURATION} s each) | req/s | p50 ms | p99 ms | web CPU ms per request | PostgreSQL CPU ms per request | failed |`,
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...Object.entries(results).map(([name, r]) =>
+      `| ${name} | ${Math.round(median(r.rps))} | ${median(r.p50)} | ${median(r.p99)} | ${median(r.webMs).toFixed(2)} | ${median(r.pgMs).toFixed(2)} | ${r.failures} |`),
   ].join('\n') + '\n');
-  process.stdout.write(`${JSON.stringify({ rounds: Object.fromEntries(Object.entries(results).map(([n, r]) => [n, r.rps.map(Math.round)])), idempotency_records: records })}\n`);
+  const perRound = (pick: (r: (typeof results)[string]) => number[]) => Object.fromEntries(Object.entries(results).map(([n, r]) => [n, pick(r).map((x) => Number(x.toFixed(2)))]));
+  process.stdout.write(`${JSON.stringify({ rps: perRound((r) => r.rps), webMs: perRound((r) => r.webMs), pgMs: perRound((r) => r.pgMs), idempotency_records: records })}\n`);
   process.exitCode = Object.values(results).some((r) => r.failures) ? 1 : 0;
 } finally {
   for (const child of started.reverse()) await stopProcess(child);
