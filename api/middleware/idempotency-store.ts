@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppDeps, IdempotencyClaim } from '../context.js';
-import { insertRecord, readRecord, updateRecord, type DurableAnswer } from '../../shared/db/idempotency-records.js';
+import { deleteRecord, insertRecord, readRecord, updateRecord, type DurableAnswer } from '../../shared/db/idempotency-records.js';
 
 // Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b, rid }.
 export interface IdempotencyRecord {
@@ -177,22 +177,22 @@ export type DurableOutcome =
 /**
  * The durable half of settling (CONTRACT §3, "The record is durable"). An answer a unit of work committed with its
  * record (replyInUnit) is already stored; one that changed since (a quote priced while the request waited) updates
- * it; any other 2xx or 4xx is stored on its own, unless an earlier request holds the key. A 5xx stores nothing, but
- * never replaces an answer already committed. PostgreSQL unreachable for an answer that wrote nothing: Redis keeps it.
+ * it (a 5xx withdraws it); any other 2xx or 4xx is stored on its own, unless an earlier request holds the key. A 5xx
+ * stores nothing. PostgreSQL unreachable for an answer that wrote nothing: Redis keeps it; for an answer that cannot
+ * replace the committed one, the committed one is sent.
  */
 export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<DurableOutcome> {
   const answer: DurableAnswer = { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, status, body, requestId };
   const committed = claim.recorded;
   if (committed) {
     if (committed.status === status && committed.body === body) return { kind: 'ours' };
-    if (status < 500) {
-      const updated = await updateRecord(deps.ds, answer).catch((err: unknown) => {
-        log.error({ err: (err as Error).message }, 'could not update the idempotency record; the committed answer is sent');
-        return false;
-      });
-      if (updated) return { kind: 'ours' };
-    }
-    return { kind: 'committed', ...committed };
+    // A 5xx stores nothing (CONTRACT §3): the record is withdrawn and the key released, as for a quote whose pricing
+    // failed after it was written (its own row says failed; a retry prices a new one).
+    const changed = await (status < 500 ? updateRecord(deps.ds, answer) : deleteRecord(deps.ds, answer)).catch((err: unknown) => {
+      log.error({ err: (err as Error).message }, 'could not change the idempotency record; the committed answer is sent');
+      return false;
+    });
+    return changed ? { kind: 'ours' } : { kind: 'committed', ...committed };
   }
   if (status >= 500) return { kind: 'ours' };
   try {

@@ -62,6 +62,12 @@ export async function updateRecord(q: Queryable, answer: DurableAnswer): Promise
   return result[1] > 0;
 }
 
+/** A 5xx after the unit committed (a quote whose pricing failed): this request's record is withdrawn, the key released. */
+export async function deleteRecord(q: Queryable, answer: Pick<DurableAnswer, 'scopeKey' | 'requestId'>): Promise<boolean> {
+  const result: [unknown[], number] = await q.query(planOnce(`DELETE FROM idempotency_records WHERE scope_key = $1 AND request_id = $2`), [answer.scopeKey, answer.requestId]);
+  return result[1] > 0;
+}
+
 export async function readRecord(q: Queryable, scopeKey: Buffer): Promise<DurableAnswer | null> {
   const rows: { fingerprint: string; status: number; body: string; request_id: string }[] = await q.query(
     planOnce(`SELECT fingerprint, status, body, request_id FROM idempotency_records WHERE scope_key = $1`),
