@@ -49,8 +49,12 @@ export interface AuthContext {
 
 export interface IdempotencyClaim {
   redisKey: string;
+  /** The record's key in PostgreSQL (idempotency_records). */
+  scopeKey: Buffer;
   fingerprint: string;
   token: string;
+  /** The answer this request's unit of work committed as its record (replyInUnit), if one did. */
+  recorded?: { status: number; body: string };
   /** Renews the in-flight lock while the request runs. */
   renewal?: NodeJS.Timeout;
 }

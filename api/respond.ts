@@ -1,23 +1,91 @@
 import type { Request, Response } from 'express';
-import type { AppDeps } from './context.js';
-import { finishIdempotency } from './middleware/idempotency-store.js';
+import type { AppDeps, IdempotencyClaim, RequestState } from './context.js';
+import type { Reply } from './routes/route.js';
+import { finishIdempotency, recordDurably } from './middleware/idempotency-store.js';
+import { inUnit, type Unit } from '../shared/db/unit-of-work.js';
+import { readRecord, type DurableAnswer } from '../shared/db/idempotency-records.js';
+import { AppError, errorEnvelope } from '../shared/errors.js';
+import { httpAnswerOf } from './http-errors.js';
 
 /**
- * The one way a business answer leaves the service: serialize once, settle the idempotency record
- * (stored for 2xx/4xx, released for 5xx) before the bytes go out, then send.
+ * The one way a business answer leaves the service: serialize once, settle the idempotency record (stored for
+ * 2xx/4xx in PostgreSQL and cached in Redis, released for 5xx) before the bytes go out, then send.
  */
 export async function sendJson(
   req: Request, res: Response, deps: AppDeps, status: number, body: unknown, headers: Record<string, string> = {},
   /** What a replay of this answer shows, when it must differ from the answer itself (a secret is shown once). */
   replayBody: unknown = body,
 ): Promise<void> {
-  const payload = JSON.stringify(body);
+  let payload = JSON.stringify(body);
   const claim = req.state.idempotency;
   if (claim) {
     req.state.idempotency = undefined;
-    await finishIdempotency(deps, claim, status, replayBody === body ? payload : JSON.stringify(replayBody), req.state.id, req.state.log);
+    let stored = replayBody === body ? payload : JSON.stringify(replayBody);
+    const outcome = await recordDurably(deps, claim, status, stored, req.state.id, req.state.log);
+    if (outcome.kind === 'earlier') return answerEarlier(req, res, deps, claim, outcome.answer);
+    if (outcome.kind === 'committed') {
+      // The answer its unit committed stands: what a replay will show is what this request shows.
+      ({ status, body: stored } = outcome);
+      payload = stored;
+      headers = {};
+    }
+    await finishIdempotency(deps, claim, status, stored, req.state.id, req.state.log);
   }
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   res.status(status).type('application/json').send(payload);
+}
+
+/**
+ * Runs `work` in one unit of work whose result is the request's answer: the idempotency record (the reply as a replay
+ * shows it) is written in the same transaction as the resource, in the unit's last statement. An earlier request that
+ * holds the key (Redis had forgotten it) fails the unit, which leaves nothing; the error handler answers its record.
+ */
+export async function replyInUnit(deps: AppDeps, state: RequestState, work: (unit: Unit) => Promise<Reply>): Promise<Reply> {
+  const claim = state.idempotency;
+  // A second unit in one request leaves the record to the first (sendJson updates it if the answer changed).
+  if (!claim || claim.recorded) return inUnit(deps, work);
+  let recorded: { status: number; body: string } | undefined;
+  const reply = await inUnit(deps, work, {
+    answer: (r) => {
+      if (r.status >= 500) return null;
+      recorded = { status: r.status, body: JSON.stringify('replayBody' in r ? r.replayBody : r.body) };
+      return { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, requestId: state.id, ...recorded };
+    },
+  });
+  claim.recorded = recorded;
+  return reply;
+}
+
+/**
+ * The unit of work met the key's record (isRecordConflict): an earlier request with this key holds it, and Redis had
+ * forgotten it. Answers that record, or 500 when it cannot be read (nothing was written; the client may retry).
+ */
+export async function answerRecorded(req: Request, res: Response, deps: AppDeps): Promise<boolean> {
+  const claim = req.state.idempotency;
+  if (!claim) return false;
+  const earlier = await readRecord(deps.ds, claim.scopeKey).catch(() => null);
+  if (!earlier) return false;
+  req.state.idempotency = undefined;
+  await answerEarlier(req, res, deps, claim, earlier);
+  return true;
+}
+
+/**
+ * An earlier request's record, read from PostgreSQL: cached in Redis again under this request's claim, then replayed
+ * byte for byte, or 422 when this is another request under its key.
+ */
+async function answerEarlier(req: Request, res: Response, deps: AppDeps, claim: IdempotencyClaim, earlier: DurableAnswer): Promise<void> {
+  await finishIdempotency(deps, claim, earlier.status, earlier.body, earlier.requestId, req.state.log, earlier.fingerprint);
+  if (res.headersSent) return;
+  if (earlier.fingerprint !== claim.fingerprint) {
+    const err = new AppError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.');
+    const { status } = httpAnswerOf(err);
+    res.status(status).type('application/json').send(JSON.stringify(errorEnvelope(err.code, err.message, req.state.id, err.details)));
+    return;
+  }
+  req.state.log.info({ replayOf: earlier.requestId }, 'idempotent replay (from PostgreSQL)');
+  res.setHeader('X-Request-Id', earlier.requestId);
+  res.setHeader('Idempotent-Replayed', 'true');
+  res.status(earlier.status).type('application/json').send(earlier.body);
 }

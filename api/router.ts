@@ -2,8 +2,9 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
 import { check, checkParams, type OperationValidator } from './openapi/validator.js';
-import type { RouteDef } from './routes/route.js';
-import { sendJson } from './respond.js';
+import type { Reply, RouteDef } from './routes/route.js';
+import { replyInUnit, sendJson } from './respond.js';
+import type { Unit } from '../shared/db/unit-of-work.js';
 import { bodyError, rejectUnstorableText } from './middleware/body.js';
 import { sendCsv } from './csv.js';
 
@@ -64,7 +65,10 @@ function handle(route: RouteDef, validator: OperationValidator, deps: AppDeps) {
       const transactionId = txParam ? (params as Record<string, string>)[txParam] : undefined;
       if (transactionId) req.state.transactionId = transactionId;
       const log = transactionId ? req.state.log.child({ transactionId }) : req.state.log;
-      const ctx = { deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log };
+      const ctx = {
+        deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log,
+        reply: (work: (unit: Unit) => Promise<Reply>) => replyInUnit(deps, req.state, work),
+      };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
         await sendCsv(deps, ctx.auth.keyId, log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
           // Headers are gone once the first row left: the client sees a cut answer, never a wrong one.

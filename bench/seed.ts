@@ -11,17 +11,9 @@ export interface Seed {
 /** A page of 25 of each, so list pages are full. */
 const PAGE = 25;
 
-export async function seedBench(api: string): Promise<Seed> {
-  const { createDataSource } = await import('../shared/db/data-source.js');
-  const { createBusiness } = await import('../shared/admin/commands.js');
-  const { getConfig } = await import('../shared/config.js');
-  const ds = createDataSource({ poolSize: 2 });
-  await ds.initialize();
-  const biz = await createBusiness({ ds, config: getConfig() }, { name: 'Bench Co' });
-  await ds.destroy();
-  const key = biz.keys.find((k) => k.environment === 'sandbox')!.key;
-
-  const call = async (method: string, path: string, body?: object): Promise<Record<string, any>> => {
+/** A seeding call through the API (each write its own Idempotency-Key); throws unless 2xx. */
+export function apiCaller(api: string, key: string) {
+  return async (method: string, path: string, body?: object): Promise<Record<string, any>> => {
     const res = await fetch(`${api}${path}`, {
       method,
       headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...(method === 'GET' ? {} : { 'Idempotency-Key': `seed-${randomUUID()}` }) },
@@ -31,6 +23,18 @@ export async function seedBench(api: string): Promise<Seed> {
     if (res.status >= 300) throw new Error(`seeding: ${method} ${path} answered ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
+}
+
+export async function seedBench(api: string): Promise<Seed> {
+  const { createDataSource } = await import('../shared/db/data-source.js');
+  const { createBusiness } = await import('../shared/admin/commands.js');
+  const { getConfig } = await import('../shared/config.js');
+  const ds = createDataSource({ poolSize: 2 });
+  await ds.initialize();
+  const biz = await createBusiness({ ds, config: getConfig() }, { name: 'Bench Co' });
+  await ds.destroy();
+  const key = biz.keys.find((k) => k.environment === 'sandbox')!.key;
+  const call = apiCaller(api, key);
 
   const customers = [];
   for (let i = 0; i < PAGE; i++) customers.push(await call('POST', '/customers', { external_reference: `seed-${randomUUID()}` }));

@@ -88,7 +88,10 @@ export interface Config extends DatabaseSettings {
   authFailWindowSeconds: number;
   defaultRateLimit: number;
   defaultRateWindowSeconds: number;
+  /** How long PostgreSQL keeps an idempotency record (the purge job deletes older ones). */
   idempotencyTtlSeconds: number;
+  /** How long Redis caches a finished idempotency record (the fast path of a replay). */
+  idempotencyCacheSeconds: number;
   /** Keys the request fingerprints kept in Redis, so a stored hash cannot be brute-forced back into a body. */
   idempotencySecret: Buffer;
   idempotencyLockMs: number;
@@ -317,6 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     defaultRateLimit: int(env, 'RATE_LIMIT_DEFAULT', 1000, 1),
     defaultRateWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1),
     idempotencyTtlSeconds: int(env, 'IDEMPOTENCY_TTL_SECONDS', 86_400, 1),
+    idempotencyCacheSeconds: int(env, 'IDEMPOTENCY_CACHE_SECONDS', 600, 1),
     idempotencySecret: env.IDEMPOTENCY_SECRET
       ? Buffer.from(env.IDEMPOTENCY_SECRET, 'utf8')
       : Buffer.from(hkdfSync('sha256', encryptionKeys[0].key, Buffer.alloc(0), 'rampway idempotency fingerprint', 32)),

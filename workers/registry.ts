@@ -1,6 +1,6 @@
 import { JOBS, POOLS, type JobName, type Pool } from '../shared/queues/registry.js';
 import type { JobDefinition, ProcessorTable, ScheduleDefinition } from './job-definition.js';
-import { cleanupOutboxJob } from './outbox/cleanup-outbox.job.js';
+import { cleanupOutboxJob, purgeIdempotencyJob } from './outbox/cleanup-outbox.job.js';
 import { expireQuotesJob, expireSettlementsJob, sweepJob } from './sweeper/sweep.job.js';
 import { refillAddressesJob } from './pricing/refill-addresses.job.js';
 import { priceQuoteJob } from './pricing/price-quote.job.js';
@@ -39,8 +39,11 @@ import { rateRefreshEveryMs } from '../shared/domain/rates.js';
 
 export type { JobDefinition, Processor, ProcessorTable, ScheduleDefinition, WorkerDeps } from './job-definition.js';
 
+/** Rows per DELETE of the idempotency purge: each batch is its own short transaction. */
+export const IDEMPOTENCY_PURGE_BATCH = 5_000;
+
 export const DEFINITIONS: JobDefinition<any>[] = [
-  cleanupOutboxJob, sweepJob, expireQuotesJob, expireSettlementsJob, refillAddressesJob, priceQuoteJob, expireQuoteJob,
+  cleanupOutboxJob, purgeIdempotencyJob, sweepJob, expireQuotesJob, expireSettlementsJob, refillAddressesJob, priceQuoteJob, expireQuoteJob,
   submitOfframpJob, confirmSettlementJob, expireSettlementJob, deliverOnrampJob, refundOfframpJob,
   sendPayoutJob, requestCollectionJob,
   sandboxTransferJob,
@@ -53,6 +56,7 @@ export const DEFINITIONS: JobDefinition<any>[] = [
 /** A function, not a constant: importing the registry reads no configuration (a process decides first whether it reads the seeds). */
 export const schedules = (config: Config = getConfig()): ScheduleDefinition[] => [
   { id: 'outbox-cleanup', everyMs: 3_600_000, name: 'outbox.cleanup', data: { olderThanHours: 24 } },
+  { id: 'idempotency-purge', everyMs: 600_000, name: 'idempotency.purge', data: { olderThanSeconds: getConfig().idempotencyTtlSeconds, batch: IDEMPOTENCY_PURGE_BATCH } },
   { id: 'engine-sweep', everyMs: 15_000, name: 'engine.sweep', data: {} },
   { id: 'expiry-quotes', everyMs: 1_000, name: 'expiry.quotes', data: {} },
   { id: 'expiry-settlements', everyMs: 1_000, name: 'expiry.settlements', data: {} },

@@ -2,7 +2,8 @@ import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { AppError, errorEnvelope, isDependencyDown } from '../../shared/errors.js';
 import { SealedRecordUnreadable } from '../../shared/crypto/envelope.js';
-import { sendJson } from '../respond.js';
+import { answerRecorded, sendJson } from '../respond.js';
+import { isRecordConflict } from '../../shared/db/idempotency-records.js';
 import { AmountError } from '../../shared/domain/money.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import { httpAnswerOf } from '../http-errors.js';
@@ -12,6 +13,14 @@ import { noteUndeclared } from '../openapi/error-codes.js';
 /** Every error path ends here and leaves as the envelope. A non-AppError is a bug: logged, answered 500 without internals. */
 export function errorHandler(deps: AppDeps) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    if (isRecordConflict(err)) {
+      // An earlier request holds this key in PostgreSQL (Redis had forgotten it): its answer, not this run's.
+      answerRecorded(req, res, deps).then(
+        (answered) => answered || answerError(deps, AppError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.'), req, res),
+        (sendErr: unknown) => req.state.log.error({ err: String(sendErr) }, 'could not send the recorded response'),
+      );
+      return;
+    }
     let appError: AppError;
     const raised = (err as { status?: unknown } | null)?.status;
     if (err instanceof AppError) appError = err;
@@ -31,16 +40,20 @@ export function errorHandler(deps: AppDeps) {
       req.state.log.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
       appError = new AppError('internal_error', 'Something went wrong on our side. It has been logged; retry later or contact support with the requestId.');
     }
-    // The document promises each operation's codes; an answer outside them is drift between code and spec.
-    if (req.state.route && noteUndeclared(req.state.route, appError.code)) {
-      req.state.log.warn({ operationId: req.state.route.operationId, code: appError.code }, 'error code not declared for this operation in the OpenAPI document');
-    }
-    const body = errorEnvelope(appError.code, appError.message, req.state.id, appError.details);
-    const { status, headers } = httpAnswerOf(appError);
-    sendJson(req, res, deps, status, body, headers).catch((sendErr: unknown) => {
-      req.state.log.error({ err: String(sendErr) }, 'could not send error response');
-    });
+    answerError(deps, appError, req, res);
   };
+}
+
+function answerError(deps: AppDeps, appError: AppError, req: Request, res: Response): void {
+  // The document promises each operation's codes; an answer outside them is drift between code and spec.
+  if (req.state.route && noteUndeclared(req.state.route, appError.code)) {
+    req.state.log.warn({ operationId: req.state.route.operationId, code: appError.code }, 'error code not declared for this operation in the OpenAPI document');
+  }
+  const body = errorEnvelope(appError.code, appError.message, req.state.id, appError.details);
+  const { status, headers } = httpAnswerOf(appError);
+  sendJson(req, res, deps, status, body, headers).catch((sendErr: unknown) => {
+    req.state.log.error({ err: String(sendErr) }, 'could not send error response');
+  });
 }
 
 export function notFoundRoute(_req: Request, _res: Response, next: NextFunction): void {

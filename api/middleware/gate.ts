@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { AppError } from '../../shared/errors.js';
 import { leaseSize, RateLeases, type LeaseHeaders } from './rate-leases.js';
+import { recordScopeKey } from '../../shared/db/idempotency-records.js';
 import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'DELETE']);
@@ -36,6 +37,7 @@ export function gate(deps: AppDeps) {
     const claim = mutating && !refusal
       ? newClaim(
           idempotencyRedisKey(deps.config.redisPrefix, auth.businessId, auth.environment, rawKey as string),
+          recordScopeKey(auth.businessId, auth.environment, rawKey as string),
           fingerprint(
             deps.config.idempotencySecret,
             req.method,

@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppDeps, IdempotencyClaim } from '../context.js';
+import { deleteRecord, insertRecord, readRecord, updateRecord, type DurableAnswer } from '../../shared/db/idempotency-records.js';
 
 // Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b, rid }.
 export interface IdempotencyRecord {
@@ -33,8 +34,8 @@ export function idempotencyRedisKey(prefix: string, businessId: string, environm
   return `${prefix}:idem:${businessId}:${environment}:${createHash('sha256').update(key).digest('base64url')}`;
 }
 
-export function newClaim(redisKey: string, fp: string): IdempotencyClaim {
-  return { redisKey, fingerprint: fp, token: randomUUID() };
+export function newClaim(redisKey: string, scopeKey: Buffer, fp: string): IdempotencyClaim {
+  return { redisKey, scopeKey, fingerprint: fp, token: randomUUID() };
 }
 
 /**
@@ -137,14 +138,20 @@ export class UnsettledRecords {
 }
 
 function settle(deps: Pick<AppDeps, 'scripts' | 'config'>, item: Settlement): Promise<number> {
-  return deps.scripts.finish(item.claim.redisKey, item.claim.token, item.mode, item.record, deps.config.idempotencyTtlSeconds);
+  return deps.scripts.finish(item.claim.redisKey, item.claim.token, item.mode, item.record, deps.config.idempotencyCacheSeconds);
 }
 
-/** 2xx and 4xx are remembered for the retention period; 5xx releases the key so the client may retry. */
-export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<void> {
-  const record: IdempotencyRecord = { s: 'd', fp: claim.fingerprint, t: claim.token, st: status, b: body, rid: requestId };
+/**
+ * 2xx and 4xx are cached for IDEMPOTENCY_CACHE_SECONDS (PostgreSQL keeps them for the retention period: recordDurably);
+ * 5xx releases the key so the client may retry. `fp`: the fingerprint of the request that made the answer, when an
+ * earlier request's record read back from PostgreSQL is cached.
+ */
+export async function finishIdempotency(
+  deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger, fp = claim.fingerprint,
+): Promise<void> {
+  const record: IdempotencyRecord = { s: 'd', fp, t: claim.token, st: status, b: body, rid: requestId };
   const item: Settlement = {
-    claim, mode: status >= 500 ? 'release' : 'store', record: JSON.stringify(record), status, log, until: Date.now() + deps.config.idempotencyTtlSeconds * 1000,
+    claim, mode: status >= 500 ? 'release' : 'store', record: JSON.stringify(record), status, log, until: Date.now() + deps.config.idempotencyCacheSeconds * 1000,
   };
   stopRenewing(claim);
   try {
@@ -154,5 +161,46 @@ export async function finishIdempotency(deps: AppDeps, claim: IdempotencyClaim, 
   } catch (err) {
     log.error({ err: (err as Error).message }, 'could not record the idempotent response; retrying until Redis answers');
     deps.unsettled.add(item);
+  }
+}
+
+/**
+ * What a request answers once its record is settled in PostgreSQL: its own answer (`ours`), the answer its unit of
+ * work committed when the one at hand differs and cannot replace it (`committed`), or an earlier request's record
+ * for the same key (`earlier`: Redis had forgotten it, so this request ran until PostgreSQL said so).
+ */
+export type DurableOutcome =
+  | { kind: 'ours' }
+  | { kind: 'committed'; status: number; body: string }
+  | { kind: 'earlier'; answer: DurableAnswer };
+
+/**
+ * The durable half of settling (CONTRACT §3, "The record is durable"). An answer a unit of work committed with its
+ * record (replyInUnit) is already stored; one that changed since (a quote priced while the request waited) updates
+ * it (a 5xx withdraws it); any other 2xx or 4xx is stored on its own, unless an earlier request holds the key. A 5xx
+ * stores nothing. PostgreSQL unreachable for an answer that wrote nothing: Redis keeps it; for an answer that cannot
+ * replace the committed one, the committed one is sent.
+ */
+export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<DurableOutcome> {
+  const answer: DurableAnswer = { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, status, body, requestId };
+  const committed = claim.recorded;
+  if (committed) {
+    if (committed.status === status && committed.body === body) return { kind: 'ours' };
+    // A 5xx stores nothing (CONTRACT §3): the record is withdrawn and the key released, as for a quote whose pricing
+    // failed after it was written (its own row says failed; a retry prices a new one).
+    const changed = await (status < 500 ? updateRecord(deps.ds, answer) : deleteRecord(deps.ds, answer)).catch((err: unknown) => {
+      log.error({ err: (err as Error).message }, 'could not change the idempotency record; the committed answer is sent');
+      return false;
+    });
+    return changed ? { kind: 'ours' } : { kind: 'committed', ...committed };
+  }
+  if (status >= 500) return { kind: 'ours' };
+  try {
+    if (await insertRecord(deps.ds, answer)) return { kind: 'ours' };
+    const earlier = await readRecord(deps.ds, claim.scopeKey);
+    return earlier ? { kind: 'earlier', answer: earlier } : { kind: 'ours' };
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'could not store the idempotent answer in PostgreSQL; Redis caches it');
+    return { kind: 'ours' };
   }
 }

@@ -74,7 +74,7 @@ const DETAILS: Partial<Record<ErrorCode, JsonSchema>> = {
   insufficient_scope: { type: 'object', required: ['required_scope'], properties: { required_scope: TEXT } },
   not_found: OBJECT_OR_NULL('`param` names the request field whose id was not found; `null` for the path\'s own id.', { param: TEXT }),
   wallet_already_registered: { type: 'object', required: ['wallet_id'], properties: { wallet_id: ID } },
-  quote_already_used: { type: 'object', required: ['quote_id'], properties: { quote_id: ID } },
+  quote_already_used: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, transaction_id: { ...ID, description: 'The transaction this quote started (it is yours): retrieve it rather than starting another.' } } },
   quote_expired: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, expires_at: { type: 'string', format: 'date-time', maxLength: 40 } } },
   quote_not_available: { type: 'object', required: ['quote_id'], properties: { quote_id: ID, status: TEXT } },
   quote_direction_mismatch: { type: 'object', required: ['quote_id', 'direction'], properties: { quote_id: ID, direction: { type: 'string', enum: ['offramp', 'onramp'] } } },

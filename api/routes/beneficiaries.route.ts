@@ -1,5 +1,4 @@
 import { AppError } from '../../shared/errors.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { paginationQuery, listOf } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { PAYMENT_METHODS, requireCorridor } from '../../shared/domain/corridors.js';
@@ -167,13 +166,15 @@ export const routes: RouteDef[] = [
       },
     } },
     responses: { '201': one('The new beneficiary, details redacted.') },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       // Live details are never sealed under the built-in development key.
       if (auth.environment === 'live' && !deps.config.encryptionKeysConfigured) {
         throw AppError.unavailable('Live beneficiaries need ENCRYPTION_KEYS to be configured on this deployment.', 60);
       }
-      const created = await inUnit(deps, (unit) => createBeneficiary(unit.em, deps.config.encryptionKeys, auth, body));
-      return { status: 201, body: beneficiaryView(created.beneficiary, created.details) };
+      return reply(async (unit) => {
+        const created = await createBeneficiary(unit.em, deps.config.encryptionKeys, auth, body);
+        return { status: 201, body: beneficiaryView(created.beneficiary, created.details) };
+      });
     },
   },
   {
@@ -202,10 +203,10 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('UpdateBeneficiaryRequest'), examples: { rename: { summary: 'Give it a new label', value: { label: 'Suppliers' } }, clear: { summary: 'Remove the label', value: { label: null } } }  },
     responses: { '200': one('The updated beneficiary (without details).') },
-    handler: async ({ deps, auth, params, body }) => ({
+    handler: async ({ auth, params, body, reply }) => reply(async (unit) => ({
       status: 200,
-      body: beneficiaryView(await inUnit(deps, (unit) => updateBeneficiaryLabel(unit.em, auth, params.id, body.label))),
-    }),
+      body: beneficiaryView(await updateBeneficiaryLabel(unit.em, auth, params.id, body.label)),
+    })),
   },
   {
     method: 'delete',
@@ -217,6 +218,6 @@ export const routes: RouteDef[] = [
     scope: 'beneficiaries:write',
     pathParams: { id: uuidParam },
     responses: { '200': one('The archived beneficiary (without details).') },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: beneficiaryView(await inUnit(deps, (unit) => archiveBeneficiary(unit, auth, params.id))) }),
+    handler: async ({ auth, params, reply }) => reply(async (unit) => ({ status: 200, body: beneficiaryView(await archiveBeneficiary(unit, auth, params.id)) })),
   },
 ];

@@ -1,5 +1,4 @@
 import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../../shared/db/pagination.js';
 import { listPage } from '../../shared/db/pagination.js';
@@ -71,10 +70,10 @@ export const routes: RouteDef[] = [
       '201': { description: 'Customer created, with its managed wallet.', schema: ref('Customer') },
       '200': { description: 'A customer with this external_reference already exists: it is returned unchanged.', schema: ref('Customer') },
     },
-    handler: async ({ deps, auth, body }) => {
-      const { created, customer } = await inUnit(deps, (unit) => createCustomer(unit.em, deps.config.wallets, auth, body as CreateCustomerInput));
+    handler: async ({ deps, auth, body, reply }) => reply(async (unit) => {
+      const { created, customer } = await createCustomer(unit.em, deps.config.wallets, auth, body as CreateCustomerInput);
       return { status: created ? 201 : 200, body: customerView(customer) };
-    },
+    }),
   },
   {
     method: 'get',

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { simulatedHash } from '../../shared/chain/adapter.js';
 import { AppError } from '../../shared/errors.js';
@@ -98,10 +97,10 @@ export const routes: RouteDef[] = [
       examples: { payroll: { summary: 'A Base address that pays one M-Pesa beneficiary', value: { chain: 'base', beneficiary_id: EXAMPLE_ID, external_reference: 'payroll-amina' } } },
     },
     responses: { '201': { description: 'The liquidation address.', schema: ref('LiquidationAddress') } },
-    handler: async ({ deps, auth, body }) => ({
+    handler: async ({ deps, auth, body, reply }) => reply(async (unit) => ({
       status: 201,
-      body: liquidationAddressView(await inUnit(deps, (unit) => createLiquidationAddress(unit, deps.config, auth, body as CreateLiquidationAddressInput))),
-    }),
+      body: liquidationAddressView(await createLiquidationAddress(unit, deps.config, auth, body as CreateLiquidationAddressInput)),
+    })),
   },
   {
     method: 'get',
@@ -146,10 +145,10 @@ export const routes: RouteDef[] = [
     scope: 'liquidation_addresses:write',
     pathParams: { id: uuidParam },
     responses: { '200': { description: 'The archived liquidation address.', schema: ref('LiquidationAddress') } },
-    handler: async ({ deps, auth, params }) => ({
+    handler: async ({ auth, params, reply }) => reply(async (unit) => ({
       status: 200,
-      body: liquidationAddressView(await inUnit(deps, (unit) => archiveLiquidationAddress(unit, auth, byId(params)))),
-    }),
+      body: liquidationAddressView(await archiveLiquidationAddress(unit, auth, byId(params))),
+    })),
   },
   {
     method: 'post',
@@ -165,10 +164,10 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('SandboxLiquidationTransferRequest'), examples: { hundred: { summary: 'Send 100 USDC', value: { amount: '100' } } } },
     responses: { '202': { description: 'The liquidation address; the transfer lands a step later.', schema: ref('LiquidationAddress') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ deps, auth, params, body, reply }) => {
       const amount = transferAmount((body as { amount: string }).amount);
       const hash = simulatedHash('sandbox', `liquidation-transfer-${byId(params)}-${randomUUID()}`);
-      const address = await inUnit(deps, async (unit) => {
+      return reply(async (unit) => {
         const found = await findLiquidationAddress(unit.em, auth, byId(params));
         // The USDC enters our books as it reaches the address: from outside, into the settlements' clearing account.
         unit.post(auth, {
@@ -184,9 +183,8 @@ export const routes: RouteDef[] = [
           name: 'sandbox.liquidation_transfer', id: jobId('sandbox.liquidation_transfer', found.id, hash),
           data: { liquidationAddressId: found.id, transactionHash: hash }, delayMs: deps.config.sandboxStepMs,
         }, auth);
-        return found;
+        return { status: 202, body: liquidationAddressView(found) };
       });
-      return { status: 202, body: liquidationAddressView(address) };
     },
   },
 ];

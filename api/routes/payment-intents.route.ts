@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
 import { assertSomeProvider } from '../../shared/providers/providers.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYMENT_INTENT_STATUSES, PAYOUT_STATUSES, TREASURY_DEPOSIT_STATUSES } from '../../shared/domain/machines.js';
 import {
@@ -200,12 +199,11 @@ export const routes: RouteDef[] = [
       },
     },
     responses: { '201': { description: 'The payment intent, awaiting payment.', schema: ref('PaymentIntent') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       const input = body as CreatePaymentIntentInput;
       const { currency } = checkIntentAmount(input, auth.environment);
       const rate = await freshRate(deps, auth, currency);
-      const intent = await inUnit(deps, (unit) => createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate));
-      return { status: 201, body: paymentIntentView(intent) };
+      return reply(async (unit) => ({ status: 201, body: paymentIntentView(await createPaymentIntent(unit, deps.config, auth, randomUUID(), input, rate)) }));
     },
   },
   {
@@ -258,10 +256,9 @@ export const routes: RouteDef[] = [
       examples: { mpesa: { summary: 'Prompt an M-Pesa payer', value: { payment_method: { type: 'mobile_money', phone_number: '+254712345678', mobile_network: 'safaricom' } } } },
     },
     responses: { '202': { description: 'Accepted; the intent as it now stands.', schema: ref('PaymentIntent') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ deps, auth, params, body, reply }) => {
       assertSomeProvider(auth.environment, deps.config);
-      const intent = await inUnit(deps, (unit) => startIntentCollection(unit, deps.config, auth, byId(params), body as CollectInput));
-      return { status: 202, body: paymentIntentView(intent) };
+      return reply(async (unit) => ({ status: 202, body: paymentIntentView(await startIntentCollection(unit, deps.config, auth, byId(params), body as CollectInput)) }));
     },
   },
   {
@@ -278,7 +275,7 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: { type: 'object', additionalProperties: false, properties: {}, description: 'No fields; an empty body or `{}`.' }, required: false },
     responses: { '200': { description: 'The cancelled intent.', schema: ref('PaymentIntent') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: paymentIntentView(await inUnit(deps, (unit) => cancelPaymentIntent(unit, auth, byId(params)))) }),
+    handler: async ({ auth, params, reply }) => reply(async (unit) => ({ status: 200, body: paymentIntentView(await cancelPaymentIntent(unit, auth, byId(params))) })),
   },
   {
     method: 'get',

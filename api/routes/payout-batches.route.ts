@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYOUT_BATCH_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import {
@@ -133,13 +132,12 @@ export const routes: RouteDef[] = [
       },
     },
     responses: { '201': { description: 'The batch, processing, with its items.', schema: ref('PayoutBatch') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       const input = body as CreatePayoutBatchInput;
       // Rates first (the pricing pool may be asked for one), outside the unit that writes.
       const currencies = await currenciesToPrice(deps.ds, deps.config, auth, input);
       const rates = new Map(await Promise.all(currencies.map(async (c) => [c, await freshRate(deps, auth, c)] as const)));
-      const batch = await inUnit(deps, (unit) => createPayoutBatch(unit, deps.config, auth, randomUUID(), input, rates));
-      return { status: 201, body: batch };
+      return reply(async (unit) => ({ status: 201, body: await createPayoutBatch(unit, deps.config, auth, randomUUID(), input, rates) }));
     },
   },
   {

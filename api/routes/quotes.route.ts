@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { createQuote, findQuote, quoteJobs, quoteView, type CreateQuoteInput } from '../../shared/domain/quotes.js';
 import { QUOTE_STATUSES } from '../../shared/domain/machines.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
@@ -102,21 +101,23 @@ export const routes: RouteDef[] = [
       '201': { description: 'Priced: `available` until `expires_at`.', schema: ref('Quote') },
       '202': { description: 'Not priced yet: `pending`; GET it shortly.', schema: ref('Quote') },
     },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       if (auth.environment === 'live' && !deps.config.rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment yet.', 60);
       const id = randomUUID();
       // Registered before the pricing job is enqueued (after the commit), so its end cannot be missed.
       const waiting = deps.pricingWaiters.wait(quoteJobs.price(id).id, deps.config.quoteWaitMs);
-      let quote;
+      let quote: Awaited<ReturnType<typeof createQuote>> | undefined;
+      const answerOf = (q: NonNullable<typeof quote>) => ({ status: q.status === 'pending' ? 202 : 201, body: quoteView(q) });
       try {
-        quote = await inUnit(deps, (unit) => createQuote(unit, deps.config, auth, id, body as CreateQuoteInput));
+        // The record commits with the quote as it is written (202 pending); priced in time, the answer replaces it.
+        await reply(async (unit) => answerOf((quote = await createQuote(unit, deps.config, auth, id, body as CreateQuoteInput))));
       } catch (err) {
         waiting.cancel();
         throw err;
       }
       if (await waiting.done) quote = await findQuote(deps.ds, auth, id);
-      if (quote.status === 'failed' && quote.failure) throw failureError(quote.failure);
-      return { status: quote.status === 'pending' ? 202 : 201, body: quoteView(quote) };
+      if (quote!.status === 'failed' && quote!.failure) throw failureError(quote!.failure);
+      return answerOf(quote!);
     },
   },
   {

@@ -1,4 +1,3 @@
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { assertSomeProvider } from '../../shared/providers/providers.js';
 import type { AppDeps } from '../context.js';
@@ -82,10 +81,12 @@ export const routes: RouteDef[] = [
       examples: { managed: { summary: 'Fund from a customer\'s managed wallet', value: { quote_id: EXAMPLE_ID, funding_source: { wallet_id: EXAMPLE_ID }, external_reference: 'payout-1042' } } },
     },
     responses: { '201': { description: 'The transaction with its settlement instructions.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       assertRails(deps, auth.environment);
-      const { transaction, settlement } = await inUnit(deps, (unit) => startOfframp(unit, deps.config, auth, body as StartOfframpInput));
-      return { status: 201, body: transactionView(transaction, { settlement: settlementView(settlement) }) };
+      return reply(async (unit) => {
+        const { transaction, settlement } = await startOfframp(unit, deps.config, auth, body as StartOfframpInput);
+        return { status: 201, body: transactionView(transaction, { settlement: settlementView(settlement) }) };
+      });
     },
   },
   {
@@ -105,10 +106,9 @@ export const routes: RouteDef[] = [
       examples: { mpesa: { summary: 'Collect by M-Pesa', value: { quote_id: EXAMPLE_ID, payment_method: { type: 'mobile_money', phone_number: '+254712345678', mobile_network: 'safaricom' } } } },
     },
     responses: { '201': { description: 'The transaction.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       assertRails(deps, auth.environment);
-      const transaction = await inUnit(deps, (unit) => startOnramp(unit, deps.config, auth, body as StartOnrampInput));
-      return { status: 201, body: transactionView(transaction) };
+      return reply(async (unit) => ({ status: 201, body: transactionView(await startOnramp(unit, deps.config, auth, body as StartOnrampInput)) }));
     },
   },
 ];

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AppDeps, AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
 import type { ErrorCode } from '../../shared/errors.js';
+import type { Unit } from '../../shared/db/unit-of-work.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -27,6 +28,11 @@ export interface HandlerContext<B = any, Q = any, P = any> {
   params: P;
   requestId: string;
   log: Logger;
+  /**
+   * Runs `work` in one unit of work whose result is the answer: the request's idempotency record is written in the
+   * same transaction (CONTRACT §3, "The record is durable"). Every write's unit goes through it.
+   */
+  reply(work: (unit: Unit) => Promise<Reply>): Promise<Reply>;
 }
 
 export interface Reply {

@@ -1,5 +1,4 @@
 import type { Chain } from '../../shared/domain/chains.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { fundSandboxWallet, sandboxWalletTransfer } from '../../shared/domain/wallet-balances.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { randomUUID } from 'node:crypto';
@@ -72,10 +71,10 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('SandboxFundWalletRequest'), examples: { fund: { summary: 'Credit 250 simulated USDC on Base', value: { chain: 'base', amount: '250.00' } } }  },
     responses: { '200': { description: 'The funding entry and the new balance.', schema: ref('SandboxFunding') } },
-    handler: async ({ deps, auth, params, body }) => ({
+    handler: async ({ deps, auth, params, body, reply }) => reply(async (unit) => ({
       status: 200,
-      body: await inUnit(deps, (unit) => fundSandboxWallet(unit.em, deps.config, auth, (params as { id: string }).id, body as { chain: Chain; amount: string })),
-    }),
+      body: await fundSandboxWallet(unit.em, deps.config, auth, (params as { id: string }).id, body as { chain: Chain; amount: string }),
+    })),
   },
   {
     method: 'post',
@@ -93,7 +92,7 @@ export const routes: RouteDef[] = [
     pathParams: { transaction_id: uuidParam },
     body: { schema: ref('SandboxTransferRequest'), required: false, examples: { full: { summary: 'Send exactly what is required', value: {} }, partial: { summary: 'Send 10 USDC', value: { amount: '10' } } } },
     responses: { '202': { description: 'The settlement as it stands; the transfer lands a step later.', schema: ref('Settlement') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ deps, auth, params, body, reply }) => {
       const given = (body as { amount?: string } | undefined)?.amount;
       // The body first: a bad amount is 400 whatever state the settlement is in.
       let requested: bigint | undefined;
@@ -115,8 +114,10 @@ export const routes: RouteDef[] = [
       const missing = toMinor(settlement.total_required, USDC_SCALE) - toMinor(settlement.received_amount, USDC_SCALE);
       const amount = requested ?? (missing > 0n ? missing : toMinor(settlement.total_required, USDC_SCALE));
       // The transfer leaves the external wallet's simulated balance now (the domain books it); the chain sees it a step later.
-      await inUnit(deps, (unit) => sandboxWalletTransfer(unit, deps.config, auth, { settlementId: settlement.id, walletId: tx.wallet_id!, chain: settlement.chain, amount }));
-      return { status: 202, body: settlementView(settlement) };
+      return reply(async (unit) => {
+        await sandboxWalletTransfer(unit, deps.config, auth, { settlementId: settlement.id, walletId: tx.wallet_id!, chain: settlement.chain, amount });
+        return { status: 202, body: settlementView(settlement) };
+      });
     },
   },
   {
@@ -134,10 +135,10 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('SandboxSimulateRequest'), examples: { fail: { summary: 'Fail it with your own code', value: { outcome: 'failed', failure_code: 'beneficiary_bank_closed' } } } },
     responses: { '200': { description: 'The transaction as it now stands.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params, body }) => ({
+    handler: async ({ deps, auth, params, body, reply }) => reply(async (unit) => ({
       status: 200,
-      body: transactionView(await inUnit(deps, (unit) => simulateOutcome(unit, chainFor('sandbox', deps.config), auth, (params as { id: string }).id, body as SimulateInput))),
-    }),
+      body: transactionView(await simulateOutcome(unit, chainFor('sandbox', deps.config), auth, (params as { id: string }).id, body as SimulateInput)),
+    })),
   },
   {
     method: 'post',
@@ -154,16 +155,15 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('SandboxPayRequest'), examples: { mpesa: { summary: 'Pay by mobile money', value: { method: 'mobile_money' } }, usdc: { summary: 'Pay in USDC', value: { method: 'stablecoin' } } } },
     responses: { '202': { description: 'The intent as it stands; the payment lands a step later.', schema: ref('PaymentIntent') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ deps, auth, params, body, reply }) => {
       const { method } = body as { method: IntentPaymentMethod };
-      const intent = await inUnit(deps, async (unit) => {
+      return reply(async (unit) => {
         const found = await findPaymentIntent(unit.em, auth, (params as { id: string }).id, true);
         if (found.status !== 'awaiting_payment') throw AppError.invalidState(`This payment intent is ${found.status}.`, { status: found.status });
         if (!found.accepted_payment_methods.includes(method)) throw AppError.invalidState(`This payment intent does not accept ${method}.`, { accepted_payment_methods: found.accepted_payment_methods });
         await unit.stage(intentJobs.sandboxPay(found.id, method, randomUUID(), deps.config.sandboxStepMs), auth);
-        return found;
+        return { status: 202, body: paymentIntentView(found) };
       });
-      return { status: 202, body: paymentIntentView(intent) };
     },
   },
 ];

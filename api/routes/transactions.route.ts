@@ -1,5 +1,4 @@
 import { AppError } from '../../shared/errors.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
 import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
@@ -165,8 +164,8 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('ConfirmTransactionRequest') },
     responses: { '202': { description: 'Noted; the transaction as it stands.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params, body }) => {
-      const tx = await inUnit(deps, async (unit) => {
+    handler: async ({ auth, params, body, reply }) =>
+      reply(async (unit) => {
         const found = await findTransaction(unit.em, auth, byId(params), true);
         if (found.direction !== 'offramp' || !['created', 'awaiting_funds', 'action_required'].includes(found.status)) {
           throw AppError.invalidState(`An ${found.direction === 'offramp' ? 'off-ramp' : 'on-ramp'} that is ${found.status} does not wait for a transfer.`, { status: found.status });
@@ -178,10 +177,8 @@ export const routes: RouteDef[] = [
         ]);
         // Live: the settlement pool reads that receipt at once. Sandbox transfers are played with the sandbox control.
         if (auth.environment === 'live') await unit.stage(receiptJob('live', found.chain, hash), auth);
-        return found;
-      });
-      return { status: 202, body: transactionView(tx) };
-    },
+        return { status: 202, body: transactionView(found) };
+      }),
   },
   {
     method: 'post',
@@ -198,10 +195,10 @@ export const routes: RouteDef[] = [
     requiresLiveEnabled: true,
     pathParams: { id: uuidParam },
     responses: { '202': { description: 'Accepted; the transaction as it now stands.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params }) => ({
+    handler: async ({ deps, auth, params, reply }) => reply(async (unit) => ({
       status: 202,
-      body: transactionView(await inUnit(deps, (unit) => retryTransaction(unit, deps.config, auth, byId(params)))),
-    }),
+      body: transactionView(await retryTransaction(unit, deps.config, auth, byId(params))),
+    })),
   },
   {
     method: 'post',
@@ -226,9 +223,9 @@ export const routes: RouteDef[] = [
       examples: { origin: { summary: 'Back to the refund destination', value: {} }, elsewhere: { summary: 'To another address', value: { refund_address: '0x52908400098527886E0F7030069857D2E4169EE7' } } },
     },
     responses: { '202': { description: 'Accepted; the transaction with its `refund`.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params, body }) => ({
+    handler: async ({ deps, auth, params, body, reply }) => reply(async (unit) => ({
       status: 202,
-      body: transactionView(await inUnit(deps, (unit) => requestRefund(unit, chainFor(auth.environment, deps.config), auth, byId(params), (body ?? {}) as RefundRequest))),
-    }),
+      body: transactionView(await requestRefund(unit, chainFor(auth.environment, deps.config), auth, byId(params), (body ?? {}) as RefundRequest)),
+    })),
   },
 ];

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { TREASURY_WITHDRAWAL_STATUSES } from '../../shared/domain/machines.js';
 import {
@@ -76,10 +75,8 @@ export const routes: RouteDef[] = [
       examples: { withdraw: { summary: 'Withdraw 250 USDC', value: { wallet_id: EXAMPLE_ID, amount: '250.00', external_reference: 'sweep-2026-11' } } },
     },
     responses: { '201': { description: 'The withdrawal, pending.', schema: ref('TreasuryWithdrawal') } },
-    handler: async ({ deps, auth, body }) => {
-      const row = await inUnit(deps, (unit) => createWithdrawal(unit, deps.config, auth, randomUUID(), body as CreateWithdrawalInput));
-      return { status: 201, body: withdrawalView(row) };
-    },
+    handler: async ({ deps, auth, body, reply }) =>
+      reply(async (unit) => ({ status: 201, body: withdrawalView(await createWithdrawal(unit, deps.config, auth, randomUUID(), body as CreateWithdrawalInput)) })),
   },
   {
     method: 'get',

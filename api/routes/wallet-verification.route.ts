@@ -1,5 +1,4 @@
 import { checkChallengeSignature, createChallenge, verifyWallet } from '../../shared/domain/wallet-ownership.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { walletView } from '../../shared/domain/wallets.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
@@ -43,7 +42,7 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '201': { description: 'The challenge to sign.', schema: ref('WalletVerificationChallenge') } },
-    handler: async ({ deps, auth, params }) => ({ status: 201, body: await inUnit(deps, (unit) => createChallenge(unit.em, deps.config, auth, walletId(params))) }),
+    handler: async ({ deps, auth, params, reply }) => reply(async (unit) => ({ status: 201, body: await createChallenge(unit.em, deps.config, auth, walletId(params)) })),
   },
   {
     method: 'post',
@@ -59,10 +58,10 @@ export const routes: RouteDef[] = [
     pathParams: walletPath,
     body: { schema: ref('VerifyWalletRequest') },
     responses: { '200': { description: 'The verified wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ deps, auth, params, body, reply }) => {
       const input = body as { challenge_id: string; signature: string };
       await checkChallengeSignature(deps.ds, deps.config, auth, walletId(params), input);
-      return { status: 200, body: walletView(await inUnit(deps, (unit) => verifyWallet(unit, auth, walletId(params), input.challenge_id))) };
+      return reply(async (unit) => ({ status: 200, body: walletView(await verifyWallet(unit, auth, walletId(params), input.challenge_id)) }));
     },
   },
 ];

@@ -1,5 +1,4 @@
 import { archiveWallet, findWallet, registerExternalWallet, WALLET_COLUMNS, WALLET_FROM, walletView, type RegisterWalletInput, type WalletRow } from '../../shared/domain/wallets.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../../shared/db/pagination.js';
 import { listPage } from '../../shared/db/pagination.js';
@@ -66,7 +65,7 @@ export const routes: RouteDef[] = [
       external: { summary: 'A customer\'s own wallet on Base', value: { address: '0x52908400098527886E0F7030069857D2E4169EE7', chain: 'base', label: 'Treasury Safe' } },
     } },
     responses: { '201': { description: 'The registered wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, body }) => ({ status: 201, body: walletView(await await inUnit(deps, (unit) => registerExternalWallet(unit.em, auth, body as RegisterWalletInput))) }),
+    handler: async ({ auth, body, reply }) => reply(async (unit) => ({ status: 201, body: walletView(await registerExternalWallet(unit.em, auth, body as RegisterWalletInput)) })),
   },
   {
     method: 'get',
@@ -118,6 +117,6 @@ export const routes: RouteDef[] = [
     scope: 'wallets:write',
     pathParams: walletPath,
     responses: { '200': { description: 'The archived wallet.', schema: ref('Wallet') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: walletView(await await inUnit(deps, (unit) => archiveWallet(unit, auth, walletId(params)))) }),
+    handler: async ({ auth, params, reply }) => reply(async (unit) => ({ status: 200, body: walletView(await archiveWallet(unit, auth, walletId(params))) })),
   },
 ];

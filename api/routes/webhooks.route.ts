@@ -1,5 +1,4 @@
 import { AppError } from '../../shared/errors.js';
-import { inUnit } from '../../shared/db/unit-of-work.js';
 import { findScoped, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { EVENT_TYPES } from '../../shared/domain/machines.js';
 import {
@@ -163,17 +162,16 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     body: { schema: ref('RedeliverEventRequest'), required: false, examples: { all: { summary: 'To every endpoint that takes it', value: {} } } },
     responses: { '202': { description: 'Queued for these endpoints.', schema: ref('Redelivery') } },
-    handler: async ({ deps, auth, params, body }) => {
+    handler: async ({ auth, params, body, reply }) => {
       const eventId = byId(params);
-      const endpointIds = await inUnit(deps, async (unit) => {
+      return reply(async (unit) => {
         await findScoped(unit.em, { from: 'events e', columns: 'e.id', resource: 'event' }, auth, eventId);
         const endpointId = (body as { endpoint_id?: string } | undefined)?.endpoint_id;
         if (endpointId) await findEndpoint(unit.em, auth, endpointId);
         const queued = await redeliverEvent(unit, auth, eventId, endpointId);
         if (!queued.length) throw AppError.invalidState('No enabled webhook endpoint takes this event.', { event_id: eventId });
-        return queued;
+        return { status: 202, body: { event_id: eventId, endpoint_ids: queued } };
       });
-      return { status: 202, body: { event_id: eventId, endpoint_ids: endpointIds } };
     },
   },
   {
@@ -195,11 +193,13 @@ export const routes: RouteDef[] = [
       },
     },
     responses: { '201': { description: 'The endpoint, with its secret.', schema: ref('WebhookEndpoint') } },
-    handler: async ({ deps, auth, body }) => {
+    handler: async ({ deps, auth, body, reply }) => {
       const input = body as CreateEndpointInput;
       const url = await checkEndpointUrl(input.url, endpointPolicy(deps.config, auth.environment));
-      const { row, secret } = await inUnit(deps, (unit) => createEndpoint(unit, deps.config.encryptionKeys, auth, url, input));
-      return { status: 201, body: endpointView(row, secret), replayBody: endpointView(row) };
+      return reply(async (unit) => {
+        const { row, secret } = await createEndpoint(unit, deps.config.encryptionKeys, auth, url, input);
+        return { status: 201, body: endpointView(row, secret), replayBody: endpointView(row) };
+      });
     },
   },
   {
@@ -238,7 +238,7 @@ export const routes: RouteDef[] = [
     scope: 'webhooks:write',
     pathParams: { id: uuidParam },
     responses: { '200': { description: 'The deleted endpoint (`status: deleted`).', schema: ref('WebhookEndpoint') } },
-    handler: async ({ deps, auth, params }) => ({ status: 200, body: endpointView(await inUnit(deps, (unit) => deleteEndpoint(unit, auth, byId(params)))) }),
+    handler: async ({ auth, params, reply }) => reply(async (unit) => ({ status: 200, body: endpointView(await deleteEndpoint(unit, auth, byId(params))) })),
   },
   {
     method: 'post',
@@ -250,10 +250,10 @@ export const routes: RouteDef[] = [
     scope: 'webhooks:write',
     pathParams: { id: uuidParam },
     responses: { '200': { description: 'The endpoint, with its new secret.', schema: ref('WebhookEndpoint') } },
-    handler: async ({ deps, auth, params }) => {
-      const { row, secret } = await inUnit(deps, (unit) => rotateSecret(unit, deps.config.encryptionKeys, auth, byId(params)));
+    handler: async ({ deps, auth, params, reply }) => reply(async (unit) => {
+      const { row, secret } = await rotateSecret(unit, deps.config.encryptionKeys, auth, byId(params));
       return { status: 200, body: endpointView(row, secret), replayBody: endpointView(row) };
-    },
+    }),
   },
   {
     method: 'post',
@@ -268,14 +268,13 @@ export const routes: RouteDef[] = [
     scope: 'webhooks:write',
     pathParams: { id: uuidParam },
     responses: { '202': { description: 'Queued.', schema: ref('WebhookTest') } },
-    handler: async ({ deps, auth, params }) => {
+    handler: async ({ auth, params, reply }) => {
       const endpointId = byId(params);
-      const eventId = await inUnit(deps, async (unit) => {
+      return reply(async (unit) => {
         const endpoint = await findEndpoint(unit.em, auth, endpointId);
         if (endpoint.status === 'disabled') throw AppError.invalidState('This webhook endpoint is disabled: register it again to send it events.', { status: endpoint.status });
-        return sendTestEvent(unit, auth, endpoint.id);
+        return { status: 202, body: { event_id: await sendTestEvent(unit, auth, endpoint.id), webhook_endpoint_id: endpointId } };
       });
-      return { status: 202, body: { event_id: eventId, webhook_endpoint_id: endpointId } };
     },
   },
   {

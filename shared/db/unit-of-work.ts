@@ -9,6 +9,7 @@ import type { EventType } from '../domain/machines.js';
 import { postAtCommit, type EntryInput } from '../domain/ledger.js';
 import { isStalePlan, planOnce } from './prepared-client.js';
 import { endpointTakes, webhookJobs } from '../webhooks/fan-out.js';
+import { insertRecordInUnit, recordInsert, recordParams, type DurableAnswer } from './idempotency-records.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
 export interface UnitDeps {
@@ -50,12 +51,18 @@ const DELIVERY = webhookJobs.deliver('MESSAGE', 'ENDPOINT', 0, 1);
 const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
 
 /**
- * Writes the unit's events, one webhook message per event and endpoint that takes it, and the outbox rows of the
- * unit's jobs and of each message's first delivery, all in one statement (one round trip per unit, not two).
- * Answers the staged jobs, to be dispatched after the commit.
+ * Writes the unit's events, one webhook message per event and endpoint that takes it, the outbox rows of the unit's
+ * jobs and of each message's first delivery, and the request's idempotency record, all in one statement (one round
+ * trip per unit, not two). Answers the staged jobs, to be dispatched after the commit. A record whose key an earlier
+ * request holds fails the statement, and the unit with it (idempotency-records.ts, isRecordConflict).
  */
-async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[]): Promise<StagedJob[]> {
-  if (!events.length && !jobs.length) return [];
+async function writeEventsAndJobs(
+  em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[], answer: DurableAnswer | null,
+): Promise<StagedJob[]> {
+  if (!events.length && !jobs.length) {
+    if (answer) await insertRecordInUnit(em, answer);
+    return [];
+  }
   const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null }[] = await em.query(
     planOnce(`WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
@@ -70,6 +77,7 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
          JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
         WHERE ${endpointTakes('ev.type')}
        RETURNING id, endpoint_id, business_id, environment),
+     idem AS (${recordInsert(19)}),
      staged AS (
        SELECT b, e, q, n, i, p, d, o FROM ${outboxRowsFrom(5)}
        UNION ALL
@@ -82,6 +90,7 @@ async function writeEventsAndJobs(em: EntityManager, events: PendingEvent[], job
       events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)),
       ...outboxParams(jobs),
       JOB_QUEUES[DELIVERY.name], DELIVERY.name, DELIVERY_ID_HEAD, DELIVERY_ID_TAIL, JSON.stringify(DELIVERY.data), DELIVERY.delayMs ?? 0, jobs.length,
+      ...recordParams(answer),
     ],
   );
   // The unit's own jobs first, in the order staged (the insert's order), then each message's delivery.
@@ -102,10 +111,10 @@ const ATTEMPTS = 3;
  * writes through the unit, so nothing of the failed attempt remains); so is one that met a prepared statement a
  * migration made stale (prepared-client.ts: the retry runs that statement unnamed).
  */
-export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Promise<T> {
+export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>, options: UnitOptions<T> = {}): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runUnit(deps, work);
+      return await runUnit(deps, work, options);
     } catch (err) {
       const stale = isStalePlan(err);
       if (attempt >= ATTEMPTS || !(stale || RETRYABLE.has((err as { code?: string }).code ?? ''))) throw err;
@@ -114,7 +123,15 @@ export async function inUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>
   }
 }
 
-async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Promise<T> {
+export interface UnitOptions<T> {
+  /**
+   * The request's idempotency record, from the unit's result: written with the events and jobs, in the same statement,
+   * so the resource never exists without it nor it without the resource.
+   */
+  answer?: (result: T) => DurableAnswer | null;
+}
+
+async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>, options: UnitOptions<T>): Promise<T> {
   const jobs: { job: JobRequest; scope: OutboxScope }[] = [];
   const events: PendingEvent[] = [];
   const postings: { scope: EventScope; entry: EntryInput }[] = [];
@@ -131,7 +148,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>): Pro
         postings.push({ scope, entry });
       },
     });
-    const staged = await writeEventsAndJobs(em, events, jobs);
+    const staged = await writeEventsAndJobs(em, events, jobs, options.answer?.(result) ?? null);
     await postAtCommit(em, postings);
     return { result, staged };
   });

@@ -173,15 +173,26 @@ export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: strin
   const quote = rows[0];
   if (!quote) throw new AppError('not_found', 'No such quote.', { param: 'quote_id' });
   const status = effectiveStatus(quote);
-  if (status === 'consumed') throw new AppError('quote_already_used', 'This quote has already started a transaction; request a new quote.', { quote_id: quoteId });
+  if (status === 'consumed') throw await quoteAlreadyUsed(unit, quoteId);
   if (status === 'expired') throw new AppError('quote_expired', 'This quote has expired; request a new quote.', { quote_id: quoteId, expires_at: quote.expires_at?.toISOString() });
   if (status !== 'available') throw new AppError('quote_not_available', `This quote is ${status} and cannot be used.`, { quote_id: quoteId, status });
   if (quote.direction !== direction) {
     throw new AppError('quote_direction_mismatch', `This is an ${quote.direction} quote; it cannot start an ${direction}.`, { quote_id: quoteId, direction: quote.direction });
   }
   const moved = await transition(unit, QUOTE_MACHINE, { scope, id: quoteId, to: 'consumed', expected: quote.status, view: () => ({}) });
-  if (!moved) throw new AppError('quote_already_used', 'This quote has already started a transaction; request a new quote.', { quote_id: quoteId });
+  if (!moved) throw await quoteAlreadyUsed(unit, quoteId);
   return quote;
+}
+
+/**
+ * The quote (the caller's: it was read in the caller's scope) already started a transaction: the answer names it, so
+ * a client whose first answer was lost follows that payment instead of quoting and paying a second time.
+ */
+async function quoteAlreadyUsed(unit: Unit, quoteId: string): Promise<AppError> {
+  const [started]: { id: string }[] = await unit.em.query(planOnce(`SELECT id FROM transactions WHERE quote_id = $1`), [quoteId]);
+  return started
+    ? new AppError('quote_already_used', `This quote already started transaction ${started.id}; retrieve that transaction (GET /transactions/{id}) instead of starting another.`, { quote_id: quoteId, transaction_id: started.id })
+    : new AppError('quote_already_used', 'This quote has already been used.', { quote_id: quoteId });
 }
 
 export interface NewTransaction {

@@ -10,6 +10,8 @@ export type QueueName = Pool;
 export interface JobPayloads {
   /** Bookkeeping: removes outbox rows that were dispatched long ago. */
   'outbox.cleanup': { olderThanHours: number };
+  /** Bookkeeping: deletes idempotency records past their retention, `batch` rows per statement. */
+  'idempotency.purge': { olderThanSeconds: number; batch: number };
   /** Derives managed-wallet and deposit addresses ahead of need, up to ADDRESS_POOL_SIZE for the environment. */
   'addresses.refill': { environment: 'sandbox' | 'live' };
   /** Finds rows stuck in a pending state and enqueues their job again (same deterministic id). */
@@ -95,6 +97,7 @@ export interface JobSpec {
 
 export const JOBS: { [N in JobName]: JobSpec } = {
   'outbox.cleanup': { queue: 'webhooks', attempts: 3, backoffMs: 60_000 },
+  'idempotency.purge': { queue: 'webhooks', attempts: 3, backoffMs: 60_000 },
   'addresses.refill': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   'engine.sweep': { queue: 'pricing', attempts: 1, backoffMs: 1000 },
   // Scheduled every second: a failed one is simply the next one.

@@ -53,10 +53,14 @@ describe('beneficiary details at rest', () => {
     expect(row.details_tag.length).to.equal(16);
   });
 
-  it('never shows a full account number, phone, IBAN or email in responses, logs, Redis, events or jobs', async () => {
+  it('never shows a full account number, phone, IBAN or email in responses, logs, Redis, idempotency records, events or jobs', async () => {
     const secrets: string[] = [];
     const bodies: string[] = [];
-    const seen = (res: { text: string }) => bodies.push(res.text);
+    const requestIds: string[] = [];
+    const seen = (res: { text: string; headers: Record<string, string> }) => {
+      requestIds.push(res.headers['x-request-id']);
+      bodies.push(res.text);
+    };
     for (const c of listCorridors().filter((x) => x.fields.some((f) => f.sensitive))) {
       const valid = CORRIDOR_EXAMPLES[`${c.currency}:${c.payment_method}`].valid;
       for (const f of c.fields) if (f.sensitive && valid[f.name]) secrets.push(valid[f.name]);
@@ -89,7 +93,10 @@ describe('beneficiary details at rest', () => {
     const ds = await getDs();
     const events = await ds.query(`SELECT data::text AS t FROM events WHERE business_id = $1`, [biz.businessId]);
     const jobs = await ds.query(`SELECT payload::text AS t FROM outbox_jobs WHERE business_id = $1`, [biz.businessId]);
-    const everywhere = [...bodies, logText, ...redisValues, ...events.map((e: { t: string }) => e.t), ...jobs.map((j: { t: string }) => j.t)].join('\n');
+    // The durable idempotency records of this test's requests (their request ids are the answers' X-Request-Id).
+    const records = await ds.query(`SELECT fingerprint || ' ' || body AS t FROM idempotency_records WHERE request_id = ANY($1)`, [requestIds]);
+    expect(records.length).to.be.greaterThan(0);
+    const everywhere = [...bodies, logText, ...redisValues, ...events.map((e: { t: string }) => e.t), ...jobs.map((j: { t: string }) => j.t), ...records.map((r: { t: string }) => r.t)].join('\n');
     for (const secret of secrets) expect(everywhere.split("\n").filter((l) => l.includes(secret)).map((l) => l.slice(0, 600)), secret).to.deep.equal([]);
   });
 

@@ -1,5 +1,6 @@
 import type { JobPayloads } from '../../shared/queues/registry.js';
 import { defineJob } from '../job-definition.js';
+import { purgeRecords } from '../../shared/db/idempotency-records.js';
 
 export type CleanupOutboxJobData = JobPayloads['outbox.cleanup'];
 
@@ -12,5 +13,15 @@ export const cleanupOutboxJob = defineJob({
       [job.data.olderThanHours],
     );
     return result[1];
+  },
+});
+
+/** Idempotency records past their retention (IDEMPOTENCY_TTL_SECONDS), in batches: no long lock, no long snapshot. */
+export const purgeIdempotencyJob = defineJob({
+  name: 'idempotency.purge',
+  async process(job, deps) {
+    const deleted = await purgeRecords(deps.ds, job.data.olderThanSeconds, job.data.batch);
+    if (deleted) deps.log.info({ deleted }, 'idempotency records past their retention deleted');
+    return deleted;
   },
 });

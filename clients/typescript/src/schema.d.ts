@@ -1322,6 +1322,11 @@ export interface components {
             details: {
                 /** Format: uuid */
                 quote_id: string;
+                /**
+                 * Format: uuid
+                 * @description The transaction this quote started (it is yours): retrieve it rather than starting another.
+                 */
+                transaction_id?: string;
             };
         };
         InvalidStateError: {
