@@ -88,8 +88,12 @@ describe('live chain rails on Anvil', function () {
     expect(await history(seen.id)).to.deep.equal(['created', 'awaiting_funds', 'funded', 'processing', 'completed']);
     // The sweep: the deposit address is emptied into the hot wallet (its gas topped up from there first).
     await until(async () => (await usdcOf(settlement.to_address)) === 0n, { what: 'the deposit address swept' });
-    const [sweep]: { status: string; amount: string; to_address: string }[] = await (await getDs()).query(
-      `SELECT status, amount::text, to_address FROM chain_sends WHERE purpose = 'sweep' AND from_address = $1`, [settlement.to_address.toLowerCase()]);
+    // The chain has it; the send's row says mined once its receipt is read (a job of its own, a moment later).
+    const sweep = await until(async () => {
+      const [row]: { status: string; amount: string; to_address: string }[] = await (await getDs()).query(
+        `SELECT status, amount::text, to_address FROM chain_sends WHERE purpose = 'sweep' AND from_address = $1`, [settlement.to_address.toLowerCase()]);
+      return row?.status === 'mined' && row;
+    }, { what: 'the sweep recorded mined' });
     expect(sweep).to.deep.include({ status: 'mined', amount: total.toString(), to_address: hot.toLowerCase() });
   });
 
