@@ -14,7 +14,7 @@ export class PreflightError extends Error {}
  * does not exist (3D000) does it connect to `postgres` and create it.
  */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
-  const { url: target, ssl } = databaseSettings(databaseUrl);
+  const { url: target, ssl } = databaseSettings(databaseUrl, 'DATABASE_URL', process.env.NODE_ENV === 'production');
   const url = new URL(target);
   const name = decodeURIComponent(url.pathname.slice(1));
   const probe = new pg.Client({ connectionString: target, ssl, connectionTimeoutMillis: 3000 });

@@ -25,8 +25,14 @@ export interface DatabaseSettings {
   databasePoolSize: number | null;
 }
 
-/** A PostgreSQL URL without `sslmode` (pg would let it override the ssl option), and the ssl option it asked for. */
-export function databaseSettings(rawUrl: string, name = 'DATABASE_URL'): { url: string; ssl: DatabaseSettings['databaseSsl'] } {
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|)$/i;
+
+/**
+ * A PostgreSQL URL without `sslmode` (pg would let it override the ssl option), and the ssl option it asked for. With
+ * no `sslmode`, production connects to a host other than this machine over TLS, unverified, as `sslmode=require`
+ * would: Heroku Postgres hands out a DATABASE_URL without it and refuses plain connections (`sslmode=disable` opts out).
+ */
+export function databaseSettings(rawUrl: string, name = 'DATABASE_URL', production = false): { url: string; ssl: DatabaseSettings['databaseSsl'] } {
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -35,7 +41,8 @@ export function databaseSettings(rawUrl: string, name = 'DATABASE_URL'): { url: 
   }
   const mode = url.searchParams.get('sslmode');
   url.searchParams.delete('sslmode');
-  if (!mode || mode === 'disable') return { url: url.toString(), ssl: false };
+  if (!mode) return { url: url.toString(), ssl: production && !LOOPBACK.test(url.hostname) ? { rejectUnauthorized: false } : false };
+  if (mode === 'disable') return { url: url.toString(), ssl: false };
   const verify = mode === 'verify-full' || mode === 'verify-ca';
   return { url: url.toString(), ssl: { rejectUnauthorized: verify } };
 }
@@ -56,9 +63,10 @@ function count(env: NodeJS.ProcessEnv, name: string, fallback: number | null, mi
 export function databaseConfig(env: NodeJS.ProcessEnv): DatabaseSettings {
   // DATABASE_DIRECT_URL set: DATABASE_URL is the pooled one (unless DATABASE_CONNECTION_POOL_URL names the pooler).
   const twin = env.DATABASE_DIRECT_URL || '';
-  const direct = databaseSettings(twin || env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway', twin ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL');
+  const production = env.NODE_ENV === 'production';
+  const direct = databaseSettings(twin || env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/rampway', twin ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL', production);
   const poolName = env.DATABASE_CONNECTION_POOL_URL ? 'DATABASE_CONNECTION_POOL_URL' : twin && env.DATABASE_URL ? 'DATABASE_URL' : null;
-  const pooled = poolName ? databaseSettings(env[poolName]!, poolName) : null;
+  const pooled = poolName ? databaseSettings(env[poolName]!, poolName, production) : null;
   const rejectUnauthorized = env.DATABASE_SSL_REJECT_UNAUTHORIZED === 'true';
   const ssl = (s: DatabaseSettings['databaseSsl']) => (rejectUnauthorized && s ? { rejectUnauthorized: true } : s);
   return {

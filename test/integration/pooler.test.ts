@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { databaseConfig } from '../../shared/config-database.js';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +25,16 @@ describe('configuration: the pooled URL, the direct one, prepared statements, po
     expect(c.databasePoolUrl).to.equal('postgres://u@pooler:6432/app');
     expect(c.databasePoolSsl).to.deep.equal({ rejectUnauthorized: false });
     expect(c.databaseSsl).to.equal(false);
+  });
+  it('production reaches a database host of its own over TLS with no sslmode in the URL (Heroku Postgres hands out none); this machine stays plain; sslmode=disable opts out', () => {
+    const heroku = { NODE_ENV: 'production', DATABASE_URL: 'postgres://u:p@ec2-1-2-3-4.compute-1.amazonaws.com:5432/d8a', DATABASE_CONNECTION_POOL_URL: 'postgres://u:p@ec2-1-2-3-4.compute-1.amazonaws.com:5433/d8a' };
+    const c = databaseConfig(heroku);
+    expect([c.databaseSsl, c.databasePoolSsl]).to.deep.equal([{ rejectUnauthorized: false }, { rejectUnauthorized: false }]);
+    expect(databaseConfig({ ...heroku, DATABASE_SSL_REJECT_UNAUTHORIZED: 'true' }).databaseSsl).to.deep.equal({ rejectUnauthorized: true });
+    expect(databaseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/rampway' }).databaseSsl).to.equal(false);
+    expect(databaseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://postgres@localhost/rampway' }).databaseSsl).to.equal(false);
+    expect(databaseConfig({ NODE_ENV: 'production', DATABASE_URL: `${heroku.DATABASE_URL}?sslmode=disable` }).databaseSsl).to.equal(false);
+    expect(databaseConfig({ DATABASE_URL: heroku.DATABASE_URL }).databaseSsl, 'development: as the URL says').to.equal(false);
   });
   it('the other hosts\' naming: a pooled DATABASE_URL and its unpooled twin in DATABASE_DIRECT_URL', () => {
     const c = loadConfig({ DATABASE_URL: 'postgres://u@pooler:6432/app', DATABASE_DIRECT_URL: 'postgres://u@direct:5432/app' });
