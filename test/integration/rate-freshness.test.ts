@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import { writeHeaders } from '../helpers/factories.js';
 import { getDs } from '../helpers/shared.js';
+import { until } from '../helpers/until.js';
 import { BASE } from '../helpers/wallets.js';
 import { startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { freshRateFromSource, rateRefreshEveryMs, storedFreshRate } from '../../shared/domain/rates.js';
@@ -44,6 +45,10 @@ describe('live rates kept fresh ahead of need (RATE_MAX_AGE_SECONDS 3)', functio
     const config = rail.pools.deps.config;
     const cache = createWorkerRedis(config.redisUrl);
     const currency = 'KES';
+    // The pool's own scheduled refreshes (every 750 ms here) would ask the source and store its rate meanwhile.
+    const pricing = rail.pools.deps.queues.pricing;
+    await pricing.pause();
+    await until(async () => (await pricing.getActiveCount()) === 0, { what: 'the pricing pool idle' });
     try {
       // The cache holds a fresh observation the stored row does not (another worker's, or one whose store lagged).
       const observed = { rate: '131.5', as_of: new Date().toISOString() };
@@ -55,6 +60,7 @@ describe('live rates kept fresh ahead of need (RATE_MAX_AGE_SECONDS 3)', functio
       expect(await storedFreshRate(ds, 'live', currency, Number(MAX_AGE))).to.deep.equal(observed);
     } finally {
       cache.disconnect();
+      await pricing.resume();
     }
   });
 
