@@ -57,8 +57,8 @@ export async function startService(overrides: Record<string, string> = {}, optio
   const { logDir } = options;
   if (logDir) mkdirSync(logDir, { recursive: true });
   const logOf = (name: string) => (logDir ? path.join(logDir, `${name}.log`) : undefined);
-  const web = await startProcess('api/main.ts', webEnv(env), 'web listening', [], logOf('web'));
-  let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started', [], logOf('workers'));
+  const web = await startProcess('api/main.ts', webEnv(env), 'web listening', [], { logFile: logOf('web') });
+  let workers: Started | null = await startProcess('workers/main.ts', env, 'workers started', [], { logFile: logOf('workers') });
   const base = `http://127.0.0.1:${port}/api/v1/business`;
   return {
     base,
@@ -71,7 +71,7 @@ export async function startService(overrides: Record<string, string> = {}, optio
       workers = null;
     },
     async startWorkers() {
-      workers ??= await startProcess('workers/main.ts', env, 'workers started', [], logOf('workers'));
+      workers ??= await startProcess('workers/main.ts', env, 'workers started', [], { logFile: logOf('workers') });
     },
     async stop() {
       if (workers) await stopProcess(workers);

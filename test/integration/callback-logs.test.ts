@@ -29,7 +29,7 @@ describe('provider callback tokens in the web process log, and the callback thro
       ...(process.env as Record<string, string>), LOG_LEVEL: 'info', PORT: String(port), TRUST_PROXY: '1',
       ...darajaEnv(nowhere as FakeDaraja, 'https://rampway.example', darajaToken), ...momoEnv(nowhere as FakeMomo, 'https://rampway.example', momoToken),
     };
-    web = await startProcess('api/main.ts', webEnv(env), 'web listening', [], logFile);
+    web = await startProcess('api/main.ts', webEnv(env), 'web listening', [], { logFile });
   });
   after(async () => {
     if (web) await stopProcess(web);

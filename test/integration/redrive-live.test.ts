@@ -99,7 +99,7 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
     // (The pools run beside this test: a send of theirs from the same wallet may take the nonce right after the
     // first, so the second's is the next one free after every nonce we have recorded, never one the chain forgot.)
     const second = (await send(deps, input(`reorg-second-${Date.now()}`)))!;
-    expect(BigInt(second.nonce)).to.be.greaterThan(BigInt(first.nonce));
+    expect(BigInt(second.nonce) > BigInt(first.nonce), 'a nonce after the first').to.equal(true);
     const between: { nonce: string }[] = await deps.ds.query(
       `SELECT nonce::text FROM chain_sends WHERE environment = 'live' AND chain = 'base' AND from_address = $1 AND nonce > $2 AND nonce < $3 ORDER BY nonce`,
       [first.from_address, first.nonce, second.nonce]);
