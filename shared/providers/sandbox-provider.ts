@@ -10,7 +10,7 @@ import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderDeps, Prov
 import type { EventScope } from '../domain/events.js';
 import { planOnce } from '../db/prepared-client.js';
 import { decideSandboxRepeat, OUTCOME_FIELDS, outcomeColumns, outcomeOfRow, outcomeSet, type OutcomeRow } from '../kernel/provider-records.js';
-import { requestRow, settleRequest, SNAPSHOT_COLUMNS, type RequestRow } from './provider-requests.js';
+import { carryOut, requestRow, settleRequest, snapshotOf, SNAPSHOT_COLUMNS, type RequestRow } from './provider-requests.js';
 
 /** Suffixes of a phone number, account number (or other destination) that pick a sandbox outcome. */
 export const SANDBOX_MAGIC = Object.freeze({ declinedCollection: '0001', rejectedPayout: '0002', temporaryPayout: '0003' });
@@ -140,9 +140,10 @@ export class SandboxProvider implements PaymentProvider {
   }
 
   /**
-   * One statement, so concurrent calls serialize on the row: the first inserts; later ones count an attempt and get the
-   * recorded outcome, except after a temporary failure, which is evaluated again. A reference reused for another
-   * business or another request matches no row and is refused.
+   * The upsert serializes concurrent calls on the row: the first inserts; later ones count an attempt and get the
+   * recorded outcome, except after a temporary failure, which is evaluated again (decideSandboxRepeat, a compare-and-set
+   * on the status and evaluations it read). A reference reused for another business or another request matches no row
+   * and is refused.
    */
   private async record(kind: ProviderKind, scope: EventScope, reference: string, request: StoredRequest, evaluated: ProviderOutcome): Promise<ProviderOutcome> {
     const rows: (RequestRow & { attempts: number; inserted: boolean })[] = await this.db.query(
@@ -157,11 +158,11 @@ export class SandboxProvider implements PaymentProvider {
       throw AppError.invalidState(`The ${kind} reference ${reference} was already sent to the provider with a different request.`);
     }
     let row: RequestRow = rows[0];
-    // A repeat after a temporary failure is evaluated again; any other answer stands (decideSandboxRepeat).
-    if (!rows[0].inserted) {
-      const repeated = await settleRequest(this.db, { environment: scope.environment, kind, reference },
-        (r) => decideSandboxRepeat(r, evaluated));
-      row = repeated?.row ?? row;
+    // Decided on the row the upsert returned; read again only when it moved on before the write.
+    const change = rows[0].inserted ? null : decideSandboxRepeat(snapshotOf(rows[0]), evaluated);
+    if (change && change.kind !== 'keep') {
+      row = (await carryOut(this.db, rows[0], change))
+        ?? (await settleRequest(this.db, { environment: scope.environment, kind, reference }, (r) => decideSandboxRepeat(r, evaluated)))?.row ?? row;
     }
     const outcome = outcomeOfRow(row) as ProviderOutcome;
     this.log.info({ provider: this.id, kind, reference, businessId: scope.businessId, environment: scope.environment, status: outcome.status, attempt: rows[0].attempts }, 'provider request');
