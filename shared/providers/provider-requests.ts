@@ -1,5 +1,6 @@
 // Where live adapters record their requests (provider_requests): one row per (kind, our reference), written as
-// `sending` before anything leaves, with the provider's latest answer. A final answer is never overwritten.
+// `sending` before anything leaves, with the provider's latest answer in typed columns. What each write does is
+// decided by shared/kernel/provider-records.ts and carried out here as a compare-and-set (PROVIDER_REQUEST_MACHINE).
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import { updateReturning } from '../db/unit-of-work.js';
