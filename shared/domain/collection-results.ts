@@ -15,6 +15,8 @@ import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
 import { onrampAfterUnpaidPrompt } from '../kernel/stk-results.js';
+import { decideSuccess } from '../kernel/provider-records.js';
+import { settleRequest } from '../providers/provider-requests.js';
 
 /** A live collection request as provider_requests keeps it: our reference, the amount, a digest of the payer's MSISDN. */
 export interface CollectionRequest {
@@ -35,15 +37,15 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
   // A prompt Pull Transactions found paid knows its payment by receipt only: the callback that still comes names it too.
   const rows: CollectionRequest[] = result.reference
     ? await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND reference = $1`, [result.reference])
-    : await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'provider_reference' IN ($1, $2)`,
+    : await q.query(`SELECT ${COLUMNS} FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND provider_reference IN ($1, $2)`,
       [result.outcome.provider_reference, result.receipt ? pulledReference(result.receipt) : null]);
   if (rows[0] || result.reference || !result.claim || result.outcome.status !== 'succeeded') return rows[0];
   const payers = result.payers ?? [];
   if (!payers.length || !result.amount || !result.outcome.provider_reference) return undefined;
   const candidates: (CollectionRequest & { id: string; recent: boolean })[] = await q.query(
     `SELECT id, ${COLUMNS}, updated_at > now() - interval '${PROMPT_WINDOW_MINUTES} minutes' AS recent FROM provider_requests
-      WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' = 'sending'
-        AND outcome->>'provider_reference' IS NULL AND request->>'payer' = ANY($1::text[]) AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
+      WHERE environment = 'live' AND kind = 'collection' AND status = 'sending'
+        AND provider_reference IS NULL AND request->>'payer' = ANY($1::text[]) AND (request->>'amount')::numeric = $2::numeric AND updated_at > now() - interval '1 day'`,
     [payers, result.amount],
   );
   // A payer pays a prompt within its minute or two on the phone, and its callback follows: among several unnamed prompts
@@ -53,8 +55,7 @@ export async function collectionRequestFor(q: Queryable, result: ProviderCallbac
   const waiting = candidates.length === 1 ? candidates : recent;
   if (waiting.length !== 1) return undefined;
   const learned = await updateReturning<CollectionRequest>(q,
-    `UPDATE provider_requests SET outcome = outcome || jsonb_build_object('provider_reference', $2::text), updated_at = now()
-      WHERE id = $1 AND outcome->>'provider_reference' IS NULL RETURNING ${COLUMNS}`,
+    `UPDATE provider_requests SET provider_reference = $2, updated_at = now() WHERE id = $1 AND provider_reference IS NULL RETURNING ${COLUMNS}`,
     [waiting[0].id, result.outcome.provider_reference],
   );
   return learned[0];
@@ -91,11 +92,7 @@ async function receiptCredited(unit: Unit, receipt: string): Promise<string | un
 export async function applyCollection(unit: Unit, config: Config, reference: string, outcome: ProviderOutcome): Promise<string> {
   // Kept with its request in the unit that credits it: a success recorded but never applied would be asked about
   // under a name M-Pesa does not know (`pull-<receipt>`) for ever (issue 36 defect 8).
-  if (outcome.status === 'succeeded') {
-    await unit.em.query(
-      `UPDATE provider_requests SET outcome = $2, updated_at = now() WHERE environment = 'live' AND kind = 'collection' AND reference = $1 AND outcome->>'status' IS DISTINCT FROM 'succeeded'`,
-      [reference, JSON.stringify(outcome)]);
-  }
+  if (outcome.status === 'succeeded') await settleRequest(unit.em, { environment: 'live', kind: 'collection', reference }, (r) => decideSuccess(r, outcome), true);
   const credited = outcome.status === 'succeeded' && outcome.receipt ? await receiptCredited(unit, outcome.receipt) : undefined;
   if (credited) return `unchanged (already credited: ${credited})`;
   const intent = INTENT_REFERENCE.exec(reference);

@@ -32,9 +32,9 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
   resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch'
-    | 'chain_send' | 'chain_inflow';
+    | 'chain_send' | 'chain_inflow' | 'provider_request';
   /**
-   * A platform record (the chain's sends and inflows): no business scope, a bigint id, no history row or event; its
+   * A platform record (the chain's sends and inflows, a provider request): no business scope, a bigint id, no history row or event; its
    * moves are compare-and-sets all the same (moveRecord, transition.ts).
    */
   platform?: true;
@@ -240,6 +240,42 @@ export const CHAIN_INFLOW_MACHINE: Machine<ChainInflowStatus> = {
   resource: 'chain_inflow', table: 'chain_inflows', column: 'status', platform: true, announced: [],
   moves: { pending: ['credited', 'reorged'], reorged: ['pending'] },
 };
+
+export const PROVIDER_REQUEST_STATUSES = ['sending', 'pending', 'succeeded', 'declined', 'rejected', 'temporary_failure'] as const;
+export type ProviderRequestStatus = (typeof PROVIDER_REQUEST_STATUSES)[number];
+
+const NOT_FINAL = ['sending', 'pending', 'temporary_failure'] as const;
+const ANSWERS = ['pending', 'succeeded', 'declined', 'rejected', 'temporary_failure'] as const;
+
+/**
+ * A request to a fiat provider (provider_requests; its answer's other facts in typed columns beside `status`), moved by
+ * the decisions of shared/kernel/provider-records.ts. Created `sending` before it leaves (a live adapter's claim), or
+ * with the sandbox's own answer. The moves the code makes:
+ * - sending -> any answer: the provider's answer to the request that left (store), a status query's, a callback's.
+ * - pending or temporary_failure -> any answer (a pending one included): a later answer about the same request.
+ * - sending, pending or temporary_failure -> sending: a new send (markSending); sending -> sending, a send whose
+ *   answer was lost sent again under the `sends` it read.
+ * - succeeded, declined or rejected: final, never overwritten by an answer, except:
+ *   -> sending, only when the provider said the request ended without moving money (`ended`, markSending's rule;
+ *      the guard holds it in the UPDATE);
+ *   declined or rejected -> succeeded: a collection's success credited after its prompt ended unpaid (CONTRACT §14).
+ * The sandbox evaluates a temporary failure again (temporary_failure -> its new answer), and no other.
+ */
+export const PROVIDER_REQUEST_MACHINE: Machine<ProviderRequestStatus> = {
+  resource: 'provider_request', table: 'provider_requests', column: 'status', platform: true, announced: [],
+  moves: {
+    sending: ['sending', ...ANSWERS],
+    pending: ['sending', ...ANSWERS],
+    temporary_failure: ['sending', ...ANSWERS],
+    succeeded: ['sending'],
+    declined: ['sending', 'succeeded'],
+    rejected: ['sending', 'succeeded'],
+  },
+  guards: Object.fromEntries((['succeeded', 'declined', 'rejected'] as const).map((s) => [s, (to: string, t: string) => (to === 'sending' ? `${t}.ended` : null)])),
+};
+
+/** A provider request's statuses that are not its provider's last word: an answer may still replace them. */
+export const PROVIDER_REQUEST_OPEN: readonly ProviderRequestStatus[] = NOT_FINAL;
 
 /** The statuses from which `to` may be reached. */
 export function sourcesOf<S extends string>(machine: Machine<S>, to: S): S[] {

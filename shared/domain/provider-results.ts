@@ -17,6 +17,8 @@ import { answerOfOutcome, decidePayout, type PayoutAnswer, type PayoutFact, type
 import { TRANSACTION_COLUMNS, scopeOf, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
 import { NOW } from './transition.js';
+import { decideStatusAnswer } from '../kernel/provider-records.js';
+import { settleRequest } from '../providers/provider-requests.js';
 
 export { ResultTooEarlyError };
 
@@ -111,7 +113,7 @@ type PayoutFacts = Pick<ProviderCallback, 'answer' | 'queryId' | 'timedOut' | 'r
 /** A payout request row, locked, as the decisions read it. */
 export async function payoutRequestOf(unit: Unit, reference: string, environment: 'sandbox' | 'live' = 'live'): Promise<(PayoutRequestState & { claimedOutcome: ProviderOutcome | null }) | null> {
   const [row]: { environment: 'sandbox' | 'live'; status: string; answer: PayoutAnswer | null; conversation_id: string | null; sends: number; status_queries: string[]; claimed: ProviderOutcome | null }[] = await unit.em.query(
-    `SELECT environment, outcome->>'status' AS status, answer, conversation_id, sends, status_queries, claimed
+    `SELECT environment, status, answer, conversation_id, sends, status_queries, claimed
        FROM provider_requests WHERE environment = $2 AND kind = 'payout' AND reference = $1 FOR UPDATE`, [reference, environment]);
   if (!row) return null;
   return {
@@ -198,11 +200,7 @@ async function failPayout(unit: Unit, config: Config, tx: TransactionRow, outcom
 
 /** The final answer about the latest request is kept with the provider's word, so a later request reads it without asking. */
 async function recordAnswer(unit: Unit, reference: string, answer: PayoutAnswer, outcome: ProviderOutcome): Promise<void> {
-  await unit.em.query(
-    `UPDATE provider_requests SET answer = $2, outcome = CASE WHEN outcome->>'status' IN ('succeeded', 'declined', 'rejected') THEN outcome ELSE $3::jsonb END, claimed = NULL, updated_at = now()
-      WHERE environment = 'live' AND kind = 'payout' AND reference = $1`,
-    [reference, answer, JSON.stringify({ ...outcome, provider_reference: outcome.provider_reference ?? null })],
-  );
+  await settleRequest(unit.em, { environment: 'live', kind: 'payout', reference }, (r) => decideStatusAnswer(r, answer, outcome), true);
 }
 
 /** Checks before a request that never got its result is handed to the business (action_required). */

@@ -24,7 +24,7 @@ const minor = (value: string) => toMinor(value, USDC_SCALE);
  */
 export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'paid' | 'unpaid' | 'unknown'> {
   const [row]: { status: string; answer: PayoutAnswer | null }[] = await q.query(
-    `SELECT outcome->>'status' AS status, answer FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
+    `SELECT status, answer FROM provider_requests WHERE environment = $1 AND kind = 'payout' AND reference = $2`, [tx.environment, tx.id],
   );
   const answer = finalAnswerOf(row ? { environment: tx.environment, status: row.status, answer: row.answer } : null);
   return answer === 'paid' ? 'paid' : payoutUnpaid(answer) ? 'unpaid' : 'unknown';

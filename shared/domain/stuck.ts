@@ -171,7 +171,7 @@ export const STUCK_RULES: StuckRule[] = [
   // the request, so a series under way is never doubled; a prompt is asked about for a day at most.
   rule<{ id: string; attempt: number }>('payment intent prompts no check is asking about', PROVIDER,
     `SELECT left(p.reference, 36) AS id, substring(p.reference from 38)::int AS attempt FROM provider_requests p
-      WHERE p.kind = 'collection' AND p.reference ~ '^[0-9a-f-]{36}-[0-9]+$' AND p.outcome->>'status' IN ('pending', 'sending')
+      WHERE p.kind = 'collection' AND p.reference ~ '^[0-9a-f-]{36}-[0-9]+$' AND p.status IN ('pending', 'sending')
         AND p.updated_at < ${STALE} AND p.created_at > now() - interval '1 day'
         AND EXISTS (SELECT 1 FROM payment_intents i WHERE i.id = left(p.reference, 36)::uuid)
       ORDER BY p.updated_at LIMIT $2`,

@@ -113,14 +113,16 @@ export async function transitionAll<S extends string, R extends Record<string, a
 }
 
 /**
- * A platform record's move (machine.platform: a chain send or inflow, which has no business scope, history or event):
- * the conditional UPDATE from an allowed previous status the caller read, in the caller's transaction (or alone).
- * Answers the moved row, or null when it was no longer in `expected` (a duplicate or a lost race).
+ * A platform record's move (machine.platform: a chain send or inflow, a provider request, which have no business
+ * scope, history or event): the conditional UPDATE from an allowed previous status the caller read (and the machine's
+ * guards on leaving it), in the caller's transaction (or alone). `unchanged`: other columns the caller's decision read,
+ * which must still hold those values (a compare-and-set on all it read). Answers the moved row, or null when it was no
+ * longer in `expected` or as read (a duplicate or a lost race).
  */
 export async function moveRecord<S extends string, R extends Record<string, any>>(
   q: Pick<EntityManager, 'query'>,
   machine: Machine<S>,
-  input: { id: string; to: S; expected: S | readonly S[]; set?: Record<string, unknown> },
+  input: { id: string; to: S; expected: S | readonly S[]; set?: Record<string, unknown>; unchanged?: Record<string, unknown> },
 ): Promise<R | null> {
   if (!machine.platform) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
   const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
@@ -136,7 +138,17 @@ export async function moveRecord<S extends string, R extends Record<string, any>
       sets.push(`${column} = $${params.length}`);
     }
   }
-  const rows: R[] = await updateReturning(q, `UPDATE ${machine.table} SET ${sets.join(', ')} WHERE id = $1 AND ${machine.column} = ANY($2::text[]) RETURNING *`, params);
+  const conditions = [`id = $1`, `${machine.column} = ANY($2::text[])`];
+  for (const [column, value] of Object.entries(input.unchanged ?? {})) {
+    if (!IDENTIFIER.test(column)) throw new Error(`bad column in transition: ${column}`);
+    params.push(value);
+    conditions.push(`${column} IS NOT DISTINCT FROM $${params.length}`);
+  }
+  for (const status of from) {
+    const guard = machine.guards?.[status]?.(input.to, machine.table, undefined);
+    if (guard) conditions.push(`(${machine.column} <> '${status}' OR (${guard}))`);
+  }
+  const rows: R[] = await updateReturning(q, `UPDATE ${machine.table} SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')} RETURNING *`, params);
   return rows[0] ?? null;
 }
 

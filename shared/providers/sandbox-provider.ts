@@ -9,6 +9,8 @@ import { AmountError, formatAmount, scaleOf, toMinor } from '../domain/money.js'
 import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderDeps, ProviderKind, ProviderOutcome, Queryable } from './provider.js';
 import type { EventScope } from '../domain/events.js';
 import { planOnce } from '../db/prepared-client.js';
+import { decideSandboxRepeat, OUTCOME_FIELDS, outcomeColumns, outcomeOfRow, outcomeSet, type OutcomeRow } from '../kernel/provider-records.js';
+import { carryOut, requestRow, settleRequest, snapshotOf, SNAPSHOT_COLUMNS, type RequestRow } from './provider-requests.js';
 
 /** Suffixes of a phone number, account number (or other destination) that pick a sandbox outcome. */
 export const SANDBOX_MAGIC = Object.freeze({ declinedCollection: '0001', rejectedPayout: '0002', temporaryPayout: '0003' });
@@ -127,11 +129,8 @@ export class SandboxProvider implements PaymentProvider {
   }
 
   async queryStatus(kind: ProviderKind, reference: string): Promise<ProviderOutcome | null> {
-    const rows: { outcome: ProviderOutcome }[] = await this.db.query(
-      `SELECT outcome FROM provider_requests WHERE environment = 'sandbox' AND kind = $1 AND reference = $2`,
-      [kind, reference],
-    );
-    return rows[0]?.outcome ?? null;
+    const row = await requestRow(this.db, { environment: 'sandbox', kind, reference });
+    return row && (outcomeOfRow(row) as ProviderOutcome);
   }
 
   private checkCall(scope: EventScope, reference: string): void {
@@ -141,38 +140,42 @@ export class SandboxProvider implements PaymentProvider {
   }
 
   /**
-   * One statement, so concurrent calls serialize on the row: the first inserts; later ones count an attempt and get the
-   * recorded outcome, except after a temporary failure, which is evaluated again. A reference reused for another
-   * business or another request matches no row and is refused.
+   * The upsert serializes concurrent calls on the row: the first inserts; later ones count an attempt and get the
+   * recorded outcome, except after a temporary failure, which is evaluated again (decideSandboxRepeat, a compare-and-set
+   * on the status and evaluations it read). A reference reused for another business or another request matches no row
+   * and is refused.
    */
   private async record(kind: ProviderKind, scope: EventScope, reference: string, request: StoredRequest, evaluated: ProviderOutcome): Promise<ProviderOutcome> {
-    const rows: { outcome: ProviderOutcome; attempts: number }[] = await this.db.query(
-      planOnce(`INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, outcome)
-       VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (environment, kind, reference) DO UPDATE SET
-         attempts = p.attempts + 1,
-         evaluations = p.evaluations + CASE WHEN p.outcome->>'status' = 'temporary_failure' THEN 1 ELSE 0 END,
-         outcome = CASE WHEN p.outcome->>'status' = 'temporary_failure' THEN EXCLUDED.outcome ELSE p.outcome END,
-         updated_at = now()
+    const rows: (RequestRow & { attempts: number; inserted: boolean })[] = await this.db.query(
+      planOnce(`INSERT INTO provider_requests AS p (business_id, environment, kind, reference, request, status, ${OUTCOME_FIELDS.join(', ')})
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       ON CONFLICT (environment, kind, reference) DO UPDATE SET attempts = p.attempts + 1, updated_at = now()
        WHERE p.business_id = EXCLUDED.business_id AND p.request = EXCLUDED.request
-       RETURNING outcome, attempts`),
-      [scope.businessId, scope.environment, kind, reference, JSON.stringify(request), JSON.stringify(evaluated)],
+       RETURNING ${SNAPSHOT_COLUMNS}, attempts, (xmax = 0) AS inserted`),
+      [scope.businessId, scope.environment, kind, reference, JSON.stringify(request), evaluated.status, ...OUTCOME_FIELDS.map((c) => outcomeSet(evaluated)[c])],
     );
     if (rows.length === 0) {
       throw AppError.invalidState(`The ${kind} reference ${reference} was already sent to the provider with a different request.`);
     }
-    const { outcome, attempts } = rows[0];
-    this.log.info({ provider: this.id, kind, reference, businessId: scope.businessId, environment: scope.environment, status: outcome.status, attempt: attempts }, 'provider request');
+    let row: RequestRow = rows[0];
+    // Decided on the row the upsert returned; read again only when it moved on before the write.
+    const change = rows[0].inserted ? null : decideSandboxRepeat(snapshotOf(rows[0]), evaluated);
+    if (change && change.kind !== 'keep') {
+      row = (await carryOut(this.db, rows[0], change))
+        ?? (await settleRequest(this.db, { environment: scope.environment, kind, reference }, (r) => decideSandboxRepeat(r, evaluated)))?.row ?? row;
+    }
+    const outcome = outcomeOfRow(row) as ProviderOutcome;
+    this.log.info({ provider: this.id, kind, reference, businessId: scope.businessId, environment: scope.environment, status: outcome.status, attempt: rows[0].attempts }, 'provider request');
     return outcome;
   }
 }
 
 /** How often a reference reached the provider (tests prove with it that a payout happened once). */
 export async function providerCallStats(db: Queryable, kind: ProviderKind, reference: string, environment: Environment = 'sandbox'): Promise<ProviderCallStats> {
-  const rows: { attempts: number; evaluations: number; outcome: ProviderOutcome }[] = await db.query(
-    `SELECT attempts, evaluations, outcome FROM provider_requests WHERE environment = $1 AND kind = $2 AND reference = $3`,
+  const rows: (OutcomeRow & { attempts: number; evaluations: number })[] = await db.query(
+    `SELECT attempts, evaluations, ${outcomeColumns()} FROM provider_requests WHERE environment = $1 AND kind = $2 AND reference = $3`,
     [environment, kind, reference],
   );
   const row = rows[0];
-  return row ? { requests: 1, attempts: row.attempts, evaluations: row.evaluations, outcome: row.outcome } : { requests: 0, attempts: 0, evaluations: 0, outcome: null };
+  return row ? { requests: 1, attempts: row.attempts, evaluations: row.evaluations, outcome: outcomeOfRow(row) as ProviderOutcome } : { requests: 0, attempts: 0, evaluations: 0, outcome: null };
 }

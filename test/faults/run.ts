@@ -123,7 +123,7 @@ async function quiesce(world: World, lives: Lifecycle[], timeoutMs: number, quie
  */
 async function stepJobStates(lives: Lifecycle[]): Promise<string[]> {
   const rows: (Parameters<typeof jobForStep>[0] & { status: string; updated_at: Date; outcome: unknown; request_at: Date | null })[] = await (await getDs()).query(
-    `SELECT t.id::text, t.retry_count, t.environment, t.direction, t.status, t.funding_type, t.updated_at, p.outcome, p.updated_at AS request_at
+    `SELECT t.id::text, t.retry_count, t.environment, t.direction, t.status, t.funding_type, t.updated_at, jsonb_build_object('status', p.status, 'provider_reference', p.provider_reference, 'failure', p.failure) AS outcome, p.updated_at AS request_at
        FROM transactions t LEFT JOIN provider_requests p ON p.reference = t.id::text AND p.environment = t.environment
       WHERE t.id = ANY($1) AND t.status NOT IN ('completed', 'failed', 'action_required')`, [lives.flatMap((l) => l.transactions)]);
   if (!rows.length) return [];

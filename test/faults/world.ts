@@ -82,7 +82,7 @@ export async function startWorld(plan: Plan): Promise<World> {
   for (const table of ['chain_cursors', 'chain_sends', 'chain_inflows']) await ds.query(`DELETE FROM ${table} WHERE environment = 'live' AND chain = 'base'`);
   // Earlier seeds' prompts still without an answer (their stand-in is gone): the sweeper would ask this seed's stand-in
   // about them for a day, each seed more, and their faults would be counted as this run's.
-  await ds.query(`DELETE FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND outcome->>'status' IN ('pending', 'sending')`);
+  await ds.query(`DELETE FROM provider_requests WHERE environment = 'live' AND kind = 'collection' AND status IN ('pending', 'sending')`);
 
   const rpc = await startRpcFaults(anvil.rpcUrl, plan);
   const [fake, rates] = await Promise.all([startFakeDaraja(), startFakeRates()]);

@@ -221,7 +221,7 @@ describe('live M-Pesa: a success is never lost', function () {
         .send({ payment_method: { type: 'mobile_money', phone_number: '+254712390044', mobile_network: 'safaricom' } });
       expect(collect.status).to.equal(202);
       const ds = await getDs();
-      await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE reference = $1 AND outcome->>'provider_reference' IS NOT NULL`, [`${id}-1`])).length > 0, { what: 'the prompt accepted' });
+      await until(async () => (await ds.query(`SELECT 1 FROM provider_requests WHERE reference = $1 AND provider_reference IS NOT NULL`, [`${id}-1`])).length > 0, { what: 'the prompt accepted' });
       // The intent moves on without this prompt's answer (here: it expires); the payer approved the prompt meanwhile.
       await ds.query(`UPDATE payment_intents SET status = 'expired', updated_at = now() WHERE id = $1`, [id]);
       await checkProviderJob.process({ data: { intentId: id, attempt: 1, round: 1 } } as never, rail.pools.deps);

@@ -301,7 +301,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     expect(credited[0].receipt).to.match(/^[A-Z0-9]{10}$/);
     // As in seed 12000: the prompt's request holds no CheckoutRequestID (a status check read it before the callback
     // taught it one), so the next check asks Pull Transactions, which lists the same payment under its receipt.
-    await ds.query(`UPDATE provider_requests SET outcome = '{"status":"sending","provider_reference":null}' WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
+    await ds.query(`UPDATE provider_requests SET status = 'sending', provider_reference = NULL WHERE kind = 'collection' AND reference = $1`, [`${id}-1`]);
     const pullsBefore = rail.fake.log.filter((r) => r.path === '/pulltransactions/v1/query').length;
     await checkProviderJob.process({ data: { intentId: id, attempt: 1, round: MAX_CHECK_ROUNDS } } as never, rail.pools.deps);
     expect(rail.fake.log.filter((r) => r.path === '/pulltransactions/v1/query').length).to.be.above(pullsBefore);

@@ -89,7 +89,7 @@ describe('live M-Pesa results late, out of order, or never', function () {
       await queue.pause();
       const ds = await getDs();
       const stored = await until(async () => (await ds.query(
-        `SELECT id FROM provider_callbacks WHERE kind = 'stk' AND body->'Body'->'stkCallback'->>'CheckoutRequestID' = (SELECT outcome->>'provider_reference' FROM provider_requests WHERE kind = 'collection' AND reference = $1::text)`, [id]))[0], { what: 'the callback stored' });
+        `SELECT id FROM provider_callbacks WHERE kind = 'stk' AND body->'Body'->'stkCallback'->>'CheckoutRequestID' = (SELECT provider_reference FROM provider_requests WHERE kind = 'collection' AND reference = $1::text)`, [id]))[0], { what: 'the callback stored' });
       await queue.remove(providerJobs.callback(stored.id).id);
       await queue.remove(providerJobs.check({ transactionId: id, round: 1, after: 'r0' }, 0).id);
       await queue.resume();

@@ -123,7 +123,7 @@ describe('live M-Pesa: every STK result code ends its prompt (CONTRACT §18)', f
     const ds = await getDs();
     await until(async () => (await ds.query(`SELECT 1 FROM status_history WHERE resource_id = $1 AND to_status = 'funded'`, [id])).length === 1,
       { what: 'the on-ramp funded', timeoutMs: lagMs + 10_000, everyMs: 100 });
-    const [{ checkout }]: { checkout: string }[] = await ds.query(`SELECT outcome->>'provider_reference' AS checkout FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [id]);
+    const [{ checkout }]: { checkout: string }[] = await ds.query(`SELECT provider_reference AS checkout FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [id]);
     const [{ waited }]: { waited: number }[] = await ds.query(
       `SELECT extract(epoch FROM (SELECT created_at FROM status_history WHERE resource_id = $1 AND to_status = 'funded') - received_at) * 1000 AS waited
          FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $2`, [id, checkout]);

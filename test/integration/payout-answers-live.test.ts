@@ -45,7 +45,7 @@ describe('live M-Pesa: a Result callback alone never sends a payout again', func
     // 0088: M-Pesa accepts the B2C and stays silent (no Result, Transaction Status never answers).
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712380088', mobile_network: 'safaricom' });
     await untilStatus(rail.api, rail.key, id, ['processing']);
-    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND outcome->>'status' = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
+    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND status = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
     const [first] = rail.fake.conversationsOf(id);
     const forged = rail.fake.resultFor(id)!;
     forged.Result.ResultCode = 1;
@@ -76,7 +76,7 @@ describe('live M-Pesa: a Result callback alone never sends a payout again', func
     // The kernel simulator's payout seed 3: a success Result alone completed a payout M-Pesa never paid.
     const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712380088', mobile_network: 'safaricom' });
     await untilStatus(rail.api, rail.key, id, ['processing']);
-    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND outcome->>'status' = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
+    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND status = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
     const forged = rail.fake.resultFor(id)!;
     Object.assign(forged.Result, { ResultCode: 0, ResultDesc: 'The service request is processed successfully.', TransactionID: 'TKF0RG3D00' });
     forged.Result.ResultParameters = { ResultParameter: [{ Key: 'TransactionAmount', Value: 1000 }, { Key: 'TransactionReceipt', Value: 'TKF0RG3D00' }] };

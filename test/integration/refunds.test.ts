@@ -212,13 +212,13 @@ describe('refunds: every unit of money has an exit', function () {
     const stuck = await untilStatus(api, key, tx.id, ['action_required', 'failed', 'completed']);
     expect(stuck.failure.code).to.equal('provider_unavailable');
     const ds = await getDs();
-    await ds.query(`UPDATE provider_requests SET outcome = outcome || '{"status": "pending"}'::jsonb WHERE kind = 'payout' AND reference = $1`, [tx.id]);
+    await ds.query(`UPDATE provider_requests SET status = 'pending' WHERE kind = 'payout' AND reference = $1`, [tx.id]);
     const unknown = await refund(tx.id);
     expect(unknown.status).to.equal(409);
     expect(unknown.body.error.details).to.deep.equal({ reason: 'payout_outcome_unknown', status: 'action_required' });
     expect(await balance(api, key, payer.wallet.id)).to.equal(usdc(minor('40') - minor(tx.settlement.total_required)));
     // The provider's answer comes: it did not pay. The USDC goes back to the managed wallet's balance (no chain hash).
-    await ds.query(`UPDATE provider_requests SET outcome = outcome || '{"status": "temporary_failure"}'::jsonb WHERE kind = 'payout' AND reference = $1`, [tx.id]);
+    await ds.query(`UPDATE provider_requests SET status = 'temporary_failure' WHERE kind = 'payout' AND reference = $1`, [tx.id]);
     const back = await refund(tx.id);
     expect(back.status, JSON.stringify(back.body)).to.equal(202);
     expect(back.body.failure).to.deep.include({ code: 'refund_requested' });

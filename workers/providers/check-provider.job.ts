@@ -36,7 +36,7 @@ function stillWaiting(tx: TransactionRow): boolean {
 /** Whether the provider's final answer to a collection request is known (paid, declined, refused). */
 async function promptAnswered(deps: WorkerDeps, reference: string): Promise<boolean> {
   const rows: { status: string | null }[] = await deps.ds.query(
-    `SELECT outcome->>'status' AS status FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [reference]);
+    `SELECT status FROM provider_requests WHERE kind = 'collection' AND reference = $1`, [reference]);
   return !rows[0] || ['succeeded', 'declined', 'rejected'].includes(rows[0].status ?? '');
 }
 
@@ -81,7 +81,7 @@ export const checkProviderJob = defineJob({
       // MTN answers its status at once: a payout it has no record of did not pay, and goes again under the same id.
       if (!outcome && asked.kind === 'payout' && momoServes(deps.config, asked.currency) && asked.scope.environment === 'live') {
         const [sent]: { id: string | null }[] = await unit.em.query(
-          `SELECT outcome->>'provider_reference' AS id FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [asked.reference]);
+          `SELECT provider_reference AS id FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [asked.reference]);
         return applyProviderResult(unit, deps.config, { kind: 'payout', reference: asked.reference, answer: 'absent', outcome: { status: 'temporary_failure', provider_reference: sent?.id ?? null, failure: NO_RECORD } });
       }
       if (subject.round < MAX_CHECK_ROUNDS) {

@@ -170,7 +170,7 @@ export class DarajaProvider implements PaymentProvider {
     // Only the answers of queries asked since the request last left are about it (an older one may predate a send).
     await this.db.query(
       `UPDATE provider_requests SET status_queries = status_queries || $3::text, updated_at = now()
-        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND outcome->>'status' NOT IN ('succeeded', 'declined', 'rejected')`,
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND status NOT IN ('succeeded', 'declined', 'rejected')`,
       [kind, reference, queried],
     );
     return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
@@ -233,7 +233,7 @@ export class DarajaProvider implements PaymentProvider {
   }
 
   private claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number; answer: PayoutAnswer | null }) | null> {
-    return this.requests.claim<Stored>(kind, req, request);
+    return this.requests.claim(kind, req, request);
   }
 
   /**
@@ -245,7 +245,7 @@ export class DarajaProvider implements PaymentProvider {
   }
 
   private stored(kind: ProviderKind, reference: string): Promise<Stored | null> {
-    return this.requests.stored<Stored>(kind, reference);
+    return this.requests.stored(kind, reference);
   }
 
   private store(kind: ProviderKind, reference: string, outcome: ProviderOutcome, facts?: AnswerFacts): Promise<ProviderOutcome> {

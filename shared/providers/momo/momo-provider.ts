@@ -56,7 +56,7 @@ export class MomoProvider implements PaymentProvider {
    * record of it (safe to send under that id), or when nothing of ours was ever sent.
    */
   async queryStatus(kind: ProviderKind, reference: string, providerReference?: string): Promise<ProviderOutcome | null> {
-    const referenceId = providerReference || (await this.requests.stored<Stored>(kind, reference))?.provider_reference;
+    const referenceId = providerReference || (await this.requests.stored(kind, reference))?.provider_reference;
     return referenceId ? this.ask(kind, referenceId) : null;
   }
 
@@ -71,7 +71,7 @@ export class MomoProvider implements PaymentProvider {
   }
 
   private async send(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>, body: Record<string, unknown>): Promise<ProviderOutcome> {
-    const previous = await this.requests.claim<Stored>(kind, req, request);
+    const previous = await this.requests.claim(kind, req, request);
     let referenceId = previous?.provider_reference ?? (UUID.test(req.reference) ? req.reference : randomUUID());
     // A payout MTN answered "not paid, for now" is sent again (shared/kernel/payout-answers.ts); a collection's answer is
     // final: its payer is asked again only by a new collection (CONTRACT §18).
