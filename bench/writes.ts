@@ -42,6 +42,7 @@ function cpuSeconds(pid: number): number {
 }
 
 let writes = 0;
+const refusals = new Set<string>();
 /** Every request its own Idempotency-Key and body, as a client creating many resources sends them. */
 function uniqueWrites(api: string, key: string, path: string, body: (n: number) => object): autocannon.Options {
   return {
@@ -58,6 +59,13 @@ function uniqueWrites(api: string, key: string, path: string, body: (n: number) 
           headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': `bench-${process.pid}-${Date.now().toString(36)}-${n}`, 'Content-Type': 'application/json' },
           body: JSON.stringify(body(n)),
         };
+      },
+      // The first refusal of each path, so a failed count says why.
+      onResponse: (status: number, answer: string) => {
+        if (status >= 300 && !refusals.has(path)) {
+          refusals.add(path);
+          process.stderr.write(`${path}: first refusal ${status} ${String(answer).slice(0, 300)}\n`);
+        }
       },
     }] as unknown as autocannon.Request[],
   };
