@@ -113,30 +113,35 @@ export async function transitionAll<S extends string, R extends Record<string, a
 }
 
 /**
- * A platform record's move (machine.platform: a chain send or inflow, which has no business scope, history or event):
- * the conditional UPDATE from an allowed previous status the caller read, in the caller's transaction (or alone).
- * Answers the moved row, or null when it was no longer in `expected` (a duplicate or a lost race).
+ * A platform record's move (machine.platform: a chain send or inflow, which has no business scope, history or event),
+ * or an embedded status's (machine.embedded: a transaction's refund, announced by its transaction): the conditional
+ * UPDATE from an allowed previous status the caller read, in the caller's transaction (or alone). An embedded status
+ * may also be created (`expected` null: none yet, `to` one of its initial statuses) or keep its status (`to` the one
+ * read: only `set` changes). Answers the moved row, or null when it was no longer in `expected` (a duplicate or a lost race).
  */
 export async function moveRecord<S extends string, R extends Record<string, any>>(
   q: Pick<EntityManager, 'query'>,
   machine: Machine<S>,
-  input: { id: string; to: S; expected: S | readonly S[]; set?: Record<string, unknown> },
+  input: { id: string; to: S; expected: S | null | readonly (S | null)[]; set?: Record<string, unknown> },
 ): Promise<R | null> {
-  if (!machine.platform) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
-  const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
-  const from = sourcesOf(machine, input.to).filter((s) => expected.includes(s));
-  if (!from.length) return null;
+  if (!machine.platform && !machine.embedded) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
+  const expected: readonly (S | null)[] = typeof input.expected === 'string' || input.expected === null ? [input.expected] : input.expected;
+  const stays = machine.embedded && expected.includes(input.to) ? [input.to] : [];
+  const from = [...sourcesOf(machine, input.to), ...stays].filter((s) => expected.includes(s));
+  const created = expected.includes(null) && !!machine.embedded?.initial.includes(input.to);
+  if (!from.length && !created) return null;
   const params: unknown[] = [input.id, from, input.to];
   const sets = [`${machine.column} = $3`];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
     if (value === NOW) sets.push(`${column} = now()`);
     else {
-      params.push(value);
+      params.push(machine.embedded && value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
       sets.push(`${column} = $${params.length}`);
     }
   }
-  const rows: R[] = await updateReturning(q, `UPDATE ${machine.table} SET ${sets.join(', ')} WHERE id = $1 AND ${machine.column} = ANY($2::text[]) RETURNING *`, params);
+  const found = `(${machine.column} = ANY($2::text[])${created ? ` OR ${machine.column} IS NULL` : ''})`;
+  const rows: R[] = await updateReturning(q, `UPDATE ${machine.table} SET ${sets.join(', ')} WHERE id = $1 AND ${found} RETURNING *`, params);
   return rows[0] ?? null;
 }
 
