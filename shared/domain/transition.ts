@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { JobRequest } from '../queues/producer.js';
 import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
-import { sourcesOf, type EventType, type Machine } from './machines.js';
+import { REFUND_MACHINE, sourcesOf, type EventType, type Machine } from './machines.js';
 import { planOnce } from '../db/prepared-client.js';
 
 import { NOW } from '../kernel/plan.js';
@@ -39,6 +39,9 @@ export interface Moved<S extends string, R> {
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** Columns of a table that a machine embedded in its rows writes (status and data together): no other move sets them. */
+const EMBEDDED: ReadonlyMap<string, readonly string[]> = new Map([[REFUND_MACHINE.table, [REFUND_MACHINE.column, 'refund']]]);
 
 /**
  * The one way a status changes: a conditional UPDATE from an allowed previous status, a history row, the event,
@@ -77,6 +80,7 @@ export async function transitionAll<S extends string, R extends Record<string, a
   const sets = [`${machine.column} = $5`, 'updated_at = now()'];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
+    if (EMBEDDED.get(machine.table)?.includes(column)) throw new Error(`${column} is written by its own machine's move (moveRecord), never with another`);
     if (value === NOW) sets.push(`${column} = now()`);
     else {
       params.push(value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) ? JSON.stringify(value) : value);

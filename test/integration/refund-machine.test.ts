@@ -7,6 +7,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { REFUND_MACHINE, type RefundStatus } from '../../shared/domain/machines.js';
 import { moveRecord } from '../../shared/domain/transition.js';
 import { loadTransaction, transactionView } from '../../shared/domain/transactions.js';
+import { moveTransaction } from '../../shared/domain/transaction-moves.js';
 import { apply, StalePlanError } from '../../shared/kernel/apply.js';
 import { KernelInvariantError } from '../../shared/kernel/invariants.js';
 import { plan } from '../../shared/kernel/plan.js';
@@ -76,6 +77,16 @@ describe('a refund\'s status moves only along its machine (transactions.refund_s
     expect((await stored(id)).refund_status).to.equal('pending');
     // A stale decision that read it failed is refused the same way once it has moved on.
     expect(await record(id, 'failed', refund('pending')).catch((err: unknown) => err)).to.be.instanceOf(StalePlanError);
+  });
+
+  it('a transaction\'s move sets neither the refund nor its status: only the refund\'s own compare-and-set does', async () => {
+    const id = await offrampId();
+    const tx = (await loadTransaction(api.deps.ds, id))!;
+    for (const set of [{ refund_status: 'pending' }, { refund: refund('pending') }]) {
+      const refused = await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'failed', { set })).catch((err: Error) => err.message);
+      expect(refused, Object.keys(set)[0]).to.match(/written by its own machine/);
+    }
+    expect(await stored(id)).to.deep.equal({ refund_status: null, refund: null });
   });
 
   it('the table refuses a refund without its status, a status without a refund, and a status inside the JSON', async () => {
