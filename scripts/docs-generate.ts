@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   PAYMENT_INTENT_MACHINE, QUOTE_MACHINE, SETTLEMENT_MACHINE, TRANSACTION_MACHINE, TREASURY_DEPOSIT_MACHINE, TREASURY_WITHDRAWAL_MACHINE,
-  INTENT_PAYOUT_MACHINE, PAYOUT_BATCH_MACHINE, WEBHOOK_ENDPOINT_MACHINE, WALLET_OWNERSHIP_MACHINE, type Machine,
+  INTENT_PAYOUT_MACHINE, PAYOUT_BATCH_MACHINE, REFUND_MACHINE, WEBHOOK_ENDPOINT_MACHINE, WALLET_OWNERSHIP_MACHINE, type Machine,
 } from '../shared/domain/machines.js';
 import { ERROR_CODES } from '../shared/errors.js';
 import { getConfig } from '../shared/config.js';
@@ -63,6 +63,7 @@ export async function generatedBlocks(): Promise<Record<string, string>> {
     'quote-machine': diagram(QUOTE_MACHINE, ['pending']),
     'payment-intent-machine': diagram(PAYMENT_INTENT_MACHINE, ['awaiting_payment']),
     'payout-machine': diagram(INTENT_PAYOUT_MACHINE, ['pending']),
+    'refund-machine': diagram(REFUND_MACHINE, [...REFUND_MACHINE.embedded!.initial]),
     'treasury-deposit-machine': diagram(TREASURY_DEPOSIT_MACHINE, ['pending']),
     'treasury-withdrawal-machine': diagram(TREASURY_WITHDRAWAL_MACHINE, ['pending']),
     'payout-batch-machine': diagram(PAYOUT_BATCH_MACHINE, ['processing']),

@@ -13,6 +13,7 @@ import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
 import { consumeQuote, insertTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
+import { moveWithRefund } from './refund-records.js';
 import { NOW } from './transition.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 
@@ -36,8 +37,8 @@ export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: Tr
     const processing = await moveTransaction(unit, tx, 'processing', { set: { provider_reference: outcome.provider_reference } });
     if (!processing) return 'moved on';
     const refund = await refundOfframp(unit, chain, tx);
-    await moveTransaction(unit, processing.row, 'failed', {
-      set: { failure: { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'The provider refused the payout.' }, refund, provider_reference: outcome.provider_reference },
+    await moveWithRefund(unit, processing.row, 'failed', refund, {
+      set: { failure: { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'The provider refused the payout.' }, provider_reference: outcome.provider_reference },
       reason: outcome.failure?.code ?? 'payout_rejected',
     });
     return 'failed';

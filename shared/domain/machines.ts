@@ -32,12 +32,18 @@ export type OwnershipStatus = (typeof OWNERSHIP_STATUSES)[number];
 export interface Machine<S extends string = string> {
   /** Names the resource in history rows and event types (`transaction.completed`). */
   resource: 'transaction' | 'settlement' | 'quote' | 'wallet' | 'beneficiary' | 'payment_intent' | 'treasury_deposit' | 'treasury_withdrawal' | 'webhook_endpoint' | 'webhook_message' | 'liquidation_address' | 'payout_batch'
-    | 'chain_send' | 'chain_inflow' | 'provider_request';
+    | 'chain_send' | 'chain_inflow' | 'provider_request' | 'refund';
   /**
    * A platform record (the chain's sends and inflows, a provider request): no business scope, a bigint id, no history row or event; its
    * moves are compare-and-sets all the same (moveRecord, transition.ts).
    */
   platform?: true;
+  /**
+   * A status kept on another resource's row (a transaction's refund): null while there is none, then created in one of
+   * `initial`; no history row or event of its own (its owner announces the change). Moved by moveRecord(), a
+   * compare-and-set; a "move" to the status it is in rewrites only its other columns, still from the status read.
+   */
+  embedded?: { initial: readonly S[] };
   table: string;
   column: string;
   /** from -> the statuses it may move to. A status with no entry is terminal. */
@@ -276,6 +282,33 @@ export const PROVIDER_REQUEST_MACHINE: Machine<ProviderRequestStatus> = {
 
 /** A provider request's statuses that are not its provider's last word: an answer may still replace them. */
 export const PROVIDER_REQUEST_OPEN: readonly ProviderRequestStatus[] = NOT_FINAL;
+
+export const REFUND_STATUSES = ['pending', 'completed', 'failed'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
+/**
+ * A transaction's refund (CONTRACT sections 14 and 18; transactions.refund_status, its amounts and sends in
+ * transactions.refund): decided in shared/kernel/refund-moves.ts. It starts pending (a live send of USDC, an on-ramp's
+ * fiat payout) or completed (done at once: the sandbox's send, a treasury payout's amount back in the treasury). A
+ * status never left for good: what is still due keeps a way out (CONTRACT section 18).
+ */
+export const REFUND_MACHINE: Machine<RefundStatus> = {
+  resource: 'refund', table: 'transactions', column: 'refund_status', announced: [], embedded: { initial: ['pending', 'completed'] },
+  moves: {
+    // Its send was mined (off-ramp) or the payer was paid (on-ramp); or it failed: the send reverted or was never
+    // signed, so its amount is due again (off-ramp), or the provider refused the payout for good (on-ramp).
+    pending: ['completed', 'failed'],
+    // Sent again: the business asked (POST /refund, perhaps to a new refund_address) or the sweeper retried an
+    // automatic one (issue 36, defect 5). Completed: a send given up on was mined after all (the chain's word wins).
+    failed: ['pending', 'completed'],
+    // More USDC arrived after it completed (a late deposit, an excess after the payout) and goes back the same way.
+    completed: ['pending'],
+  },
+  labels: {
+    'pending->completed': 'mined (on-ramp: paid)', 'pending->failed': 'reverted or never signed (on-ramp: refused)',
+    'failed->pending': 'retried or redirected', 'failed->completed': 'mined after all', 'completed->pending': 'more USDC arrived',
+  },
+};
 
 /** The statuses from which `to` may be reached. */
 export function sourcesOf<S extends string>(machine: Machine<S>, to: S): S[] {

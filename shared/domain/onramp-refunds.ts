@@ -6,9 +6,9 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { recordRefund } from './refunds.js';
-import { scopeOf, type RefundState, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
+import { fiatRefundAnswered, fiatRefundOwed } from '../kernel/refund-machine.js';
+import { moveWithRefund, recordRefund } from './refund-records.js';
+import { refundOf, scopeOf, type TransactionRow } from './transactions.js';
 
 export const onrampRefundJobs = {
   /** The payout of an on-ramp's fiat back to its payer (`round` > 0: the sweeper's re-drive of one still pending). */
@@ -30,11 +30,7 @@ export function deliveryPending(tx: Pick<TransactionRow, 'direction' | 'status' 
  */
 export async function failDelivery(unit: Unit, tx: TransactionRow, failure: { code: string; message: string }): Promise<TransactionRow | null> {
   if (!deliveryPending(tx)) return null;
-  const refund: RefundState = {
-    status: 'pending', amount: tx.total_required, currency: tx.currency, to_address: null, transaction_hash: null,
-    phone_number: tx.payer_phone_redacted ?? undefined, provider_reference: null,
-  };
-  const moved = await moveTransaction(unit, tx, 'failed', { set: { failure, refund }, reason: failure.code });
+  const moved = await moveWithRefund(unit, tx, 'failed', fiatRefundOwed(tx), { set: { failure }, reason: failure.code });
   if (!moved) return null;
   await unit.stage(onrampRefundJobs.pay(tx.id), scopeOf(tx));
   return moved.row;
@@ -58,12 +54,9 @@ export async function fiatRefundResult(unit: Unit, tx: TransactionRow, plan: 'co
  * number cannot receive; an operator pays by hand), or still running (pending: its result or the sweeper decides).
  */
 export async function applyFiatRefund(unit: Unit, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
-  if (tx.direction !== 'onramp' || tx.refund?.status !== 'pending') return `unchanged (refund ${tx.refund?.status ?? 'none'})`;
-  if (outcome.status === 'pending' || outcome.status === 'temporary_failure') return 'pending';
-  const paid = outcome.status === 'succeeded';
-  await recordRefund(unit, tx, {
-    ...tx.refund, status: paid ? 'completed' : 'failed', provider_reference: paid ? (outcome.receipt ?? null) : null,
-    ...(paid ? {} : { failure: outcome.failure ?? { code: 'refund_rejected', message: 'The provider refused the refund payout.' } }),
-  });
-  return paid ? 'refunded' : 'refund failed';
+  if (tx.direction !== 'onramp' || tx.refund_status !== 'pending') return `unchanged (refund ${tx.refund_status ?? 'none'})`;
+  const answered = fiatRefundAnswered(refundOf(tx), outcome);
+  if (!answered) return 'pending';
+  await recordRefund(unit, tx, answered);
+  return answered.status === 'completed' ? 'refunded' : 'refund failed';
 }

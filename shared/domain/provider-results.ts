@@ -16,6 +16,7 @@ import { fiatRefundResult, onrampRefundJobs } from './onramp-refunds.js';
 import { answerOfOutcome, decidePayout, type PayoutAnswer, type PayoutFact, type PayoutRequestState } from '../kernel/payout-answers.js';
 import { TRANSACTION_COLUMNS, scopeOf, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
+import { moveWithRefund } from './refund-records.js';
 import { NOW } from './transition.js';
 import { decideStatusAnswer } from '../kernel/provider-records.js';
 import { settleRequest } from '../providers/provider-requests.js';
@@ -143,7 +144,7 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
   const request = await payoutRequestOf(unit, tx.id, tx.environment);
   if (!request) return 'no request of ours';
   const refund = tx.direction !== 'offramp';
-  if (refund && tx.refund?.status !== 'pending') return `unchanged (refund ${tx.refund?.status ?? 'none'})`;
+  if (refund && tx.refund_status !== 'pending') return `unchanged (refund ${tx.refund_status ?? 'none'})`;
   const plan = decidePayout(request, payoutFact(outcome, facts), refund ? Infinity : config.providerMaxAttempts);
   if (plan.do === 'wait') throw new ResultTooEarlyError();
   if (plan.do === 'ignore') return `unchanged (${plan.why})`;
@@ -194,7 +195,7 @@ async function askStatus(unit: Unit, tx: TransactionRow, sends: number, why: 'ti
 async function failPayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, reference: string | null): Promise<string> {
   const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
   const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
-  await moveTransaction(unit, tx, 'failed', { set: { failure, refund, provider_reference: reference }, reason: failure.code });
+  await moveWithRefund(unit, tx, 'failed', refund, { set: { failure, provider_reference: reference }, reason: failure.code });
   return 'failed';
 }
 

@@ -49,7 +49,7 @@ export function sendsOf(tx: TransactionRow): RefundSend[] {
   if (!refund || refund.currency) return [];
   if (refund.sends) return refund.sends.map((s) => ({ ...s, amount: BigInt(s.amount) }));
   // Written before each send was kept: one send of the whole amount, a failed one counted as returned (as it was then).
-  return [{ reference: `${tx.id}-${minor(refund.amount)}`, amount: minor(refund.amount), status: refund.status === 'pending' ? 'pending' : 'completed', hash: refund.transaction_hash, requested: false }];
+  return [{ reference: `${tx.id}-${minor(refund.amount)}`, amount: minor(refund.amount), status: tx.refund_status === 'pending' ? 'pending' : 'completed', hash: refund.transaction_hash, requested: false }];
 }
 
 /** The job that returns what an off-ramp holds at `dueAt`; the sweeper's own attempt is a fact of its own. */

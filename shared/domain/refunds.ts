@@ -6,8 +6,8 @@ import type { EventScope } from './events.js';
 import type { EntryInput, LedgerAccount } from './ledger.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { closeSettlement, settlementOf, type SettlementRow } from './settlements.js';
-import { findTransaction, loadTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
+import { findTransaction, loadTransaction, refundOf, scopeOf, type RefundState, type TransactionRow } from './transactions.js';
+import { moveWithRefund, recordRefund } from './refund-records.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import {
   nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundSend,
@@ -21,7 +21,8 @@ export { payoutState, refundJob, scheduleAutoRefund, scheduleExcessReturn, sends
 // payout completed, and what an off-ramp left waiting on `underpaid` or `late_deposit` holds after
 // AUTO_REFUND_AFTER_SECONDS. Each return is one ledger entry and, live, one send, named by the total returned so far
 // (and its attempt, when a send of that total failed): a repeated step finds its entry (or send), a later return is a
-// new one. How much is due and what the next send is: shared/kernel/refund-due.ts.
+// new one. How much is due and what the next send is: shared/kernel/refund-due.ts; the refund's status (refund_status)
+// moves only along REFUND_MACHINE, written by refund-records.ts.
 
 const minor = (value: string) => toMinor(value, USDC_SCALE);
 const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
@@ -58,13 +59,13 @@ function destinationOf(tx: TransactionRow, settlement: SettlementRow): string {
  * again). `requested`: the business asked (POST /refund); a failed automatic refund is tried again on its own.
  */
 export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: TransactionRow, requested = false): Promise<RefundState | null> {
-  if (tx.funding_type === 'treasury') return tx.refund ?? refundToTreasury(unit, tx);
+  if (tx.funding_type === 'treasury') return refundOf(tx) ?? refundToTreasury(unit, tx);
   const settlement = await settlementOf(unit.em, tx.id, true);
-  if (!settlement) return tx.refund;
+  if (!settlement) return refundOf(tx);
   const sends = sendsOf(tx);
   const funds = await fundsOf(unit.em, tx, settlement);
   const due = nextRefundSend(tx.id, funds, sends, requested);
-  if (!due) return tx.refund;
+  if (!due) return refundOf(tx);
   const { returned, inFlight } = refundTally(funds, sends);
   const to = destinationOf(tx, settlement);
   const next = { ...due, to };
@@ -110,19 +111,9 @@ export function refundEntry(req: { reference: string; settlementId: string; amou
   };
 }
 
-/** The refund changed on a transaction whose status did not: stored, and the status announced again with it. */
-export async function recordRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, set: { refund_due_at?: Date | null } = {}): Promise<TransactionRow> {
-  await unit.em.query(`UPDATE transactions SET refund = $2, refund_due_at = CASE WHEN $3::boolean THEN $4::timestamptz ELSE refund_due_at END, updated_at = now() WHERE id = $1`, [
-    tx.id, JSON.stringify(refund), 'refund_due_at' in set, set.refund_due_at ?? null,
-  ]);
-  const now = (await loadTransaction(unit.em, tx.id))!;
-  unit.event(scopeOf(tx), `transaction.${now.status}`, transactionView(now));
-  return now;
-}
-
 /** Whether `reference` (a chain send's: refund-<transaction>-<total>[-<attempt>]) is a send of this refund still in flight. */
 export function refundSendPending(tx: TransactionRow, reference: string): boolean {
-  if (!tx.refund?.sends) return tx.refund?.status === 'pending';
+  if (!tx.refund?.sends) return tx.refund_status === 'pending';
   return sendsOf(tx).some((s) => `refund-${s.reference}` === reference && s.status === 'pending');
 }
 
@@ -194,7 +185,7 @@ export async function requestRefund(unit: Unit, chain: ChainAdapter, scope: Even
   const refund = await refundOfframp(unit, chain, tx, true);
   if (tx.status === 'failed') return recordRefund(unit, tx, refund, { refund_due_at: null });
   const failure = { code: 'refund_requested', message: 'The business asked for the USDC back.', details: { previous_failure: tx.failure?.code ?? null } };
-  const moved = await moveTransaction(unit, tx, 'failed', { set: { refund, failure, refund_due_at: null }, reason: 'refund_requested' });
+  const moved = await moveWithRefund(unit, tx, 'failed', refund, { set: { failure, refund_due_at: null }, reason: 'refund_requested' });
   if (!moved) throw notRefundable('not_refundable_status', 'This transaction changed meanwhile; read it again.', tx);
   await closeSettlement(unit, tx.id, 'refund_requested');
   return moved.row;
@@ -238,7 +229,7 @@ export async function returnHeldFunds(unit: Unit, chain: ChainAdapter, id: strin
     await recordRefund(unit, tx, refund, { refund_due_at: null });
     return retrying ? 'refund sent again' : 'excess returned';
   }
-  await moveTransaction(unit, tx, 'failed', { set: { refund, refund_due_at: null }, reason: 'auto_refund' });
+  await moveWithRefund(unit, tx, 'failed', refund, { set: { refund_due_at: null }, reason: 'auto_refund' });
   await closeSettlement(unit, tx.id, 'auto_refund');
   return 'refunded';
 }

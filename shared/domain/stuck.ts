@@ -128,14 +128,14 @@ export const STUCK_RULES: StuckRule[] = [
   // Only a send still in flight: one that failed is due again under a new reference (the refund-due rule below).
   outboxRule('refund sends still pending', STEP,
     `o.job_name = 'chain.send' AND o.payload->>'purpose' = 'refund' AND EXISTS (
-       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.refund->>'status' = 'pending' AND t.updated_at < ${STALE}
+       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.refund_status = 'pending' AND t.updated_at < ${STALE}
           AND (t.refund->'sends' IS NULL OR EXISTS (SELECT 1 FROM jsonb_array_elements(t.refund->'sends') e
                 WHERE 'refund-' || (e->>'reference') = o.payload->>'reference' AND e->>'status' = 'pending')))`),
   // An on-ramp's fiat refund to its payer still pending (its job gave up, or its result never came): the same payout
   // job again; the provider adapter asks what became of the earlier request before it sends anything.
   outboxRule('on-ramp fiat refunds still pending', PROVIDER,
     `o.job_name = 'onramp.refund' AND EXISTS (
-       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund->>'status' = 'pending' AND t.updated_at < ${STALE})`),
+       SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund_status = 'pending' AND t.updated_at < ${STALE})`),
   // A live on-ramp's delivery from the hot wallet whose send job was lost or failed for good without its handler (a
   // worker killed under it too often): that staged job again (its send is recorded per reference, never made twice).
   // Staging it anew from onramp.deliver would not do: a failed job's id is taken.
@@ -150,7 +150,7 @@ export const STUCK_RULES: StuckRule[] = [
   // it; this is the net for one that was lost.
   rule<{ id: string; refund_due_at: Date }>('off-ramp refunds past their due time', DEADLINE,
     `SELECT id, refund_due_at FROM transactions
-      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund->>'status' = 'failed')
+      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund_status = 'failed')
         OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
       ORDER BY refund_due_at LIMIT $2`,
     (r) => refundJob(r.id, r.refund_due_at, 0, true)),

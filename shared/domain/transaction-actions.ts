@@ -11,7 +11,8 @@ import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlements.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { providerJobs } from './provider-results.js';
-import { findTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { findTransaction, refundOf, scopeOf, type TransactionRow } from './transactions.js';
+import { moveWithRefund } from './refund-records.js';
 import { moveTransaction } from './transaction-moves.js';
 import type { JobRequest } from '../queues/producer.js';
 
@@ -79,7 +80,7 @@ export async function simulateOutcome(unit: Unit, chain: ChainAdapter, scope: Ev
     await failDelivery(unit, tx, { code: input.failure_code ?? 'delivery_failed', message: 'Forced by the sandbox simulate control: the USDC delivery failed for good; the payment is returned to the payer.' });
   } else if (input.outcome === 'failed') {
     const refund = tx.direction === 'offramp' ? await refundOfframp(unit, chain, tx) : null;
-    await moveTransaction(unit, tx, 'failed', { set: { failure, ...(refund ? { refund } : {}) }, reason: code });
+    await moveWithRefund(unit, tx, 'failed', refund ?? refundOf(tx), { set: { failure }, reason: code });
     if (tx.direction === 'offramp') await closeSettlement(unit, tx.id, 'transaction_failed');
   } else {
     if (tx.status === 'action_required') throw AppError.invalidState('This transaction is already action_required.', { status: tx.status });

@@ -8,7 +8,8 @@ import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
 import { redactPhone, sealedPayerColumns, type KeyConfig } from './payer-data.js';
-import { QUOTE_MACHINE, TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
+import { QUOTE_MACHINE, TRANSACTION_MACHINE, type RefundStatus, type TransactionStatus } from './machines.js';
+import type { RefundData, RefundState } from '../kernel/refund-machine.js';
 import { recordCreations, transition, transitionAll } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
@@ -55,8 +56,10 @@ export interface TransactionRow {
   receipt: string | null;
   destination_transaction_hash: string | null;
   failure: { code: string; message: string; details?: unknown } | null;
-  /** `amount`: everything returned so far; `to_address`: where (null: the treasury's balance). */
-  refund: RefundState | null;
+  /** `amount`: everything returned so far; `to_address`: where (null: the treasury's balance). Its status: refund_status. */
+  refund: RefundData | null;
+  /** The refund's place in REFUND_MACHINE (machines.ts); null exactly when `refund` is. */
+  refund_status: RefundStatus | null;
   /** External-wallet off-ramps: where refunds go instead of from_address. */
   refund_address: string | null;
   /** When the USDC this off-ramp holds goes back without the business (underpaid, late_deposit, an excess); null: none due. */
@@ -69,25 +72,17 @@ export interface TransactionRow {
   updated_at: Date;
 }
 
-export interface RefundState {
-  status: 'pending' | 'completed' | 'failed';
-  /** USDC for an off-ramp; an on-ramp's fiat (`currency`) paid back to its payer. */
-  amount: string;
-  to_address?: string | null;
-  transaction_hash: string | null;
-  /** On-ramps: the fiat's currency, the payer's phone (redacted), the provider's receipt of the payout, why it failed. */
-  currency?: string;
-  phone_number?: string;
-  provider_reference?: string | null;
-  failure?: { code: string; message: string };
-  /** Off-ramps: each return of USDC (amount in minor units); never shown, `amount` and `status` are derived from it. */
-  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string }[];
+export type { RefundData, RefundState };
+
+/** The refund as decided and shown: the row's status (refund_status) with its data; null when there is none. */
+export function refundOf(row: Pick<TransactionRow, 'refund' | 'refund_status'>): RefundState | null {
+  return row.refund && row.refund_status ? { status: row.refund_status, ...row.refund } : null;
 }
 
 export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direction, t.status, t.quote_id, t.external_reference, t.chain, t.currency, t.payment_method,
   t.exchange_rate::text, t.source_amount::text, t.total_required::text, t.destination_amount::text, t.provider_fee::text, t.platform_fee::text,
   t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.payout_batch_id, t.payout_batch_index, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
-  t.destination_transaction_hash, t.failure, t.refund, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
+  t.destination_transaction_hash, t.failure, t.refund, t.refund_status, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
@@ -95,7 +90,9 @@ const amount = renderAmount;
 const side = unitOf;
 const rate = (value: string) => formatRate(new Decimal(value));
 
-function refundView(refund: RefundState): Record<string, unknown> {
+function refundView(refund: RefundState | null): Record<string, unknown> | null {
+  if (!refund) return null;
+  // The status (refund_status) first, where the JSON held it: the view is what it was.
   const usdcBack = { status: refund.status, amount: refund.amount, to_address: refund.to_address ?? null, transaction_hash: refund.transaction_hash };
   if (!refund.currency) return usdcBack;
   return { ...usdcBack, currency: refund.currency, phone_number: refund.phone_number ?? null, provider_reference: refund.provider_reference ?? null, failure: refund.failure ?? null };
@@ -135,7 +132,7 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
     payment_source: offramp ? null : { type: 'mobile_money', reference: row.provider_reference, phone_number: row.payer_phone_redacted, mobile_network: row.payer_network },
     provider_reference: row.receipt,
     failure: row.failure,
-    refund: row.refund ? refundView(row.refund) : null,
+    refund: refundView(refundOf(row)),
     refund_address: row.refund_address,
     ...(extra.settlement ? { settlement: extra.settlement } : {}),
     completed_at: row.completed_at ? row.completed_at.toISOString() : null,

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import type { JobRequest } from '../queues/producer.js';
 import type { EventScope } from './events.js';
 import type { EntryInput } from './ledger.js';
-import { sourcesOf, type EventType, type Machine } from './machines.js';
+import { REFUND_MACHINE, sourcesOf, type EventType, type Machine } from './machines.js';
 import { planOnce } from '../db/prepared-client.js';
 
 import { NOW } from '../kernel/plan.js';
@@ -39,6 +39,9 @@ export interface Moved<S extends string, R> {
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** Columns of a table that a machine embedded in its rows writes (status and data together): no other move sets them. */
+const EMBEDDED: ReadonlyMap<string, readonly string[]> = new Map([[REFUND_MACHINE.table, [REFUND_MACHINE.column, 'refund']]]);
 
 /**
  * The one way a status changes: a conditional UPDATE from an allowed previous status, a history row, the event,
@@ -77,6 +80,7 @@ export async function transitionAll<S extends string, R extends Record<string, a
   const sets = [`${machine.column} = $5`, 'updated_at = now()'];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
+    if (EMBEDDED.get(machine.table)?.includes(column)) throw new Error(`${column} is written by its own machine's move (moveRecord), never with another`);
     if (value === NOW) sets.push(`${column} = now()`);
     else {
       params.push(value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) ? JSON.stringify(value) : value);
@@ -114,31 +118,35 @@ export async function transitionAll<S extends string, R extends Record<string, a
 
 /**
  * A platform record's move (machine.platform: a chain send or inflow, a provider request, which have no business
- * scope, history or event): the conditional UPDATE from an allowed previous status the caller read (and the machine's
- * guards on leaving it), in the caller's transaction (or alone). `unchanged`: other columns the caller's decision read,
- * which must still hold those values (a compare-and-set on all it read). Answers the moved row, or null when it was no
- * longer in `expected` or as read (a duplicate or a lost race).
+ * scope, history or event), or an embedded status's (machine.embedded: a transaction's refund, announced by its
+ * transaction): the conditional UPDATE from an allowed previous status the caller read (and the machine's guards on
+ * leaving it), in the caller's transaction (or alone). An embedded status may also be created (`expected` null: none
+ * yet, `to` one of its initial statuses) or keep its status (`to` the one read: only `set` changes). `unchanged`: other
+ * columns the caller's decision read, which must still hold those values (a compare-and-set on all it read). Answers
+ * the moved row, or null when it was no longer in `expected` or as read (a duplicate or a lost race).
  */
 export async function moveRecord<S extends string, R extends Record<string, any>>(
   q: Pick<EntityManager, 'query'>,
   machine: Machine<S>,
-  input: { id: string; to: S; expected: S | readonly S[]; set?: Record<string, unknown>; unchanged?: Record<string, unknown> },
+  input: { id: string; to: S; expected: S | null | readonly (S | null)[]; set?: Record<string, unknown>; unchanged?: Record<string, unknown> },
 ): Promise<R | null> {
-  if (!machine.platform) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
-  const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
-  const from = sourcesOf(machine, input.to).filter((s) => expected.includes(s));
-  if (!from.length) return null;
+  if (!machine.platform && !machine.embedded) throw new Error(`${machine.resource} is scoped to a business: move it with transition()`);
+  const expected: readonly (S | null)[] = typeof input.expected === 'string' || input.expected === null ? [input.expected] : input.expected;
+  const stays = machine.embedded && expected.includes(input.to) ? [input.to] : [];
+  const from = [...sourcesOf(machine, input.to), ...stays].filter((s) => expected.includes(s));
+  const created = expected.includes(null) && !!machine.embedded?.initial.includes(input.to);
+  if (!from.length && !created) return null;
   const params: unknown[] = [input.id, from, input.to];
   const sets = [`${machine.column} = $3`];
   for (const [column, value] of Object.entries(input.set ?? {})) {
     if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
     if (value === NOW) sets.push(`${column} = now()`);
     else {
-      params.push(value);
+      params.push(machine.embedded && value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
       sets.push(`${column} = $${params.length}`);
     }
   }
-  const conditions = [`id = $1`, `${machine.column} = ANY($2::text[])`];
+  const conditions = [`id = $1`, `(${machine.column} = ANY($2::text[])${created ? ` OR ${machine.column} IS NULL` : ''})`];
   for (const [column, value] of Object.entries(input.unchanged ?? {})) {
     if (!IDENTIFIER.test(column)) throw new Error(`bad column in transition: ${column}`);
     params.push(value);

@@ -13,8 +13,8 @@ export type Views = ReadonlyMap<Machine<any>, (row: any) => Record<string, unkno
 
 /** A move found its row elsewhere than the snapshot said: the unit rolls back and the fact is decided again. */
 export class StalePlanError extends Error {
-  constructor(readonly resource: string, readonly id: string, readonly expected: string) {
-    super(`${resource} ${id} is no longer ${expected}`);
+  constructor(readonly resource: string, readonly id: string, readonly expected: string | null) {
+    super(`${resource} ${id} is no longer ${expected ?? 'absent'}`);
     this.name = 'StalePlanError';
   }
 }
@@ -26,8 +26,8 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
   if (isEmpty(p)) return moved;
   for (const { entry, guarded } of p.entries) if (guarded) await postEntry(unit.em, p.scope, entry);
   for (const m of p.moves) {
-    if (m.machine.platform) {
-      // A chain send or inflow: a compare-and-set with no business scope, history row or event.
+    if (m.machine.platform || m.machine.embedded) {
+      // A chain send or inflow, or a transaction's refund: a compare-and-set with no history row or event of its own.
       const row = await moveRecord<string, Record<string, unknown>>(unit.em, m.machine, { id: m.id, to: m.to, expected: m.from, set: m.set });
       if (!row) throw new StalePlanError(m.machine.resource, m.id, m.from);
       moved.set(m.id, row);

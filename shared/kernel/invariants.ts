@@ -20,8 +20,11 @@ export function assertPlan(p: Plan): void {
     const key = `${m.machine.resource}:${m.id}`;
     check(!seen.has(key), 'one_move_per_row', () => `${key} moves twice in one plan`);
     seen.add(key);
-    check(m.from !== m.to, 'move_changes_status', () => `${key} ${m.from} -> ${m.to}`);
-    check(sourcesOf(m.machine, m.to).includes(m.from), 'move_allowed_by_machine', () => `${key} ${m.from} -> ${m.to}`);
+    // An embedded status (a transaction's refund) may keep its status (only its data changes) or be created (from null).
+    const embedded = m.machine.embedded as { initial: readonly string[] } | undefined;
+    check(m.from !== m.to || !!embedded, 'move_changes_status', () => `${key} ${m.from} -> ${m.to}`);
+    const allowed = m.from === null ? !!embedded?.initial.includes(m.to) : m.from === m.to || sourcesOf(m.machine, m.to).includes(m.from);
+    check(allowed, 'move_allowed_by_machine', () => `${key} ${m.from ?? 'none'} -> ${m.to}`);
   }
   const references = new Set<string>();
   for (const { entry } of p.entries) {

@@ -6,11 +6,14 @@ import type { Machine } from '../domain/machines.js';
 import type { EventScope } from '../domain/events.js';
 import type { JobRequest } from '../queues/producer.js';
 
-/** One compare-and-set: the row moves only while it is still in `from`, the status the decision read. */
+/**
+ * One compare-and-set: the row moves only while it is still in `from`, the status the decision read (null: an
+ * embedded status not there yet, such as a transaction's refund, created by this move).
+ */
 export interface Move {
   machine: Machine<any>;
   id: string;
-  from: string;
+  from: string | null;
   to: string;
   /** Other columns changed with the status (objects are stored as JSON). */
   set?: Record<string, unknown>;

@@ -55,7 +55,7 @@ async function transactionsOf(facts: Facts, withIntentPayouts = false): Promise<
     ids.push(...payouts.map((p) => p.id));
   }
   return (await getDs()).query(
-    `SELECT t.id::text, t.environment, t.direction, t.status, t.total_required::text, t.wallet_address, t.funding_type, t.failure, t.refund, t.receipt,
+    `SELECT t.id::text, t.environment, t.direction, t.status, t.total_required::text, t.wallet_address, t.funding_type, t.failure, t.refund || jsonb_build_object('status', t.refund_status) AS refund, t.receipt,
             s.to_address AS settlement_address
        FROM transactions t LEFT JOIN settlements s ON s.transaction_id = t.id WHERE t.id = ANY($1)`, [ids]);
 }

@@ -80,7 +80,7 @@ async function moving(world: World, lives: Lifecycle[]): Promise<{ moving: strin
   for (const x of await gatherTransfers(world)) onChain.set(x.to, (onChain.get(x.to) ?? 0n) + x.value);
   const uncounted = settlements.filter((st) => (onChain.get(st.to_address) ?? 0n) > toMinor(st.received, USDC_SCALE));
   const txs: { id: string; status: string; refund: string | null }[] = await ds.query(
-    `SELECT id::text, status, refund->>'status' AS refund FROM transactions WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.transactions)]);
+    `SELECT id::text, status, refund_status AS refund FROM transactions WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.transactions)]);
   const intents: { id: string; status: string; payout_status: string | null }[] = await ds.query(
     `SELECT id::text, status, payout_status FROM payment_intents WHERE id = ANY($1) ORDER BY id`, [lives.flatMap((l) => l.intents)]);
   const deposits: { id: string; status: string }[] = await ds.query(

@@ -215,7 +215,7 @@ describe('the engine: units of work and the one transition function', () => {
     });
 
     it('a failed transaction is reopened only by a late deposit, never to be retried', async () => {
-      const refunded = await offrampIn('failed', { failure, refund: { status: 'completed', amount: '10.150000', transaction_hash: null } });
+      const refunded = await offrampIn('failed', { failure, refund: { amount: '10.150000', transaction_hash: null }, refund_status: 'completed' });
       // A stale provider check that still believes the payout is out: refused.
       expect(await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
       expect(await statusOf(refunded.id)).to.equal('failed');
@@ -231,7 +231,7 @@ describe('the engine: units of work and the one transition function', () => {
       const as = async (set: Record<string, unknown>) => {
         const phone = sealedPayerColumns(getConfig(), 'transactions', 'payer_phone', tx, '+254700000000');
         await api.deps.ds.query(`UPDATE transactions SET direction = 'onramp', payer_phone_redacted = '+254*****0000', ${Object.keys(phone).map((c, i) => `${c} = $${i + 4}`).join(', ')},
-          beneficiary_id = NULL, funding_type = NULL, failure = $2, refund = $3 WHERE id = $1`, [tx.id, JSON.stringify(set.failure), set.refund ? JSON.stringify(set.refund) : null, ...Object.values(phone)]);
+          beneficiary_id = NULL, funding_type = NULL, failure = $2, refund = $3::jsonb - 'status', refund_status = $3::jsonb->>'status' WHERE id = $1`, [tx.id, JSON.stringify(set.failure), set.refund ? JSON.stringify(set.refund) : null, ...Object.values(phone)]);
         return (await loadTransaction(api.deps.ds, tx.id))!;
       };
       // The guard as the transition's conditional UPDATE checks it (an off-ramp's amounts make no on-ramp view).

@@ -15,7 +15,7 @@ export const refundOnrampJob = defineJob({
   name: 'onramp.refund',
   async process(job, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
-    if (!tx || tx.direction !== 'onramp' || tx.refund?.status !== 'pending') return `nothing to pay back (${tx?.refund?.status ?? 'no refund'})`;
+    if (!tx || tx.direction !== 'onramp' || tx.refund_status !== 'pending') return `nothing to pay back (${tx?.refund_status ?? 'no refund'})`;
     const outcome = await providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }, tx.currency).payout({
       reference: tx.id, scope: scopeOf(tx), currency: tx.currency, amount: tx.total_required, payment_method: 'mobile_money',
       account_holder_name: 'Payer', details: { phone_number: await openPayerPhone(deps.ds, deps.config, 'transactions', tx.id), mobile_network: tx.payer_network ?? 'safaricom' },

@@ -41,7 +41,7 @@ export const chainSendJob = defineJob({
     if (subject.purpose === 'refund') {
       // Only the refund's send in flight is made: one it gave up on (failed, due again under a new reference) never is.
       const tx = await loadTransaction(deps.ds, subject.transactionId);
-      if (!tx || !refundSendPending(tx, d.reference)) return `refund send not pending (${tx?.refund?.status ?? 'gone'})`;
+      if (!tx || !refundSendPending(tx, d.reference)) return `refund send not pending (${tx?.refund_status ?? 'gone'})`;
       // The USDC being returned sits at the deposit address: swept to the hot wallet first, so the hot wallet's own USDC is never spent.
       const settlement = (await settlementOf(deps.ds, tx.id))!;
       await sweepDepositAddress(deps, { environment: d.environment, chain: d.chain, address: settlement.to_address, hdIndex: settlement.hd_index, reference: `sweep-${settlement.id}-${d.reference}` });

@@ -1,11 +1,15 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import * as machines from '../../../shared/domain/machines.js';
 
 // The kernel's structure, checked over the sources: who may post a ledger entry, and that shared/ has no import circle
 // (what `npx madge --circular --extensions ts shared` answers, without fetching madge at test time).
 
 const ROOT = resolve(import.meta.dirname, '../../..');
+
+/** Every state machine the sources define (machines.ts exports each as `..._MACHINE`). */
+const MACHINES = Object.entries(machines).filter(([name]) => name.endsWith('_MACHINE')).map(([, m]) => m as machines.Machine);
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -72,6 +76,9 @@ export function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** A SET list that writes a status column: `status`, `payout_status`, a transaction's `refund_status`, ... */
+const SETS_A_STATUS = /(^|[\s,(])\w*status\s*=/;
+
 /** Files whose `status` columns are no lifecycle: an idempotency record's is the HTTP status of the answer it stores. */
 const NOT_LIFECYCLES = new Set(['shared/db/idempotency-records.ts']);
 
@@ -91,21 +98,27 @@ describe('kernel: structure of the sources', () => {
       const code = uncommented(readFileSync(file, 'utf8'));
       // The SET list of every UPDATE (and ON CONFLICT ... DO UPDATE), up to its WHERE, RETURNING or the string's end.
       for (const [, set] of code.matchAll(/\bUPDATE\b[^`]*?\bSET\b([^`]*?)(?=\bWHERE\b|\bRETURNING\b|\bFROM\b|`)/g)) {
-        if (/(^|[\s,(])\w*status\s*=/.test(set!)) writers.push(`${rel}: SET${set!.replace(/\s+/g, ' ').slice(0, 80)}`);
+        if (SETS_A_STATUS.test(set!)) writers.push(`${rel}: SET${set!.replace(/\s+/g, ' ').slice(0, 80)}`);
       }
     }
     expect(writers).to.deep.equal([]);
   });
 
-  it('the money statuses still kept in JSON (an off-ramp\'s refund) are written only where they were: no new writer, and no provider request outcome', () => {
-    // Issue 36's remaining work: each becomes a machine (refunds; provider requests are one: PROVIDER_REQUEST_MACHINE); this list only shrinks.
+  it('the status-writer check sees every machine\'s column (a transaction\'s refund_status too)', () => {
+    expect(MACHINES).to.include(machines.REFUND_MACHINE);
+    for (const machine of MACHINES) expect(SETS_A_STATUS.test(` ${machine.column} = $2`), `${machine.table}.${machine.column}`).to.equal(true);
+    expect(SETS_A_STATUS.test(' refund = $2, refund_due_at = $3')).to.equal(false);
+  });
+
+  it('no money status is kept in JSON any more: no UPDATE writes a provider request\'s outcome or an off-ramp\'s refund', () => {
+    // Both are machines now (PROVIDER_REQUEST_MACHINE, REFUND_MACHINE, whose data is written with its status by moveRecord()).
     const writers = ['shared', 'api', 'workers'].flatMap((dir) => sources(join(ROOT, dir))).flatMap((file) => {
       const code = uncommented(readFileSync(file, 'utf8'));
       const found = [...code.matchAll(/\bUPDATE\s+(provider_requests|transactions)\b[^`]*?\bSET\b([^`]*?)(?=\bWHERE\b|\bRETURNING\b|`)/g)]
         .filter(([, table, set]) => new RegExp(`(^|[\\s,])${table === 'transactions' ? 'refund' : 'outcome'}\\s*=`).test(set!));
       return found.map(([, table]) => `${relative(ROOT, file)}: ${table}`);
     });
-    expect(writers.sort()).to.deep.equal(['shared/domain/refunds.ts: transactions']);
+    expect(writers.sort()).to.deep.equal([]);
   });
 
   it('shared/ has no import circle (madge --circular)', () => {

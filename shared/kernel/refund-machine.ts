@@ -1,0 +1,79 @@
+// A transaction's refund as a state machine (REFUND_MACHINE: transactions.refund_status, its data in
+// transactions.refund): what a decided refund changes over the one read, as one compare-and-set, and the on-ramp's
+// fiat refund decided from the provider's answer. The off-ramp's status follows from its sends (refundSummary,
+// refund-due.ts). Pure: no database; apply() or moveRecord() carries the move out, the caller announces the
+// transaction with it (`transaction.<status>`).
+import { REFUND_MACHINE, type RefundStatus } from '../domain/machines.js';
+import { KernelInvariantError } from './invariants.js';
+import { NOW, type Move } from './plan.js';
+
+/** What transactions.refund holds: the refund's data, never its status (refund_status). */
+export interface RefundData {
+  /** USDC for an off-ramp; an on-ramp's fiat (`currency`) paid back to its payer. */
+  amount: string;
+  to_address?: string | null;
+  transaction_hash: string | null;
+  /** On-ramps: the fiat's currency, the payer's phone (redacted), the provider's receipt of the payout, why it failed. */
+  currency?: string;
+  phone_number?: string;
+  provider_reference?: string | null;
+  failure?: { code: string; message: string };
+  /** Off-ramps: each return of USDC (amount in minor units); never shown, `amount` and the status are derived from it. */
+  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string }[];
+}
+
+/** A refund as decided and shown: its status with its data. */
+export interface RefundState extends RefundData {
+  status: RefundStatus;
+}
+
+/** The refund as read from its transaction's row. */
+export interface RefundRead {
+  id: string;
+  refund_status: RefundStatus | null;
+}
+
+/**
+ * The move that records `next` over the refund read: a creation (none read), a move of REFUND_MACHINE, or a stay
+ * (the status read, only its data rewritten), each a compare-and-set from the status read, with `set` (other columns)
+ * in the same UPDATE. Null when there is no refund before or after. A refund is never removed: that is a broken
+ * decision, thrown; a move the machine forbids (a completed refund failed) is refused by apply()'s assertion.
+ */
+export function refundMove(read: RefundRead, next: RefundState | null, set: Record<string, unknown> = {}): Move | null {
+  if (!next) {
+    if (read.refund_status !== null) throw new KernelInvariantError('refund_kept', `the ${read.refund_status} refund of ${read.id} would be removed`);
+    return null;
+  }
+  const { status, ...data } = next;
+  return { machine: REFUND_MACHINE, id: read.id, from: read.refund_status, to: status, set: { ...set, refund: data, updated_at: NOW } };
+}
+
+/** An on-ramp's delivery failed for good: the fiat it collected is owed back to the payer, pending its payout. */
+export function fiatRefundOwed(tx: { total_required: string; currency: string; payer_phone_redacted: string | null }): RefundState {
+  return {
+    status: 'pending', amount: tx.total_required, currency: tx.currency, to_address: null, transaction_hash: null,
+    phone_number: tx.payer_phone_redacted ?? undefined, provider_reference: null,
+  };
+}
+
+/** What the provider answered about the payout of a fiat refund, as far as the refund is concerned. */
+export interface FiatRefundAnswer {
+  /** The provider's status: succeeded, pending, temporary_failure, or a refusal. */
+  status: string;
+  receipt?: string;
+  failure?: { code: string; message: string };
+}
+
+/**
+ * The pending fiat refund once the provider answered: paid (completed, with its receipt) or refused for good (failed:
+ * the payer's number cannot receive; an operator pays by hand). Null while it is still running (its result or the
+ * sweeper decides) or when the refund is not pending.
+ */
+export function fiatRefundAnswered(refund: RefundState | null, answer: FiatRefundAnswer): RefundState | null {
+  if (refund?.status !== 'pending' || answer.status === 'pending' || answer.status === 'temporary_failure') return null;
+  const paid = answer.status === 'succeeded';
+  return {
+    ...refund, status: paid ? 'completed' : 'failed', provider_reference: paid ? (answer.receipt ?? null) : null,
+    ...(paid ? {} : { failure: answer.failure ?? { code: 'refund_rejected', message: 'The provider refused the refund payout.' } }),
+  };
+}
