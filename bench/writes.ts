@@ -6,6 +6,7 @@
 // Own database (BENCH_DATABASE_URL, default rampway_bench) and Redis prefix; prints a table and the figures as JSON.
 // BENCH_BASELINE=<git revision>: the same load against that revision too, in the same run, rounds interleaved (each
 // target its own database, <database>_base, processes and port), and the ratio of each figure to the baseline's.
+// BENCH_REVISION=<git revision>: that revision instead of this checkout (with its own BENCH_DATABASE_URL).
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -154,7 +155,9 @@ async function cpu(t: Target): Promise<{ web: number; pg: number }> {
 await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const targets: Target[] = [];
 try {
-  targets.push(await startTarget('current', CURRENT_CHECKOUT, env.DATABASE_URL, PORT));
+  // BENCH_REVISION: a revision in place of this checkout (a change measured on its own: its merge against its parent).
+  const revision = process.env.BENCH_REVISION;
+  targets.push(await startTarget(revision ?? 'current', revision ? checkoutRevision(revision) : CURRENT_CHECKOUT, env.DATABASE_URL, PORT));
   if (BASELINE) targets.push(await startTarget(`baseline ${BASELINE}`, checkoutRevision(BASELINE), `${env.DATABASE_URL}_base`, PORT + 1));
   // Warm-up: JIT, prepared statements and pools in their steady state before anything counts.
   for (const t of targets) await autocannon({ ...uniqueWrites(t.api, t.key, '/customers', (n) => ({ external_reference: `warm-${process.pid}-${n}` })), duration: 2 });
