@@ -26,7 +26,8 @@ import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
 // Payment intents (CONTRACT section 8): a business asks for a fiat amount; its payer pays by mobile money (a
 // collection the providers pool requests) or in USDC to the intent's own deposit address. The USDC price is fixed at
 // creation. Payments land as treasury deposits (treasury-deposits.ts); a completed intent with a beneficiary starts
-// a payout from the treasury (treasury-payouts.ts).
+// a payout from the treasury (treasury-payouts.ts). Where the intent's status goes is decided in kernel/intents.ts,
+// on the row INTENT_FLOW reads and locks; every status move here and in treasury-deposits.ts goes through decideIn.
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -124,6 +125,27 @@ export function findPaymentIntent(q: Queryable, scope: EventScope, id: string, l
 export async function loadPaymentIntent(q: Queryable, id: string, lock = false): Promise<PaymentIntentRow | undefined> {
   return ((await q.query(`SELECT ${INTENT_COLUMNS} FROM payment_intents i WHERE i.id = $1${lock ? ' FOR UPDATE' : ''}`, [id])) as PaymentIntentRow[])[0];
 }
+
+const minorUsdc = (value: string) => toMinor(usdc(value), USDC_SCALE);
+
+/** The snapshot the kernel decides on, from the row (locked by the loader), with the clock expiry is compared with. */
+function snapshotOf(row: PaymentIntentRow): IntentSnapshot {
+  return {
+    id: row.id, scope: intentScope(row), status: row.status, collectionAttempts: row.collection_attempts, price: minorUsdc(row.usdc_amount),
+    received: minorUsdc(row.received_amount), confirmed: minorUsdc(row.confirmed_amount), hasBeneficiary: row.beneficiary_id !== null,
+    expiresAt: row.expires_at, now: new Date(),
+  };
+}
+
+/** The intent flow: every fact about an intent's status is decided on its locked row (kernel/intents.ts). */
+export const INTENT_FLOW: Flow<IntentSnapshot, IntentFact> = {
+  load: async (unit, id) => {
+    const row = await loadPaymentIntent(unit.em, id, true);
+    return row && snapshotOf(row);
+  },
+  decide: decideIntent,
+  views: new Map([[PAYMENT_INTENT_MACHINE, paymentIntentView]]),
+};
 
 export const intentJobs = {
   expire: (intentId: string, delayMs: number): JobRequest<'intent.expire'> => ({ name: 'intent.expire', id: jobId('intent.expire', intentId), data: { intentId }, delayMs }),
@@ -241,27 +263,6 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
   await unit.stage(intentJobs.expire(id, expiresIn * 1000), scope);
   return row;
 }
-
-const minorUsdc = (value: string) => toMinor(usdc(value), USDC_SCALE);
-
-/** The snapshot the kernel decides on, from the row (locked by the loader), with the clock expiry is compared with. */
-function snapshotOf(row: PaymentIntentRow): IntentSnapshot {
-  return {
-    id: row.id, scope: intentScope(row), status: row.status, collectionAttempts: row.collection_attempts, price: minorUsdc(row.usdc_amount),
-    received: minorUsdc(row.received_amount), confirmed: minorUsdc(row.confirmed_amount), hasBeneficiary: row.beneficiary_id !== null,
-    expiresAt: row.expires_at, now: new Date(),
-  };
-}
-
-/** The intent flow: every fact about an intent's status is decided on its locked row (kernel/intents.ts). */
-export const INTENT_FLOW: Flow<IntentSnapshot, IntentFact> = {
-  load: async (unit, id) => {
-    const row = await loadPaymentIntent(unit.em, id, true);
-    return row && snapshotOf(row);
-  },
-  decide: decideIntent,
-  views: new Map([[PAYMENT_INTENT_MACHINE, paymentIntentView]]),
-};
 
 /** Decides a fact about the intent; answers the outcome and the intent as moved (undefined when it did not move). */
 export async function decideIntentIn(unit: Unit, id: string, fact: IntentFact): Promise<{ outcome: string; row?: PaymentIntentRow }> {
