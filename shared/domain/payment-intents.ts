@@ -16,7 +16,7 @@ import { checkPayer } from './corridor-details.js';
 import { redactCustomer, redactPhone, sealedPayerColumns } from './payer-data.js';
 import { corridorError, getCorridor, listCorridors } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
-import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
+import { INTENT_PAYOUT_MACHINE, PAYMENT_INTENT_MACHINE, type Machine, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
 import type { RateQuote } from './rates.js';
 import { wholeFiatRail } from './pricing.js';
 import { recordCreation } from './transition.js';
@@ -133,7 +133,7 @@ function snapshotOf(row: PaymentIntentRow): IntentSnapshot {
   return {
     id: row.id, scope: intentScope(row), status: row.status, collectionAttempts: row.collection_attempts, price: minorUsdc(row.usdc_amount),
     received: minorUsdc(row.received_amount), confirmed: minorUsdc(row.confirmed_amount), hasBeneficiary: row.beneficiary_id !== null,
-    expiresAt: row.expires_at, now: new Date(),
+    payoutStatus: row.payout_status, expiresAt: row.expires_at, now: new Date(),
   };
 }
 
@@ -144,7 +144,8 @@ export const INTENT_FLOW: Flow<IntentSnapshot, IntentFact> = {
     return row && snapshotOf(row);
   },
   decide: decideIntent,
-  views: new Map([[PAYMENT_INTENT_MACHINE, paymentIntentView]]),
+  // payout_status is announced by no event of its own (its intent is announced again: payout-follow.ts).
+  views: new Map<Machine<any>, typeof paymentIntentView>([[PAYMENT_INTENT_MACHINE, paymentIntentView], [INTENT_PAYOUT_MACHINE, paymentIntentView]]),
 };
 
 export const intentJobs = {

@@ -1,9 +1,10 @@
 // A payment intent's lifecycle (CONTRACT section 8, §18) as a pure decision: what a cancel, a collection, the end of
-// a prompt, the expiry, and a payment counted, confirmed or taken back do to the intent's status. The payments
-// themselves are treasury deposits (treasury-deposits.ts); this decides only where the intent goes because of them.
+// a prompt, the expiry, and a payment counted, confirmed or taken back do to the intent's status; and what its
+// beneficiary's payout (an off-ramp funded from the treasury) starting, not starting or ending does to payout_status.
+// The payments are treasury deposits (treasury-deposits.ts), the payout its transaction: this decides only the intent.
 // Nothing here reads a database, a queue or a provider: the loader (payment-intents.ts) reads and locks the row.
 import type { EventScope } from '../domain/events.js';
-import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus } from '../domain/machines.js';
+import { INTENT_PAYOUT_MACHINE, PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from '../domain/machines.js';
 import type { JobRequest } from '../queues/producer.js';
 import { nothing, NOW, plan, type Move, type Plan } from './plan.js';
 import { intentAfterUnpaidPrompt } from './stk-results.js';
@@ -20,6 +21,8 @@ export interface IntentSnapshot {
   confirmed: bigint;
   /** A completed intent pays its beneficiary from the treasury (settlement.payout_status). */
   hasBeneficiary: boolean;
+  /** settlement.payout_status: null without a beneficiary, pending once completed, then as its transaction goes. */
+  payoutStatus: PayoutStatus | null;
   expiresAt: Date;
   /** The clock the decision compares `expiresAt` with, read by the loader. */
   now: Date;
@@ -44,7 +47,13 @@ export type IntentFact =
   /** A deposit was confirmed into `confirmed` (the snapshot already holds it); `payout` starts the beneficiary's payout. */
   | { kind: 'payment_confirmed'; payout: JobRequest }
   /** A counted payment did not hold (its block left the chain): taken back out of `received` (the snapshot holds that). */
-  | { kind: 'payment_reversed'; failure: IntentFailure };
+  | { kind: 'payment_reversed'; failure: IntentFailure }
+  /** The payout's transaction was written, the treasury debited and its payout staged (in the same unit). */
+  | { kind: 'payout_started'; transactionId: string }
+  /** The payout cannot start (the beneficiary archived, no price, the treasury spent elsewhere): the reason shown. */
+  | { kind: 'payout_not_started'; message: string }
+  /** The payout's transaction completed or failed (its failure, when it has one). */
+  | { kind: 'payout_ended'; to: 'completed' | 'failed'; failure: { code?: string; message?: string } | null };
 
 /** One move of the intent from the status the decision read. */
 function move(i: IntentSnapshot, to: PaymentIntentStatus, set: Record<string, unknown>, reason: string): Move {
@@ -55,6 +64,31 @@ function move(i: IntentSnapshot, to: PaymentIntentStatus, set: Record<string, un
 const waitOrExpire = (i: IntentSnapshot): PaymentIntentStatus => (i.expiresAt <= i.now ? 'expired' : 'awaiting_payment');
 
 const unchanged = (i: IntentSnapshot) => nothing(i.scope, `unchanged (${i.status})`);
+
+/** One move of the intent's payout_status (its own machine on the same row). */
+function payoutMove(i: IntentSnapshot, to: PayoutStatus, set: Record<string, unknown>, reason: string): Plan {
+  return plan(i.scope, to, { moves: [{ machine: INTENT_PAYOUT_MACHINE, id: i.id, from: i.payoutStatus!, to, set, reason }] });
+}
+
+/** What the beneficiary's payout does to payout_status: it starts, or fails, only while pending; it ends only once started. */
+function decidePayout(i: IntentSnapshot, fact: Extract<IntentFact, { kind: `payout_${string}` }>): Plan {
+  const notPending = nothing(i.scope, `not pending (${i.payoutStatus})`);
+  switch (fact.kind) {
+    case 'payout_started':
+      if (i.payoutStatus !== 'pending') return notPending;
+      return payoutMove(i, 'processing', { payout_transaction_id: fact.transactionId, payout_error: null }, 'payout_started');
+    case 'payout_not_started':
+      if (i.payoutStatus !== 'pending') return notPending;
+      return payoutMove(i, 'failed', { payout_error: fact.message }, 'payout_not_started');
+    case 'payout_ended':
+      if (fact.to === 'completed') {
+        if (i.payoutStatus !== 'processing') return nothing(i.scope, `unchanged (${i.payoutStatus})`);
+        return payoutMove(i, 'completed', { payout_error: null }, 'payout_completed');
+      }
+      if (i.payoutStatus !== 'pending' && i.payoutStatus !== 'processing') return nothing(i.scope, `unchanged (${i.payoutStatus})`);
+      return payoutMove(i, 'failed', { payout_error: fact.failure?.message ?? 'The payout failed.' }, fact.failure?.code ?? 'payout_failed');
+  }
+}
 
 export function decideIntent(i: IntentSnapshot, fact: IntentFact): Plan {
   switch (fact.kind) {
@@ -97,5 +131,7 @@ export function decideIntent(i: IntentSnapshot, fact: IntentFact): Plan {
       const to = waitOrExpire(i);
       return plan(i.scope, to, { moves: [move(i, to, { last_payment_error: fact.failure }, fact.failure.code)] });
     }
+    default:
+      return decidePayout(i, fact);
   }
 }

@@ -2,11 +2,12 @@
 // back as treasury-deposits.ts does: clients collect (sometimes on an older read) and cancel at any moment, payers
 // answer prompts with every published STK code and unpublished ones, results arrive late and twice, status checks
 // give up on prompts nobody answers, USDC transfers of any size are confirmed or leave the chain, the expiry ticks
-// early or while the intent is being paid. Never paid twice; nothing credited that nobody paid; nothing left
-// processing or waiting at rest.
+// early or while the intent is being paid; a completed intent's payout job runs late and twice, starts or cannot,
+// and its transaction ends, reported twice. Never paid (or paid out) twice; nothing credited that nobody paid;
+// nothing left processing or waiting at rest, its payout included.
 import { decideIntent, type IntentFact, type IntentSnapshot } from '../../shared/kernel/intents.js';
 import { stkResult } from '../../shared/kernel/stk-results.js';
-import type { PaymentIntentStatus } from '../../shared/domain/machines.js';
+import { INTENT_PAYOUT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from '../../shared/domain/machines.js';
 import { applyInModel, ModelLedger } from './ledger-model.js';
 import type { Dice, Model } from './runner.js';
 
@@ -33,6 +34,11 @@ interface Deposit {
 
 interface World {
   statuses: Map<string, string>;
+  /** payout_status: its own machine on the same row (null: no payout). */
+  payout: Map<string, string>;
+  /** The payout's transaction, once started: processing until it ends. */
+  payoutTx: 'processing' | 'completed' | 'failed' | null;
+  payoutStarts: number;
   ledger: ModelLedger;
   attempts: number;
   received: bigint;
@@ -59,14 +65,16 @@ type Fact =
   | { kind: 'give_up'; prompt: number }
   | { kind: 'transfer'; amount: bigint }
   | { kind: 'chain'; key: string; reorged: boolean }
-  | { kind: 'expiry_tick'; early: boolean };
+  | { kind: 'expiry_tick'; early: boolean }
+  | { kind: 'payout_job'; starts: boolean }
+  | { kind: 'payout_tx_ends'; to: 'completed' | 'failed' };
 
 const status = (w: World) => w.statuses.get(KEY) as PaymentIntentStatus;
 
 function snapshot(w: World): IntentSnapshot {
   return {
     id: 'pi', scope: SCOPE, status: status(w), collectionAttempts: w.attempts, price: PRICE, received: w.received, confirmed: w.confirmed,
-    hasBeneficiary: w.beneficiary, expiresAt: new Date(w.expired ? 0 : 8.64e15), now: new Date(1),
+    hasBeneficiary: w.beneficiary, payoutStatus: (w.payout.get(KEY) as PayoutStatus | undefined) ?? null, expiresAt: new Date(w.expired ? 0 : 8.64e15), now: new Date(1),
   };
 }
 
@@ -76,9 +84,16 @@ function decide(w: World, fact: IntentFact): void {
   const onJob = (job: { name: string }) => {
     if (job.name === 'intent.payout') w.payouts += 1;
   };
-  if (applyInModel(p, w.statuses, w.ledger, onJob) === 'stale') throw new Error('stale plan: the loader locks the row');
+  // payout_status is another column of the same row: its moves are checked against their own map.
+  const statuses = p.moves[0]?.machine === INTENT_PAYOUT_MACHINE ? w.payout : w.statuses;
+  if (applyInModel(p, statuses, w.ledger, onJob) === 'stale') throw new Error('stale plan: the loader locks the row');
   const m = p.moves[0];
-  if (m?.to === 'completed') w.completions += 1;
+  if (m?.set?.payout_status === 'pending') w.payout.set(KEY, 'pending');
+  if (m?.set?.payout_transaction_id) {
+    w.payoutStarts += 1;
+    w.payoutTx = 'processing';
+  }
+  if (m?.to === 'completed' && statuses === w.statuses) w.completions += 1;
   // Only its current prompt's end lets an intent being processed wait again: an earlier one's is stale.
   if (m && fact.kind === 'prompt_ended' && fact.attempt !== w.attempts) w.wrong.push(`left processing on prompt ${fact.attempt}'s end, prompt ${w.attempts} current`);
   if (m?.set?.collection_attempts !== undefined) {
@@ -114,7 +129,7 @@ export const intentsModel: Model<World, Fact> = {
   budget: 30,
   init(d: Dice) {
     return {
-      statuses: new Map([[KEY, 'awaiting_payment']]), ledger: new ModelLedger(), attempts: 0, received: 0n, confirmed: 0n, beneficiary: d.chance(0.5),
+      statuses: new Map([[KEY, 'awaiting_payment']]), payout: new Map(), payoutTx: null, payoutStarts: 0, ledger: new ModelLedger(), attempts: 0, received: 0n, confirmed: 0n, beneficiary: d.chance(0.5),
       expired: false, expiryRan: false, prompts: [], deposits: new Map(), transfers: 0, completions: 0, payouts: 0, wrong: [],
     };
   },
@@ -131,6 +146,9 @@ export const intentsModel: Model<World, Fact> = {
     if (undelivered.length) options.push(() => ({ kind: 'result', prompt: d.pick(undelivered) }));
     if (pending.length) options.push(() => ({ kind: 'chain', key: d.pick(pending), reorged: d.chance(0.3) }));
     if (!w.expiryRan) options.push(() => ({ kind: 'expiry_tick', early: !draining && d.chance(0.3) }));
+    // The payout job (and the sweeper's) runs while the payout is pending; its transaction ends once.
+    if (w.payout.get(KEY) === 'pending' || (!draining && w.payouts)) options.push(() => ({ kind: 'payout_job', starts: d.chance(0.7) }));
+    if (w.payoutTx === 'processing') options.push(() => ({ kind: 'payout_tx_ends', to: d.chance(0.7) ? 'completed' : 'failed' }));
     if (!draining) {
       options.push(() => ({ kind: 'collect', stale: d.chance(0.2) }), () => ({ kind: 'cancel' }));
       if (answered.length) options.push(() => ({ kind: 'result', prompt: d.pick(answered) }));
@@ -185,6 +203,14 @@ export const intentsModel: Model<World, Fact> = {
           w.expiryRan = true;
         }
         return decide(w, { kind: 'expiry_tick' });
+      case 'payout_job':
+        // startIntentPayout(): only a pending payout is priced and started (checked under the lock, then decided).
+        if (w.payout.get(KEY) !== 'pending') return;
+        if (!fact.starts) return decide(w, { kind: 'payout_not_started', message: 'The beneficiary was archived before the payout started.' });
+        return decide(w, { kind: 'payout_started', transactionId: `tx-${w.payoutStarts + 1}` });
+      case 'payout_tx_ends':
+        w.payoutTx = fact.to;
+        return decide(w, { kind: 'payout_ended', to: fact.to, failure: fact.to === 'failed' ? { code: 'payout_declined', message: 'Declined.' } : null });
     }
   },
   check(w, final) {
@@ -192,6 +218,10 @@ export const intentsModel: Model<World, Fact> = {
     const s = status(w);
     if (w.completions > 1) broken.push('the intent was completed twice');
     if (w.payouts > (w.beneficiary ? 1 : 0)) broken.push(`${w.payouts} payouts staged`);
+    if (w.payoutStarts > 1) broken.push(`the payout started ${w.payoutStarts} times`);
+    const payout = w.payout.get(KEY);
+    if (payout === 'completed' && w.payoutTx !== 'completed') broken.push('payout completed though its transaction did not');
+    if (payout && !(s === 'completed' && w.beneficiary)) broken.push(`a payout (${payout}) for an intent ${s}${w.beneficiary ? '' : ' without a beneficiary'}`);
     if (s === 'completed' && w.confirmed < PRICE) broken.push('completed before its payments were confirmed');
     // Paid in full is being processed or done: never waiting, cancelled or expired with the price received.
     if (w.received >= PRICE && !['processing', 'completed'].includes(s)) broken.push(`${s} though its payments cover the price`);
@@ -204,6 +234,8 @@ export const intentsModel: Model<World, Fact> = {
     if (final) {
       if (!['completed', 'cancelled', 'expired'].includes(s)) broken.push(`${s} at rest after its expiry: no exit`);
       if (s === 'completed' && w.payouts !== (w.beneficiary ? 1 : 0)) broken.push('completed without its beneficiary\'s payout');
+      if (payout === 'pending' || payout === 'processing') broken.push(`the payout ${payout} at rest: no exit`);
+      if (payout && payout !== (w.payoutTx ?? 'failed')) broken.push(`payout ${payout}, its transaction ${w.payoutTx}`);
       const paid = w.prompts.filter((p) => p.truth === '0').length;
       const credited = [...w.deposits.keys()].filter((k) => k.startsWith('prompt-')).length;
       if (paid !== credited) broken.push(`${paid} prompts paid, ${credited} credited`);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { decideIntent, type IntentFact, type IntentSnapshot } from '../../../shared/kernel/intents.js';
 import { assertPlan } from '../../../shared/kernel/invariants.js';
 import { NOW, type Plan } from '../../../shared/kernel/plan.js';
-import { PAYMENT_INTENT_MACHINE, PAYMENT_INTENT_STATUSES, type PaymentIntentStatus } from '../../../shared/domain/machines.js';
+import { INTENT_PAYOUT_MACHINE, PAYMENT_INTENT_MACHINE, PAYMENT_INTENT_STATUSES, PAYOUT_STATUSES, type PaymentIntentStatus, type PayoutStatus } from '../../../shared/domain/machines.js';
 
 const scope = { businessId: 'b', environment: 'live' as const };
 const now = new Date('2026-11-28T12:00:00Z');
@@ -14,7 +14,7 @@ const declined = { code: 'collection_declined', message: 'The payer cancelled th
 const reorged = { code: 'reorged', message: 'The block that held this transfer left the canonical chain.' };
 
 function intent(status: PaymentIntentStatus, over: Partial<IntentSnapshot> = {}): IntentSnapshot {
-  return { id: 'pi1', scope, status, collectionAttempts: 2, price: 100n, received: 0n, confirmed: 0n, hasBeneficiary: false, expiresAt: later, now, ...over };
+  return { id: 'pi1', scope, status, collectionAttempts: 2, price: 100n, received: 0n, confirmed: 0n, hasBeneficiary: false, payoutStatus: null, expiresAt: later, now, ...over };
 }
 
 const FACTS: Record<IntentFact['kind'], IntentFact> = {
@@ -25,7 +25,11 @@ const FACTS: Record<IntentFact['kind'], IntentFact> = {
   payment_counted: { kind: 'payment_counted', method: 'stablecoin' },
   payment_confirmed: { kind: 'payment_confirmed', payout: payoutJob },
   payment_reversed: { kind: 'payment_reversed', failure: reorged },
+  payout_started: { kind: 'payout_started', transactionId: 'tx1' },
+  payout_not_started: { kind: 'payout_not_started', message: 'The beneficiary was archived before the payout started; the funds stay in the treasury.' },
+  payout_ended: { kind: 'payout_ended', to: 'completed', failure: null },
 };
+const PAYOUT_FACTS = new Set(['payout_started', 'payout_not_started', 'payout_ended']);
 
 /** The plan's one move as [from, to, reason], checked against the machine; null when it moves nothing. */
 function moveOf(p: Plan): [string, string, string | undefined] | null {
@@ -37,16 +41,16 @@ function moveOf(p: Plan): [string, string, string | undefined] | null {
   }
   expect(p.moves).to.have.length(1);
   const [m] = p.moves;
-  expect(m.machine).to.equal(PAYMENT_INTENT_MACHINE);
+  expect([PAYMENT_INTENT_MACHINE, INTENT_PAYOUT_MACHINE]).to.include(m.machine);
   expect(m.id).to.equal('pi1');
   expect(p.outcome).to.equal(m.to);
   return [m.from, m.to, m.reason];
 }
 
 describe('kernel: a payment intent\'s lifecycle (decideIntent)', () => {
-  it('from every final status (completed, cancelled, expired), every fact plans nothing', () => {
+  it('from every final status (completed, cancelled, expired), every fact about the intent\'s status plans nothing', () => {
     for (const status of ['completed', 'cancelled', 'expired'] as const) {
-      for (const fact of Object.values(FACTS)) {
+      for (const fact of Object.values(FACTS).filter((f) => !PAYOUT_FACTS.has(f.kind))) {
         const p = decideIntent(intent(status, { received: 100n, confirmed: 100n, expiresAt: earlier }), fact);
         expect(moveOf(p), `${status} + ${fact.kind}`).to.equal(null);
       }
@@ -57,9 +61,11 @@ describe('kernel: a payment intent\'s lifecycle (decideIntent)', () => {
     for (const status of PAYMENT_INTENT_STATUSES) {
       for (const fact of Object.values(FACTS)) {
         for (const over of [{}, { received: 100n }, { received: 100n, confirmed: 100n, hasBeneficiary: true }, { expiresAt: earlier }]) {
-          const p = decideIntent(intent(status, over), fact);
-          const moved = moveOf(p);
-          if (moved) expect(moved[0], `${status} + ${fact.kind}`).to.equal(status);
+          for (const payoutStatus of [null, ...PAYOUT_STATUSES]) {
+            const p = decideIntent(intent(status, { ...over, payoutStatus }), fact);
+            const moved = moveOf(p);
+            if (moved) expect(moved[0], `${status}/${payoutStatus} + ${fact.kind}`).to.equal(PAYOUT_FACTS.has(fact.kind) ? payoutStatus : status);
+          }
         }
       }
     }
@@ -183,8 +189,52 @@ describe('kernel: a payment intent\'s lifecycle (decideIntent)', () => {
     });
   });
 
+  describe('the beneficiary\'s payout (payout_status)', () => {
+    const paid = (payoutStatus: PayoutStatus | null) => intent('completed', { received: 100n, confirmed: 100n, hasBeneficiary: true, payoutStatus });
+    it('started: pending -> processing, its transaction named, the error cleared', () => {
+      const p = decideIntent(paid('pending'), FACTS.payout_started);
+      expect(moveOf(p)).to.deep.equal(['pending', 'processing', 'payout_started']);
+      expect(p.moves[0].machine).to.equal(INTENT_PAYOUT_MACHINE);
+      expect(p.moves[0].set).to.deep.equal({ payout_transaction_id: 'tx1', payout_error: null });
+    });
+    it('not started: pending -> failed with the reason shown', () => {
+      const p = decideIntent(paid('pending'), FACTS.payout_not_started);
+      expect(moveOf(p)).to.deep.equal(['pending', 'failed', 'payout_not_started']);
+      expect(p.moves[0].set).to.deep.equal({ payout_error: (FACTS.payout_not_started as { message: string }).message });
+    });
+    it('only a pending payout starts or fails to start (never twice, never without a beneficiary)', () => {
+      for (const s of [null, 'processing', 'completed', 'failed'] as const) {
+        for (const fact of [FACTS.payout_started, FACTS.payout_not_started]) {
+          const p = decideIntent(paid(s), fact);
+          expect(moveOf(p), `${s} + ${fact.kind}`).to.equal(null);
+          expect(p.outcome).to.equal(`not pending (${s})`);
+        }
+      }
+    });
+    it('its transaction completed: processing -> completed; failed: pending or processing -> failed with its failure', () => {
+      expect(moveOf(decideIntent(paid('processing'), FACTS.payout_ended))).to.deep.equal(['processing', 'completed', 'payout_completed']);
+      const failed = decideIntent(paid('processing'), { kind: 'payout_ended', to: 'failed', failure: { code: 'payout_declined', message: 'Declined.' } });
+      expect(moveOf(failed)).to.deep.equal(['processing', 'failed', 'payout_declined']);
+      expect(failed.moves[0].set).to.deep.equal({ payout_error: 'Declined.' });
+      const bare = decideIntent(paid('pending'), { kind: 'payout_ended', to: 'failed', failure: null });
+      expect(moveOf(bare)).to.deep.equal(['pending', 'failed', 'payout_failed']);
+      expect(bare.moves[0].set).to.deep.equal({ payout_error: 'The payout failed.' });
+    });
+    it('an end after the payout ended, or a completion before it started: nothing', () => {
+      for (const s of ['completed', 'failed', null] as const) {
+        expect(moveOf(decideIntent(paid(s), FACTS.payout_ended)), `${s}`).to.equal(null);
+        expect(moveOf(decideIntent(paid(s), { kind: 'payout_ended', to: 'failed', failure: null })), `${s}`).to.equal(null);
+      }
+      expect(moveOf(decideIntent(paid('pending'), FACTS.payout_ended))).to.equal(null);
+    });
+  });
+
   it('a fact decided twice on the state its first plan leaves plans nothing the second time', () => {
-    const after = (i: IntentSnapshot, p: Plan): IntentSnapshot => ({ ...i, status: (p.moves[0]?.to as PaymentIntentStatus) ?? i.status, collectionAttempts: (p.moves[0]?.set?.collection_attempts as number) ?? i.collectionAttempts });
+    const after = (i: IntentSnapshot, p: Plan): IntentSnapshot => {
+      const m = p.moves[0];
+      if (m.machine === INTENT_PAYOUT_MACHINE) return { ...i, payoutStatus: m.to as PayoutStatus };
+      return { ...i, status: m.to as PaymentIntentStatus, collectionAttempts: (m.set?.collection_attempts as number) ?? i.collectionAttempts };
+    };
     const cases: [IntentSnapshot, IntentFact][] = [
       [intent('awaiting_payment'), FACTS.cancel],
       [intent('awaiting_payment'), FACTS.collect],
@@ -193,6 +243,9 @@ describe('kernel: a payment intent\'s lifecycle (decideIntent)', () => {
       [intent('awaiting_payment', { received: 100n }), FACTS.payment_counted],
       [intent('processing', { received: 100n, confirmed: 100n, hasBeneficiary: true }), FACTS.payment_confirmed],
       [intent('processing'), FACTS.payment_reversed],
+      [intent('completed', { payoutStatus: 'pending' }), FACTS.payout_started],
+      [intent('completed', { payoutStatus: 'pending' }), FACTS.payout_not_started],
+      [intent('completed', { payoutStatus: 'processing' }), FACTS.payout_ended],
     ];
     for (const [i, fact] of cases) {
       const first = decideIntent(i, fact);
