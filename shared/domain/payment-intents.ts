@@ -16,16 +16,18 @@ import { checkPayer } from './corridor-details.js';
 import { redactCustomer, redactPhone, sealedPayerColumns } from './payer-data.js';
 import { corridorError, getCorridor, listCorridors } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.js';
-import { PAYMENT_INTENT_MACHINE, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
+import { INTENT_PAYOUT_MACHINE, PAYMENT_INTENT_MACHINE, type Machine, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
 import type { RateQuote } from './rates.js';
 import { wholeFiatRail } from './pricing.js';
-import { NOW, recordCreation, transition } from './transition.js';
-import { intentAfterUnpaidPrompt } from '../kernel/stk-results.js';
+import { recordCreation } from './transition.js';
+import { decideIntent, type IntentFact, type IntentSnapshot } from '../kernel/intents.js';
+import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
 
 // Payment intents (CONTRACT section 8): a business asks for a fiat amount; its payer pays by mobile money (a
 // collection the providers pool requests) or in USDC to the intent's own deposit address. The USDC price is fixed at
 // creation. Payments land as treasury deposits (treasury-deposits.ts); a completed intent with a beneficiary starts
-// a payout from the treasury (treasury-payouts.ts).
+// a payout from the treasury (treasury-payouts.ts). Where the intent's status goes is decided in kernel/intents.ts,
+// on the row INTENT_FLOW reads and locks; every status move here and in treasury-deposits.ts goes through decideIn.
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -123,6 +125,28 @@ export function findPaymentIntent(q: Queryable, scope: EventScope, id: string, l
 export async function loadPaymentIntent(q: Queryable, id: string, lock = false): Promise<PaymentIntentRow | undefined> {
   return ((await q.query(`SELECT ${INTENT_COLUMNS} FROM payment_intents i WHERE i.id = $1${lock ? ' FOR UPDATE' : ''}`, [id])) as PaymentIntentRow[])[0];
 }
+
+const minorUsdc = (value: string) => toMinor(usdc(value), USDC_SCALE);
+
+/** The snapshot the kernel decides on, from the row (locked by the loader), with the clock expiry is compared with. */
+function snapshotOf(row: PaymentIntentRow): IntentSnapshot {
+  return {
+    id: row.id, scope: intentScope(row), status: row.status, collectionAttempts: row.collection_attempts, price: minorUsdc(row.usdc_amount),
+    received: minorUsdc(row.received_amount), confirmed: minorUsdc(row.confirmed_amount), hasBeneficiary: row.beneficiary_id !== null,
+    payoutStatus: row.payout_status, expiresAt: row.expires_at, now: new Date(),
+  };
+}
+
+/** The intent flow: every fact about an intent's status is decided on its locked row (kernel/intents.ts). */
+export const INTENT_FLOW: Flow<IntentSnapshot, IntentFact> = {
+  load: async (unit, id) => {
+    const row = await loadPaymentIntent(unit.em, id, true);
+    return row && snapshotOf(row);
+  },
+  decide: decideIntent,
+  // payout_status is announced by no event of its own (its intent is announced again: payout-follow.ts).
+  views: new Map<Machine<any>, typeof paymentIntentView>([[PAYMENT_INTENT_MACHINE, paymentIntentView], [INTENT_PAYOUT_MACHINE, paymentIntentView]]),
+};
 
 export const intentJobs = {
   expire: (intentId: string, delayMs: number): JobRequest<'intent.expire'> => ({ name: 'intent.expire', id: jobId('intent.expire', intentId), data: { intentId }, delayMs }),
@@ -241,26 +265,18 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
   return row;
 }
 
-/** The one way an intent's status moves (with its event and history); null when it was not in a status that may. */
-export function moveIntent(unit: Unit, row: PaymentIntentRow, to: PaymentIntentStatus, set: Record<string, unknown> = {}, reason?: string, jobs?: (row: PaymentIntentRow) => JobRequest[]) {
-  return transition<PaymentIntentStatus, PaymentIntentRow>(unit, PAYMENT_INTENT_MACHINE, {
-    scope: intentScope(row),
-    id: row.id,
-    to,
-    expected: row.status,
-    set,
-    reason,
-    view: (updated) => paymentIntentView(updated),
-    jobs,
-  });
+/** Decides a fact about the intent; answers the outcome and the intent as moved (undefined when it did not move). */
+export async function decideIntentIn(unit: Unit, id: string, fact: IntentFact): Promise<{ outcome: string; row?: PaymentIntentRow }> {
+  const { outcome, moved } = await decideAndApply(unit, INTENT_FLOW, id, fact);
+  return { outcome, row: moved.get(id) as PaymentIntentRow | undefined };
 }
 
-/** POST /payment-intents/{id}/cancel: only from awaiting_payment; a payment that arrives later is still recorded. */
+/** POST /payment-intents/{id}/cancel: only from awaiting_payment (409 otherwise, from the plan that moves nothing). */
 export async function cancelPaymentIntent(unit: Unit, scope: EventScope, id: string): Promise<PaymentIntentRow> {
   const intent = await findPaymentIntent(unit.em, scope, id, true);
-  const moved = await moveIntent(unit, intent, 'cancelled', { cancelled_at: NOW }, 'cancelled');
-  if (!moved) throw AppError.invalidState(`This payment intent is ${intent.status}; only one awaiting_payment can be cancelled.`, { status: intent.status });
-  return moved.row;
+  const { row } = await decideIntentIn(unit, intent.id, { kind: 'cancel' });
+  if (!row) throw AppError.invalidState(`This payment intent is ${intent.status}; only one awaiting_payment can be cancelled.`, { status: intent.status });
+  return row;
 }
 
 export interface CollectInput {
@@ -281,30 +297,23 @@ export async function startIntentCollection(unit: Unit, config: Config, scope: E
   const payer = checkPayer(getCorridor(intent.currency, 'mobile_money')!, input.payment_method);
   assertProvider(scope.environment, { db: unit.em, config }, intent.currency, 'mobile_money', payer.mobile_network);
   const attempt = intent.collection_attempts + 1;
-  const moved = await moveIntent(
-    unit, intent, 'processing',
-    {
-      collection_attempts: attempt, payer_phone_redacted: redactPhone(payer.phone_number), payer_network: payer.mobile_network, last_payment_error: null, provider_reference: null,
+  const { row } = await decideIntentIn(unit, intent.id, {
+    kind: 'collect', attempt,
+    payer: {
+      payer_phone_redacted: redactPhone(payer.phone_number), payer_network: payer.mobile_network,
       ...sealedPayerColumns(config, 'payment_intents', 'payer_phone', intent, payer.phone_number),
     },
-    'collection_requested',
-    () => [intentJobs.collect(intent.id, attempt, scope.environment === 'sandbox' ? config.sandboxStepMs : 0)],
-  );
-  return moved!.row;
+    job: intentJobs.collect(intent.id, attempt, scope.environment === 'sandbox' ? config.sandboxStepMs : 0),
+  });
+  return row!; // checked above under the same lock: awaiting_payment, not expired
 }
 
 /**
  * A collection did not bring the money (declined, or the provider kept failing): the intent waits for another payment,
  * or expires if its time is up. A payment seen meanwhile (a USDC transfer) keeps it processing.
  */
-export async function collectionCameToNothing(unit: Unit, intent: PaymentIntentRow, failure: { code: string; message: string }, providerReference: string | null): Promise<string> {
-  const current = (await loadPaymentIntent(unit.em, intent.id, true))!;
-  const waiting = current.status === 'processing' && current.collection_attempts === intent.collection_attempts;
-  const fullyPaid = toMinor(usdc(current.received_amount), USDC_SCALE) >= toMinor(usdc(current.usdc_amount), USDC_SCALE);
-  const to = intentAfterUnpaidPrompt({ status: current.status, current: waiting, fullyPaid, expiresAt: current.expires_at }, new Date());
-  if (!to) return waiting ? 'paid otherwise' : `moved on (${current.status})`;
-  await moveIntent(unit, current, to, { last_payment_error: failure, provider_reference: providerReference }, failure.code);
-  return to;
+export function collectionCameToNothing(unit: Unit, intent: Pick<PaymentIntentRow, 'id' | 'collection_attempts'>, failure: { code: string; message: string }, providerReference: string | null): Promise<string> {
+  return decideIn(unit, INTENT_FLOW, intent.id, { kind: 'prompt_ended', attempt: intent.collection_attempts, failure, providerReference });
 }
 
 /** What a collection's outcome means for the intent; the payment itself is recorded by the caller as a deposit. */
@@ -313,11 +322,6 @@ export function collectionFailure(outcome: ProviderOutcome): { code: string; mes
 }
 
 /** At expires_at: an intent still awaiting payment expires (one being paid finishes first). */
-export async function expirePaymentIntent(unit: Unit, intentId: string): Promise<string> {
-  const intent = await loadPaymentIntent(unit.em, intentId, true);
-  if (!intent) return 'gone';
-  if (intent.status !== 'awaiting_payment') return `unchanged (${intent.status})`;
-  if (intent.expires_at > new Date()) return 'not yet';
-  await moveIntent(unit, intent, 'expired', {}, 'expired');
-  return 'expired';
+export function expirePaymentIntent(unit: Unit, intentId: string): Promise<string> {
+  return decideIn(unit, INTENT_FLOW, intentId, { kind: 'expiry_tick' });
 }

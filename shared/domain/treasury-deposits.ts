@@ -12,7 +12,7 @@ import { formatAmount, fromMinor, scaleOf, toMinor, USDC_SCALE } from './money.j
 import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDepositStatus } from './machines.js';
 import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
 import { rewindCursor } from '../chain/cursor.js';
-import { fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, moveIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
+import { decideIntentIn, fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
 import { NOW, recordCreation, transition } from './transition.js';
 import { paymentDepth } from './confirmations.js';
 
@@ -199,10 +199,8 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
       [intent.id, fromMinor(towardIntent({ method: payment.method, amount: payment.amount, usdc: payment.usdcAmount }, intent), USDC_SCALE)],
     );
     current = { ...intent, received_amount: rows[0].received_amount };
-    // Paid in full: the intent is being processed (a collection under way already is).
-    if (current.status === 'awaiting_payment' && minor(current.received_amount) >= minor(current.usdc_amount)) {
-      current = (await moveIntent(unit, current, 'processing', { last_payment_error: null }, `paid_by_${payment.method}`))!.row;
-    }
+    // Paid in full, the intent is being processed (a collection under way already is): kernel/intents.ts decides.
+    current = (await decideIntentIn(unit, intent.id, { kind: 'payment_counted', method: payment.method })).row ?? current;
   }
   if (payment.method === 'mobile_money') {
     await confirmDeposit(unit, config, deposit, current);
@@ -265,16 +263,12 @@ async function confirmDeposit(unit: Unit, config: Config, deposit: DepositRow, i
     ledger: (row) => depositEntry(row, 'confirmed'),
   });
   if (!moved || deposit.late_payment) return;
-  const rows = await updateReturning<{ confirmed_amount: string }>(
-    unit.em,
-    `UPDATE payment_intents SET confirmed_amount = confirmed_amount + $2, updated_at = now() WHERE id = $1 RETURNING confirmed_amount::text`,
+  await unit.em.query(
+    `UPDATE payment_intents SET confirmed_amount = confirmed_amount + $2, updated_at = now() WHERE id = $1`,
     [intent.id, fromMinor(towardIntent({ method: deposit.payment_method, amount: deposit.amount, usdc: minor(deposit.usdc_amount) }, intent), USDC_SCALE)],
   );
-  if (intent.status !== 'processing' || minor(rows[0].confirmed_amount) < minor(intent.usdc_amount)) return;
-  const payout = intent.beneficiary_id ? { payout_status: 'pending' } : {};
-  await moveIntent(unit, { ...intent, confirmed_amount: rows[0].confirmed_amount }, 'completed', { completed_at: NOW, ...payout }, 'paid', () =>
-    intent.beneficiary_id ? [intentJobs.payout(intent.id, stepDelay(config, intentScope(intent)))] : [],
-  );
+  // Covered, an intent being processed completes and its beneficiary's payout is staged: kernel/intents.ts decides.
+  await decideIntentIn(unit, intent.id, { kind: 'payment_confirmed', payout: intentJobs.payout(intent.id, stepDelay(config, intentScope(intent))) });
 }
 
 /**
@@ -296,13 +290,11 @@ export async function failDeposit(unit: Unit, depositId: string, failure: { code
     ledger: (row) => depositEntry(row, 'failed'),
   });
   if (!moved || deposit.late_payment) return 'failed';
-  const rows = await updateReturning<{ received_amount: string }>(
-    unit.em,
-    `UPDATE payment_intents SET received_amount = received_amount - $2, updated_at = now() WHERE id = $1 RETURNING received_amount::text`,
+  await unit.em.query(
+    `UPDATE payment_intents SET received_amount = received_amount - $2, updated_at = now() WHERE id = $1`,
     [intent.id, fromMinor(towardIntent({ method: deposit.payment_method, amount: deposit.amount, usdc: minor(deposit.usdc_amount) }, intent), USDC_SCALE)],
   );
-  if (intent.status === 'processing' && minor(rows[0].received_amount) < minor(intent.usdc_amount)) {
-    await moveIntent(unit, intent, intent.expires_at <= new Date() ? 'expired' : 'awaiting_payment', { last_payment_error: failure }, failure.code);
-  }
+  // No longer covered, an intent being processed waits for payment again or expires: kernel/intents.ts decides.
+  await decideIntentIn(unit, intent.id, { kind: 'payment_reversed', failure });
   return 'failed';
 }

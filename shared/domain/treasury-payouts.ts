@@ -25,10 +25,8 @@ const minor = (value: string) => toMinor(formatAmount(value, USDC_SCALE), USDC_S
 
 /** The payout cannot start (or ended badly): payout_status failed, with the reason the business sees. */
 export async function payoutNotStarted(unit: Unit, intentId: string, message: string): Promise<string> {
-  const intent = await loadPaymentIntent(unit.em, intentId, true);
-  if (!intent || intent.payout_status !== 'pending') return `not pending (${intent?.payout_status ?? 'gone'})`;
-  await movePayout(unit, intent, 'failed', { payout_error: message }, 'payout_not_started');
-  return 'failed';
+  const outcome = await movePayout(unit, intentId, { kind: 'payout_not_started', message });
+  return outcome === 'gone' ? 'not pending (gone)' : outcome;
 }
 
 /**
@@ -86,7 +84,7 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
       if (!(err instanceof InsufficientFundsError)) throw err;
       throw new AppError('invalid_state', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC, less than the ${priced.source.total_required} the payout needs.`);
     }
-    await movePayout(unit, locked, 'processing', { payout_transaction_id: tx.id, payout_error: null }, 'payout_started');
+    await movePayout(unit, intent.id, { kind: 'payout_started', transactionId: tx.id });
     return tx.id;
   }).catch(async (err: unknown) => {
     // Spent elsewhere meanwhile (another payout from the same treasury): the business decides; nothing was written.

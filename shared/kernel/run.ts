@@ -12,11 +12,22 @@ export interface Flow<S, F> {
   views: Views;
 }
 
+export interface Decided {
+  /** The plan's outcome ('gone' when there is no such subject). */
+  outcome: string;
+  /** The rows the plan moved, by id, as updated (an API answers with its resource). */
+  moved: Map<string, Record<string, unknown>>;
+}
+
+/** decideIn(), answering the rows the plan moved as well. */
+export async function decideAndApply<S, F>(unit: Unit, flow: Flow<S, F>, id: string, fact: F): Promise<Decided> {
+  const snapshot = await flow.load(unit, id);
+  if (snapshot === undefined) return { outcome: 'gone', moved: new Map() };
+  const p = flow.decide(snapshot, fact);
+  return { outcome: p.outcome, moved: await apply(unit, p, flow.views) };
+}
+
 /** Decides `fact` about `id` in `unit`, answering the plan's outcome ('gone' when there is no such subject). */
 export async function decideIn<S, F>(unit: Unit, flow: Flow<S, F>, id: string, fact: F): Promise<string> {
-  const snapshot = await flow.load(unit, id);
-  if (snapshot === undefined) return 'gone';
-  const p = flow.decide(snapshot, fact);
-  await apply(unit, p, flow.views);
-  return p.outcome;
+  return (await decideAndApply(unit, flow, id, fact)).outcome;
 }

@@ -8,8 +8,9 @@ import { refundsModel } from './refunds.model.js';
 import { collectionsModel } from './collections.model.js';
 import { chainSendsModel } from './chain-sends.model.js';
 import { payoutsModel } from './payouts.model.js';
+import { intentsModel } from './intents.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel, payoutsModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel, payoutsModel, intentsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 
