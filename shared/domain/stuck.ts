@@ -146,11 +146,11 @@ export const STUCK_RULES: StuckRule[] = [
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),
   // USDC an off-ramp holds past its refund's due time (an excess after the payout, an underpaid or late deposit left
-  // waiting, an automatic refund whose send failed, after its backoff): the delayed job staged with the deadline does
-  // it; this is the net for one that was lost.
+  // waiting, an automatic refund whose send failed, after its backoff, even while a later send is still in flight):
+  // the delayed job staged with the deadline does it; this is the net for one that was lost.
   rule<{ id: string; refund_due_at: Date }>('off-ramp refunds past their due time', DEADLINE,
     `SELECT id, refund_due_at FROM transactions
-      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund_status = 'failed')
+      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund_status IN ('failed', 'pending'))
         OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
       ORDER BY refund_due_at LIMIT $2`,
     (r) => refundJob(r.id, r.refund_due_at, 0, true)),

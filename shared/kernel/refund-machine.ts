@@ -19,7 +19,7 @@ export interface RefundData {
   provider_reference?: string | null;
   failure?: { code: string; message: string };
   /** Off-ramps: each return of USDC (amount in minor units); never shown, `amount` and the status are derived from it. */
-  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string }[];
+  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string; resent?: boolean }[];
 }
 
 /** A refund as decided and shown: its status with its data. */

@@ -54,10 +54,11 @@ describe('kernel: a transaction\'s refund as a state machine (REFUND_MACHINE, co
   it('an off-ramp\'s status follows from its sends: a failed send retried is failed -> pending, a send mined while another is in flight stays pending', () => {
     const send = (reference: string, status: RefundSend['status'], requested = true): RefundSend => ({ reference, amount: 1n, status, hash: null, requested });
     const failed = [send('t-1', 'failed')];
-    expect(refundSummary(failed).status).to.equal('failed');
-    expect(broken('failed', usdc(refundSummary([...failed, send('t-1-2', 'pending')]).status))).to.equal(null);
+    const funds = { received: 2n, paidOut: 0n };
+    expect(refundSummary(funds, failed).status).to.equal('failed');
+    expect(broken('failed', usdc(refundSummary(funds, [...failed, send('t-1-2', 'pending')]).status))).to.equal(null);
     const two = [send('t-1', 'pending'), send('t-2', 'pending')];
-    expect(refundSummary(settleRefundSend(two, 't-1', { status: 'completed', hash: '0xh' })).status).to.equal('pending');
+    expect(refundSummary(funds, settleRefundSend(two, 't-1', { status: 'completed', hash: '0xh' })).status).to.equal('pending');
   });
 });
 
