@@ -137,13 +137,14 @@ export const STUCK_RULES: StuckRule[] = [
   outboxRule('on-ramp fiat refunds still pending', PROVIDER,
     `o.job_name = 'onramp.refund' AND EXISTS (
        SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund_status = 'pending' AND t.updated_at < ${STALE})`),
-  // An on-ramp's fiat refund the provider refused for good, past its backoff (its delayed job lost), or refused before
-  // retries were scheduled (no due time): the same payout job sends it again as a new request (CONTRACT §18).
-  rule<{ id: string; due: Date }>('on-ramp fiat refunds refused, past their backoff', DEADLINE,
-    `SELECT id, coalesce(refund_due_at, updated_at) AS due FROM transactions
-      WHERE direction = 'onramp' AND refund_status = 'failed' AND coalesce(refund_due_at, updated_at) < ${STALE}
-      ORDER BY coalesce(refund_due_at, updated_at) LIMIT $2`,
-    (r) => onrampRefundJobs.pay(r.id, `r${r.due.getTime()}`)),
+  // An on-ramp's fiat refund the provider refused for good, past its backoff (its delayed job lost): the same payout
+  // job sends it again as a new request (CONTRACT §18). One refused before retries were scheduled has no due time
+  // (fiatRefundStep): it may have been paid by hand.
+  rule<{ id: string; refund_due_at: Date }>('on-ramp fiat refunds refused, past their backoff', DEADLINE,
+    `SELECT id, refund_due_at FROM transactions
+      WHERE direction = 'onramp' AND refund_status = 'failed' AND refund_due_at < ${STALE}
+      ORDER BY refund_due_at LIMIT $2`,
+    (r) => onrampRefundJobs.pay(r.id, `r${r.refund_due_at.getTime()}`)),
   // A live on-ramp's delivery from the hot wallet whose send job was lost or failed for good without its handler (a
   // worker killed under it too often): that staged job again (its send is recorded per reference, never made twice).
   // Staging it anew from onramp.deliver would not do: a failed job's id is taken.

@@ -92,13 +92,14 @@ const DUE_TOLERANCE_MS = 1000;
 
 /**
  * What the on-ramp's refund job does: `pay` a pending refund (its request, or the status check of one that may be
- * live, CONTRACT §18); `send_again` a refused one whose backoff has passed (one refused before retries were scheduled
- * has no due time: at once); else nothing (`not_due`, or `none`: no refund to pay, or paid).
+ * live, CONTRACT §18); `send_again` a refused one whose backoff has passed; else nothing (`not_due`, or `none`: no
+ * refund to pay, paid, or refused before retries were scheduled: no due time, since an operator may have paid it by
+ * hand as the code then said, and nothing recorded it; it goes again only once someone sets its refund_due_at).
  */
 export function fiatRefundStep(read: { refund_status: RefundStatus | null; refund_due_at: Date | null }, now: number): 'pay' | 'send_again' | 'not_due' | 'none' {
   if (read.refund_status === 'pending') return 'pay';
-  if (read.refund_status !== 'failed') return 'none';
-  return !read.refund_due_at || read.refund_due_at.getTime() <= now + DUE_TOLERANCE_MS ? 'send_again' : 'not_due';
+  if (read.refund_status !== 'failed' || !read.refund_due_at) return 'none';
+  return read.refund_due_at.getTime() <= now + DUE_TOLERANCE_MS ? 'send_again' : 'not_due';
 }
 
 /** A refused fiat refund sent again: pending once more, its last refusal's reason cleared (its count kept for the backoff). */

@@ -92,12 +92,12 @@ describe('kernel: an on-ramp\'s fiat refund decided from the provider\'s answer'
     expect(() => fiatRefundRetried({ ...once, status: 'completed' })).to.throw(KernelInvariantError);
   });
 
-  it('what the refund job does: pays a pending one, sends a refused one again once due (at once if it has no due time), else nothing', () => {
+  it('what the refund job does: pays a pending one, sends a refused one again once due, else nothing (one refused with no due time waits for an operator)', () => {
     const now = Date.parse('2026-11-28T12:00:00Z');
     expect(fiatRefundStep({ refund_status: 'pending', refund_due_at: null }, now)).to.equal('pay');
     expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now - 1) }, now)).to.equal('send_again');
     expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now + 500) }, now)).to.equal('send_again');
-    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: null }, now)).to.equal('send_again');
+    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: null }, now)).to.equal('none');
     expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now + 60_000) }, now)).to.equal('not_due');
     expect(fiatRefundStep({ refund_status: 'completed', refund_due_at: null }, now)).to.equal('none');
     expect(fiatRefundStep({ refund_status: null, refund_due_at: null }, now)).to.equal('none');
