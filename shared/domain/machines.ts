@@ -277,7 +277,15 @@ export const PROVIDER_REQUEST_MACHINE: Machine<ProviderRequestStatus> = {
     declined: ['sending', 'succeeded'],
     rejected: ['sending', 'succeeded'],
   },
-  guards: Object.fromEntries((['succeeded', 'declined', 'rejected'] as const).map((s) => [s, (to: string, t: string) => (to === 'sending' ? `${t}.ended` : null)])),
+  // A final answer goes again only once the provider said the request ended without moving money; an on-ramp's fiat
+  // refund refused for good goes again too (CONTRACT §18: sent until paid), never an off-ramp's refused payout (its
+  // USDC went back).
+  guards: {
+    succeeded: (to: string, t: string) => (to === 'sending' ? `${t}.ended` : null),
+    declined: (to: string, t: string) => (to === 'sending' ? `${t}.ended` : null),
+    rejected: (to: string, t: string) => (to === 'sending' ? `(${t}.ended OR (${t}.kind = 'payout' AND ${t}.answer IS DISTINCT FROM 'paid'
+      AND EXISTS (SELECT 1 FROM transactions o WHERE o.id::text = ${t}.reference AND o.environment = ${t}.environment AND o.direction = 'onramp')))` : null),
+  },
 };
 
 /** A provider request's statuses that are not its provider's last word: an answer may still replace them. */
@@ -296,10 +304,12 @@ export const REFUND_MACHINE: Machine<RefundStatus> = {
   resource: 'refund', table: 'transactions', column: 'refund_status', announced: [], embedded: { initial: ['pending', 'completed'] },
   moves: {
     // Its send was mined (off-ramp) or the payer was paid (on-ramp); or it failed: the send reverted or was never
-    // signed, so its amount is due again (off-ramp), or the provider refused the payout for good (on-ramp).
+    // signed, so its amount is due again (off-ramp), or the provider refused the payout for good (on-ramp: sent again
+    // after its backoff).
     pending: ['completed', 'failed'],
-    // Sent again: the business asked (POST /refund, perhaps to a new refund_address) or the sweeper retried an
-    // automatic one (issue 36, defect 5). Completed: a send given up on was mined after all (the chain's word wins).
+    // Sent again: the business asked (POST /refund, perhaps to a new refund_address), the sweeper retried an automatic
+    // one (issue 36, defect 5), or an on-ramp's refused fiat refund went again after its backoff. Completed: a send
+    // given up on was mined after all (the chain's word wins).
     failed: ['pending', 'completed'],
     // More USDC arrived after it completed (a late deposit, an excess after the payout) and goes back the same way.
     completed: ['pending'],

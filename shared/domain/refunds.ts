@@ -10,7 +10,7 @@ import { findTransaction, loadTransaction, refundOf, scopeOf, type RefundState, 
 import { moveWithRefund, recordRefund } from './refund-records.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import {
-  nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundSend,
+  nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, withRefundSend, type RefundFunds, type RefundSend,
 } from '../kernel/refund-due.js';
 import { fundsOf, heldFunds, payoutState, refundJob, scheduleAutoRefund, scheduleExcessReturn, sendsOf } from './refund-funds.js';
 
@@ -36,9 +36,9 @@ function notRefundable(reason: NotRefundableReason, message: string, tx: Transac
   return new AppError('transaction_not_refundable', message, { reason, status: tx.status });
 }
 
-/** The refund as stored: its sends, and the status, amount and hash they add up to. */
-function refundStateOf(sends: RefundSend[], to: string | null): RefundState {
-  const summary = refundSummary(sends);
+/** The refund as stored: its sends, and the status, amount and hash they add up to against what the off-ramp holds. */
+function refundStateOf(funds: RefundFunds, sends: RefundSend[], to: string | null): RefundState {
+  const summary = refundSummary(funds, sends);
   return {
     status: summary.status, amount: usdc(summary.amount), to_address: to, transaction_hash: summary.hash,
     sends: sends.map((s) => ({ ...s, amount: s.amount.toString() })),
@@ -74,14 +74,14 @@ export async function refundOfframp(unit: Unit, chain: ChainAdapter, tx: Transac
   const sent = await chain.refund(unit, scopeOf(tx), {
     reference: next.reference, chain: tx.chain, amount: next.amount, to, settlementId: settlement.id, walletId, transactionId: tx.id, total: returned + inFlight + next.amount,
   });
-  if (!sent) return refundStateOf([...sends, next], to);
+  if (!sent) return refundStateOf(funds, withRefundSend(sends, next), to);
   // Sent at once (the sandbox): booked now, back into the funding wallet's account or out through inbound clearing.
   unit.post(scopeOf(tx), refundEntry({
     reference: `refund-${next.reference}`, settlementId: settlement.id, amount: next.amount,
     to: walletId ? walletUsdcAccount(walletId, tx.chain) : { kind: 'inbound_clearing', asset: 'USDC' },
   }));
   // A managed wallet's refund is a ledger credit in sandbox: no chain transaction to show.
-  return refundStateOf([...sends, { ...next, status: 'completed', hash: tx.funding_type === 'managed_wallet' ? null : sent.hash }], to);
+  return refundStateOf(funds, withRefundSend(sends, { ...next, status: 'completed', hash: tx.funding_type === 'managed_wallet' ? null : sent.hash }), to);
 }
 
 async function refundToTreasury(unit: Unit, tx: TransactionRow): Promise<RefundState> {
@@ -131,7 +131,7 @@ export async function completeRefund(unit: Unit, tx: TransactionRow, send: { /**
   const sends = sendsOf(tx);
   const ours = sends.find((s) => `refund-${s.reference}` === send.reference);
   if (!tx.refund || !ours) return 'superseded';
-  await recordRefund(unit, tx, refundStateOf(settleRefundSend(sends, ours.reference, { status: 'completed', hash: send.hash }), tx.refund.to_address ?? null));
+  await recordRefund(unit, tx, refundStateOf(await fundsOf(unit.em, tx, settlement), settleRefundSend(sends, ours.reference, { status: 'completed', hash: send.hash }), tx.refund.to_address ?? null));
   return 'refunded';
 }
 
@@ -145,14 +145,15 @@ export async function refundSendFailed(unit: Unit, tx: TransactionRow, reference
   const ours = sends.find((s) => `refund-${s.reference}` === reference && s.status === 'pending');
   if (!tx.refund || !ours) return 'not pending';
   const after = settleRefundSend(sends, ours.reference, { status: 'failed' });
-  if (!retriesOnItsOwn(after)) {
-    await recordRefund(unit, tx, refundStateOf(after, tx.refund.to_address ?? null));
+  const funds = await fundsOf(unit.em, tx, await settlementOf(unit.em, tx.id));
+  if (!retriesOnItsOwn(funds, after)) {
+    await recordRefund(unit, tx, refundStateOf(funds, after, tx.refund.to_address ?? null));
     return 'refund failed; due again on request';
   }
   const delayMs = refundRetryDelayMs(after.filter((s) => s.status === 'failed').length);
   const dueAt = new Date(Date.now() + delayMs);
   await unit.stage(refundJob(tx.id, dueAt, delayMs), scopeOf(tx));
-  await recordRefund(unit, tx, refundStateOf(after, tx.refund.to_address ?? null), { refund_due_at: dueAt });
+  await recordRefund(unit, tx, refundStateOf(funds, after, tx.refund.to_address ?? null), { refund_due_at: dueAt });
   return `refund failed; tried again in ${delayMs} ms`;
 }
 
@@ -218,7 +219,7 @@ export async function returnHeldFunds(unit: Unit, chain: ChainAdapter, id: strin
   if (!tx.refund_due_at || tx.refund_due_at.getTime() > Date.now() + DUE_TOLERANCE_MS) return 'not due';
   const waiting = tx.status === 'action_required' && AUTO_REFUND_CODES.includes(tx.failure?.code ?? '');
   // An automatic refund whose send failed: sent again (a failed off-ramp keeps its status).
-  const retrying = tx.status === 'failed' && retriesOnItsOwn(sendsOf(tx));
+  const retrying = tx.status === 'failed' && retriesOnItsOwn(await fundsOf(unit.em, tx, await settlementOf(unit.em, tx.id)), sendsOf(tx));
   if (tx.status !== 'completed' && !waiting && !retrying) {
     await unit.em.query(`UPDATE transactions SET refund_due_at = NULL WHERE id = $1`, [tx.id]);
     return `unchanged (${tx.status})`;

@@ -11,6 +11,7 @@ import { webhookJobs } from '../webhooks/delivery.js';
 import { MAX_CHECK_ROUNDS, providerJobs } from './provider-results.js';
 import type { Config } from '../config.js';
 import { AUTO_REFUND_CODES, refundJob } from './refunds.js';
+import { onrampRefundJobs } from './onramp-refunds.js';
 import { liquidationJob } from './liquidation-transfers.js';
 
 // What the sweeper looks for: rows stuck in a state whose job should have moved them (the job never reached Redis,
@@ -136,6 +137,14 @@ export const STUCK_RULES: StuckRule[] = [
   outboxRule('on-ramp fiat refunds still pending', PROVIDER,
     `o.job_name = 'onramp.refund' AND EXISTS (
        SELECT 1 FROM transactions t WHERE t.id = (o.payload->>'transactionId')::uuid AND t.direction = 'onramp' AND t.refund_status = 'pending' AND t.updated_at < ${STALE})`),
+  // An on-ramp's fiat refund the provider refused for good, past its backoff (its delayed job lost): the same payout
+  // job sends it again as a new request (CONTRACT §18). One refused before retries were scheduled has no due time
+  // (fiatRefundStep): it may have been paid by hand.
+  rule<{ id: string; refund_due_at: Date }>('on-ramp fiat refunds refused, past their backoff', DEADLINE,
+    `SELECT id, refund_due_at FROM transactions
+      WHERE direction = 'onramp' AND refund_status = 'failed' AND refund_due_at < ${STALE}
+      ORDER BY refund_due_at LIMIT $2`,
+    (r) => onrampRefundJobs.pay(r.id, `r${r.refund_due_at.getTime()}`)),
   // A live on-ramp's delivery from the hot wallet whose send job was lost or failed for good without its handler (a
   // worker killed under it too often): that staged job again (its send is recorded per reference, never made twice).
   // Staging it anew from onramp.deliver would not do: a failed job's id is taken.
@@ -146,11 +155,11 @@ export const STUCK_RULES: StuckRule[] = [
     `o.job_name = 'settlement.sweep' AND EXISTS (
        SELECT 1 FROM chain_sends c WHERE c.reference = 'sweep-' || (o.payload->>'id') || '-' || (o.payload->>'round') AND c.status = 'sent' AND c.updated_at < ${STALE})`),
   // USDC an off-ramp holds past its refund's due time (an excess after the payout, an underpaid or late deposit left
-  // waiting, an automatic refund whose send failed, after its backoff): the delayed job staged with the deadline does
-  // it; this is the net for one that was lost.
+  // waiting, an automatic refund whose send failed, after its backoff, even while a later send is still in flight):
+  // the delayed job staged with the deadline does it; this is the net for one that was lost.
   rule<{ id: string; refund_due_at: Date }>('off-ramp refunds past their due time', DEADLINE,
     `SELECT id, refund_due_at FROM transactions
-      WHERE refund_due_at < ${STALE} AND (status = 'completed' OR (status = 'failed' AND refund_status = 'failed')
+      WHERE refund_due_at < ${STALE} AND direction = 'offramp' AND (status = 'completed' OR (status = 'failed' AND refund_status IN ('failed', 'pending'))
         OR (status = 'action_required' AND failure->>'code' IN (${AUTO_REFUND_CODES.map((c) => `'${c}'`).join(', ')})))
       ORDER BY refund_due_at LIMIT $2`,
     (r) => refundJob(r.id, r.refund_due_at, 0, true)),

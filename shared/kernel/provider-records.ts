@@ -90,11 +90,15 @@ export function decideAnswer(r: RequestSnapshot, outcome: ProviderOutcome, facts
 /**
  * A new request leaves (under `providerReference` when given, else the id it had): whatever was known of the earlier
  * one (its answer, its id, the status queries about it, a claim) no longer describes it. A final answer is never sent
- * again, unless the provider said the request ended without moving money (`ended`). `expectedSends`: only if no other
- * worker sent it since the caller read `sends`.
+ * again, unless the provider said the request ended without moving money (`ended`), or it refused the request for good
+ * and the caller sends again over a refusal (`overRefusal`: an on-ramp's fiat refund, sent again until paid, CONTRACT
+ * §18; a refusal is a final "not paid"). A success is never sent again. `expectedSends`: only if no other worker sent
+ * it since the caller read `sends`.
  */
-export function decideSend(r: RequestSnapshot, providerReference?: string, expectedSends?: number): RequestChange {
-  if (isFinalStatus(r.status) && !r.ended) return { kind: 'keep', reason: `final (${r.status})` };
+export function decideSend(r: RequestSnapshot, providerReference?: string, expectedSends?: number, overRefusal = false): RequestChange {
+  // A refusal is the provider's last word (rejected is only written once final), never a success recorded beside it.
+  const refused = r.status === 'rejected' && r.answer !== 'paid';
+  if (isFinalStatus(r.status) && !r.ended && !(overRefusal && refused)) return { kind: 'keep', reason: `final (${r.status})` };
   if (expectedSends !== undefined && r.sends !== expectedSends) return { kind: 'keep', reason: `sent by another (${r.sends} sends)` };
   return move(r, 'sending', {
     provider_reference: providerReference ?? r.providerReference, receipt: null, failure: null, ended: false,

@@ -12,6 +12,11 @@ export interface RefundSend {
   requested: boolean;
   /** Where it goes (the refund destination when it was decided); a job sending it reads it here. */
   to?: string;
+  /**
+   * A failed send whose amount a later send took (a send takes all that is due when it is decided, a failed amount
+   * with it). A failed send without it is still owed: one that failed while a later send was already in flight.
+   */
+  resent?: boolean;
 }
 
 export interface RefundFunds {
@@ -50,6 +55,16 @@ export function nextRefundSend(transactionId: string, funds: RefundFunds, sends:
   return { reference: used ? `${base}-${used + 1}` : base, amount: due, status: 'pending', hash: null, requested };
 }
 
+/** The sends once `next` (nextRefundSend's) is decided: it carries every failed amount not yet sent again, so those are resent. */
+export function withRefundSend(sends: RefundSend[], next: RefundSend): RefundSend[] {
+  return [...sends.map((s) => (s.status === 'failed' && !s.resent ? { ...s, resent: true } : s)), next];
+}
+
+/** The latest failed send whose amount no later send took: USDC still owed because of it, or undefined. */
+function owedByFailure(sends: RefundSend[]): RefundSend | undefined {
+  return [...sends].reverse().find((s) => s.status === 'failed' && !s.resent);
+}
+
 /** What the chain said of one send: mined (completed, with its hash: the chain's word wins) or never to be mined (failed, when still pending). */
 export function settleRefundSend(sends: RefundSend[], reference: string, outcome: { status: 'completed'; hash: string } | { status: 'failed' }): RefundSend[] {
   return sends.map((s) => {
@@ -60,16 +75,16 @@ export function settleRefundSend(sends: RefundSend[], reference: string, outcome
 }
 
 /**
- * The refund as the transaction shows it: pending while a send is in flight (amount: returned plus in flight),
- * failed when the latest send failed (amount: only what was returned), else completed.
+ * The refund as the transaction shows it: pending while a send is in flight (amount: returned plus in flight), failed
+ * when nothing is in flight and a failed send no later send took left USDC due (amount: only what was returned), else
+ * completed. Not judged by the latest send alone: with two sends in flight (more USDC arrived while a return was on
+ * its way), the earlier may fail and the later be mined, and the earlier's amount is still due.
  */
-export function refundSummary(sends: RefundSend[]): { status: RefundSend['status']; amount: bigint; hash: string | null } {
-  const returned = sum(sends, 'completed');
-  const inFlight = sum(sends, 'pending');
-  const latest = sends[sends.length - 1];
+export function refundSummary(funds: RefundFunds, sends: RefundSend[]): { status: RefundSend['status']; amount: bigint; hash: string | null } {
+  const { returned, inFlight, due } = refundTally(funds, sends);
   const hash = [...sends].reverse().find((s) => s.status === 'completed')?.hash ?? null;
   if (inFlight > 0n) return { status: 'pending', amount: returned + inFlight, hash };
-  return { status: latest?.status === 'failed' ? 'failed' : 'completed', amount: returned, hash };
+  return { status: due > 0n && owedByFailure(sends) ? 'failed' : 'completed', amount: returned, hash };
 }
 
 /**
@@ -90,10 +105,15 @@ export function refundRetryDelayMs(failures: number): number {
   return Math.min(RETRY_BASE_MS * 2 ** exp, RETRY_MAX_MS);
 }
 
-/** Whether the sweeper tries the refund again: the latest send failed and the business did not ask for it itself. */
-export function retriesOnItsOwn(sends: RefundSend[]): boolean {
-  const latest = sends[sends.length - 1];
-  return latest?.status === 'failed' && !latest.requested;
+/**
+ * Whether the refund is tried again on its own (its job after a backoff, the sweeper behind it): USDC is due that a
+ * failed send left (no later send took it), and that send was not the business's own (POST /refund: that one waits for the
+ * business, perhaps with a new refund_address). Whether or not another send is still in flight: it does not carry the
+ * failed amount (a send takes only what is due when it is decided), so nothing is sent twice.
+ */
+export function retriesOnItsOwn(funds: RefundFunds, sends: RefundSend[]): boolean {
+  const failed = owedByFailure(sends);
+  return !!failed && !failed.requested && refundTally(funds, sends).due > 0n;
 }
 
 /**

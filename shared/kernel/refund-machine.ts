@@ -6,6 +6,7 @@
 import { REFUND_MACHINE, type RefundStatus } from '../domain/machines.js';
 import { KernelInvariantError } from './invariants.js';
 import { NOW, type Move } from './plan.js';
+import { refundRetryDelayMs } from './refund-due.js';
 
 /** What transactions.refund holds: the refund's data, never its status (refund_status). */
 export interface RefundData {
@@ -18,8 +19,10 @@ export interface RefundData {
   phone_number?: string;
   provider_reference?: string | null;
   failure?: { code: string; message: string };
+  /** On-ramps: how often the provider refused its payout for good (the retry's backoff grows with it); never shown. */
+  refusals?: number;
   /** Off-ramps: each return of USDC (amount in minor units); never shown, `amount` and the status are derived from it. */
-  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string }[];
+  sends?: { reference: string; amount: string; status: 'pending' | 'completed' | 'failed'; hash: string | null; requested: boolean; to?: string; resent?: boolean }[];
 }
 
 /** A refund as decided and shown: its status with its data. */
@@ -65,15 +68,43 @@ export interface FiatRefundAnswer {
 }
 
 /**
- * The pending fiat refund once the provider answered: paid (completed, with its receipt) or refused for good (failed:
- * the payer's number cannot receive; an operator pays by hand). Null while it is still running (its result or the
- * sweeper decides) or when the refund is not pending.
+ * The pending fiat refund once the provider answered: paid (completed, with its receipt) or refused for good (failed,
+ * with why and one more refusal counted: it is sent again after fiatRefundRetryDelayMs, CONTRACT §18 "On-ramp
+ * refunds", never left for an operator to pay by hand). Null while it is still running (its result or the sweeper
+ * decides) or when the refund is not pending.
  */
 export function fiatRefundAnswered(refund: RefundState | null, answer: FiatRefundAnswer): RefundState | null {
   if (refund?.status !== 'pending' || answer.status === 'pending' || answer.status === 'temporary_failure') return null;
-  const paid = answer.status === 'succeeded';
+  if (answer.status === 'succeeded') return { ...refund, status: 'completed', provider_reference: answer.receipt ?? null };
   return {
-    ...refund, status: paid ? 'completed' : 'failed', provider_reference: paid ? (answer.receipt ?? null) : null,
-    ...(paid ? {} : { failure: answer.failure ?? { code: 'refund_rejected', message: 'The provider refused the refund payout.' } }),
+    ...refund, status: 'failed', provider_reference: null, refusals: (refund.refusals ?? 0) + 1,
+    failure: answer.failure ?? { code: 'refund_rejected', message: 'The provider refused the refund payout.' },
   };
+}
+
+/** The backoff before a refused fiat refund is sent again, after its refusals so far: 30 s doubling, at most an hour. */
+export function fiatRefundRetryDelayMs(refund: Pick<RefundState, 'refusals'>): number {
+  return refundRetryDelayMs(refund.refusals ?? 1);
+}
+
+// A job that runs a moment early (timers, clocks) still counts as on time.
+const DUE_TOLERANCE_MS = 1000;
+
+/**
+ * What the on-ramp's refund job does: `pay` a pending refund (its request, or the status check of one that may be
+ * live, CONTRACT §18); `send_again` a refused one whose backoff has passed; else nothing (`not_due`, or `none`: no
+ * refund to pay, paid, or refused before retries were scheduled: no due time, since an operator may have paid it by
+ * hand as the code then said, and nothing recorded it; it goes again only once someone sets its refund_due_at).
+ */
+export function fiatRefundStep(read: { refund_status: RefundStatus | null; refund_due_at: Date | null }, now: number): 'pay' | 'send_again' | 'not_due' | 'none' {
+  if (read.refund_status === 'pending') return 'pay';
+  if (read.refund_status !== 'failed' || !read.refund_due_at) return 'none';
+  return read.refund_due_at.getTime() <= now + DUE_TOLERANCE_MS ? 'send_again' : 'not_due';
+}
+
+/** A refused fiat refund sent again: pending once more, its last refusal's reason cleared (its count kept for the backoff). */
+export function fiatRefundRetried(refund: RefundState): RefundState {
+  if (refund.status !== 'failed' || !refund.currency) throw new KernelInvariantError('fiat_refund_retried', `a ${refund.status} refund is not a refused fiat refund`);
+  const { failure: _failure, ...rest } = refund;
+  return { ...rest, status: 'pending' };
 }

@@ -110,10 +110,11 @@ export class ProviderRequests {
    * The request leaves now (under `providerReference` when given, else the id it had): whatever was known of an earlier
    * one no longer describes it, so if this one goes unanswered the next attempt asks first (decideSend). `sends` counts
    * requests that left. MTN's request id is known before it leaves. `expectedSends`: only if no other worker sent it
-   * since the caller read `sends` (false: it did, send nothing; or its final answer stands).
+   * since the caller read `sends` (false: it did, send nothing; or its final answer stands). `overRefusal`: a request
+   * refused for good may go again (an on-ramp's fiat refund, decideSend).
    */
-  async markSending(kind: ProviderKind, reference: string, providerReference?: string, expectedSends?: number): Promise<boolean> {
-    const settled = await settleRequest(this.db, { environment: 'live', kind, reference }, (r) => decideSend(r, providerReference, expectedSends));
+  async markSending(kind: ProviderKind, reference: string, providerReference?: string, expectedSends?: number, overRefusal = false): Promise<boolean> {
+    const settled = await settleRequest(this.db, { environment: 'live', kind, reference }, (r) => decideSend(r, providerReference, expectedSends, overRefusal));
     return settled?.change.kind === 'move';
   }
 }

@@ -56,6 +56,11 @@ export interface PayoutRequest {
   account_holder_name: string;
   /** The beneficiary's plaintext details (loadActiveBeneficiary): never log, store or enqueue them. */
   details: Record<string, string>;
+  /**
+   * An on-ramp's fiat refund (CONTRACT §18 "On-ramp refunds"): a request the provider refused for good is sent again as
+   * a new request (the refusal is a final "not paid" about it). Any other payout's refusal stands (its USDC goes back).
+   */
+  resendRefused?: boolean;
 }
 
 /** A provider's asynchronous result, read from a callback body. */

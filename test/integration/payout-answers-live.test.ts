@@ -9,6 +9,7 @@ import { BASE, createCustomer } from '../helpers/wallets.js';
 import { expectLedgerSound, quote, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
 import { contracts } from '../helpers/chain.js';
+import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { CALLBACK_TOKEN, liveExternalOfframp, livePayout, startLiveChainRail, startLiveRail, transferUsdcFrom, type LiveChainRail, type LiveRail } from '../helpers/live-rail.js';
 
 const B2C = '/mpesa/b2c/v3/paymentrequest';
@@ -167,6 +168,29 @@ describe('live M-Pesa on Anvil: payouts not paid are refundable; fiat refunds ar
     const back = await mineUntil(id, (tx) => tx.status === 'failed' && tx.refund?.status === 'completed', 'the fiat paid back');
     expect(back.refund.provider_reference).to.match(/^[A-Z0-9]{10}$/);
     expect(rail.fake.payoutsTo(id)).to.have.length(3);
+    expect(rail.fake.executions.get(id)).to.equal(1);
+  });
+
+  it('an on-ramp\'s fiat refund M-Pesa refuses for good (2040) is failed only until its backoff passes: then a new request, and it pays once', async () => {
+    const id = await failedDelivery('+254712380031');
+    rail.fake.payoutResults.set(id, ['2040']);
+    const refused = await mineUntil(id, (tx) => tx.status === 'failed' && tx.refund?.status === 'failed', 'the fiat refund refused');
+    expect(refused.refund.failure.code).to.equal('invalid_receiver');
+    const ds = await getDs();
+    const [{ due }]: { due: Date | null }[] = await ds.query(`SELECT refund_due_at AS due FROM transactions WHERE id = $1`, [id]);
+    expect(due, 'sent again after its backoff').to.be.instanceOf(Date);
+    expect(due!.getTime()).to.be.greaterThan(Date.now());
+    expect(rail.fake.payoutsTo(id)).to.have.length(1);
+    // Its backoff passed and its delayed job lost: the sweeper's rule sends it again as a new request, which pays.
+    await ds.query(`UPDATE transactions SET refund_due_at = now() - interval '1 minute' WHERE id = $1`, [id]);
+    const counts = (await sweepJob.process({ data: {} } as never, rail.pools.deps)) as Record<string, number>;
+    expect(counts['on-ramp fiat refunds refused, past their backoff']).to.be.greaterThan(0);
+    const back = await mineUntil(id, (tx) => tx.refund?.status === 'completed', 'the fiat paid back');
+    expect(back.refund.provider_reference).to.match(/^[A-Z0-9]{10}$/);
+    expect(back.refund.failure).to.equal(null);
+    const conversations = rail.fake.conversationsOf(id);
+    expect(conversations).to.have.length(2);
+    expect(conversations[1]).to.not.equal(conversations[0]);
     expect(rail.fake.executions.get(id)).to.equal(1);
   });
 });

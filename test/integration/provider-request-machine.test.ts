@@ -91,4 +91,17 @@ describe('provider request machine (provider_requests.status)', () => {
     expect(await requests.markSending('collection', raced, undefined, 0)).to.equal(false);
     expect((await row(raced)).sends).to.equal(1);
   });
+
+  it('a payout refused for good goes again over its refusal only as an on-ramp\'s fiat refund: never one of no on-ramp, whoever asks', async () => {
+    // A payout whose reference names no on-ramp (an off-ramp's: its USDC went back when M-Pesa refused it).
+    const req = { reference: randomUUID(), scope: { businessId, environment: 'live' as const }, currency: 'KES', amount: '250.00', payment_method: 'mobile_money' as const, account_holder_name: 'P', details: {} };
+    expect(await requests.claim('payout', req, { currency: 'KES', amount: '250.00' })).to.equal(null);
+    await requests.markSending('payout', req.reference);
+    await requests.store('payout', req.reference, { status: 'rejected', provider_reference: 'AG_1', failure: { code: 'invalid_receiver', message: 'No.' } }, { answer: 'failed_permanent' });
+    // Even a caller that says it may send over a refusal: the table's guard refuses every try (it never leaves).
+    expect(await requests.markSending('payout', req.reference, undefined, 1, true).then(String, (err: Error) => err.message)).to.match(/kept changing/);
+    const [{ id, status, sends }] = await ds.query(`SELECT id, status, sends FROM provider_requests WHERE environment = 'live' AND kind = 'payout' AND reference = $1`, [req.reference]);
+    expect([status, sends]).to.deep.equal(['rejected', 1]);
+    expect(await moveRecord(ds, PROVIDER_REQUEST_MACHINE, { id, expected: 'rejected', to: 'sending' })).to.equal(null);
+  });
 });

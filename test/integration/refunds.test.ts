@@ -14,6 +14,12 @@ import { providerCallStats } from '../../shared/providers/sandbox-provider.js';
 import { fromMinor, toMinor } from '../../shared/domain/money.js';
 import { STUCK_RULES } from '../../shared/domain/stuck.js';
 import { expireSettlementJob } from '../../workers/settlement/expire-settlement.job.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import type { ChainAdapter } from '../../shared/chain/adapter.js';
+import { completeRefund, refundSendFailed, returnHeldFunds } from '../../shared/domain/refunds.js';
+import { lockTransaction } from '../../shared/domain/transactions.js';
+import { sandboxWalletTransfer } from '../../shared/domain/wallet-balances.js';
 
 const HASH = /^0x[0-9a-f]{64}$/;
 const usdc = (value: bigint) => fromMinor(value, 6);
@@ -24,6 +30,7 @@ describe('refunds: every unit of money has an exit', function () {
   let api: ApiHarness;
   let pools: RunningPools;
   let key: string;
+  let businessId: string;
   let beneficiary: string;
 
   before(async () => {
@@ -31,7 +38,8 @@ describe('refunds: every unit of money has an exit', function () {
     api = await startApi({ env: { SETTLEMENT_TTL_SECONDS: '10' } });
     pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox'], { env: { AUTO_REFUND_AFTER_SECONDS: '1' } });
     // Polling tests: a key no poll meets the rate limit of.
-    key = (await makeKey((await makeBusiness()).businessId, { rateLimit: 1_000_000 })).key;
+    businessId = (await makeBusiness()).businessId;
+    key = (await makeKey(businessId, { rateLimit: 1_000_000 })).key;
     beneficiary = await kesBeneficiary(api, key);
   });
   after(async () => {
@@ -224,6 +232,55 @@ describe('refunds: every unit of money has an exit', function () {
     expect(back.body.failure).to.deep.include({ code: 'refund_requested' });
     expect(back.body.refund).to.deep.equal({ status: 'completed', amount: tx.settlement.total_required, to_address: payer.wallet.address, transaction_hash: null });
     expect(await balance(api, key, payer.wallet.id)).to.equal('40.000000');
+  });
+
+  it('two returns in flight, the earlier failing and the later mined: the refund is failed, its amount due and sent again (CONTRACT §18)', async () => {
+    const { wallet, tx } = await externalOfframp('30', '20');
+    expect((await transfer(tx.id)).status).to.equal(202);
+    await untilStatus(api, key, tx.id, ['completed']);
+    const [{ id: settlementId }]: { id: string }[] = await (await getDs()).query(`SELECT id FROM settlements WHERE transaction_id = $1`, [tx.id]);
+    const ds = await getDs();
+    // A live chain stages each return as a send that completes (or fails) when its receipt comes: this one stages.
+    const sandbox = chainFor('sandbox', pools.deps.config);
+    const staging: ChainAdapter = Object.assign(Object.create(sandbox), { refund: async () => null });
+    /** `amount` more arrives after the payout; its return is decided now (the offramp.refund job, on a live chain). */
+    const excess = async (amount: string, total: string) => {
+      // Held until this test decides it: the pools' own run of the job finds it not due yet.
+      await ds.query(`UPDATE transactions SET refund_due_at = now() + interval '1 day' WHERE id = $1`, [tx.id]);
+      // A transfer to the closed settlement's address (the sandbox API plays only open ones): an excess of a completed off-ramp.
+      await inUnit(api.deps, (unit) => sandboxWalletTransfer(unit, pools.deps.config, { businessId, environment: 'sandbox' }, { settlementId, walletId: wallet.id, chain: 'base', amount: minor(amount) }));
+      await received(tx.id, total);
+      const done = await inUnit(pools.deps, async (unit) => {
+        await unit.em.query(`UPDATE transactions SET refund_due_at = now() - interval '1 minute' WHERE id = $1`, [tx.id]);
+        return returnHeldFunds(unit, staging, tx.id);
+      });
+      expect(done).to.equal('excess returned');
+    };
+    const required = minor(tx.settlement.total_required);
+    await excess('3', usdc(required + minor('3')));
+    await excess('2', usdc(required + minor('5')));
+    const [{ refund }]: { refund: { sends: { reference: string; amount: string; status: string }[] } }[] = await ds.query(`SELECT refund FROM transactions WHERE id = $1`, [tx.id]);
+    const [first, second] = refund.sends;
+    expect([first, second].map((s) => [s.amount, s.status])).to.deep.equal([['3000000', 'pending'], ['2000000', 'pending']]);
+    // The chain's answers, as the chain.send job applies them: the earlier reverted, the later mined.
+    await inUnit(pools.deps, async (unit) => refundSendFailed(unit, (await lockTransaction(unit, tx.id))!, `refund-${first.reference}`));
+    await inUnit(pools.deps, async (unit) => completeRefund(unit, (await lockTransaction(unit, tx.id))!, { reference: `refund-${second.reference}`, amount: 2_000_000n, hash: `0x${'b'.repeat(64)}` }));
+    const left = await get(tx.id);
+    expect(left.status).to.equal('completed');
+    expect(left.refund).to.deep.include({ status: 'failed', amount: '2.000000' });
+    const [{ due }]: { due: Date | null }[] = await ds.query(`SELECT refund_due_at AS due FROM transactions WHERE id = $1`, [tx.id]);
+    expect(due, 'the failed amount is scheduled to go again').to.be.instanceOf(Date);
+    // Its backoff passed and its job lost: the sweeper's rule finds it, and its job returns the 3 USDC.
+    await ds.query(`UPDATE transactions SET refund_due_at = now() - interval '1 minute' WHERE id = $1`, [tx.id]);
+    const rule = STUCK_RULES.find((r) => r.name === 'off-ramp refunds past their due time')!;
+    const job = (await rule.find(ds, 1000, pools.deps.config)).find((j) => (j.data as { transactionId: string }).transactionId === tx.id);
+    expect(job, 'the sweeper names its refund job').to.not.equal(undefined);
+    const { refundOfframpJob } = await import('../../workers/settlement/refund-offramp.job.js');
+    expect(await refundOfframpJob.process({ data: job!.data } as never, pools.deps)).to.be.oneOf(['excess returned', 'not due']);
+    const done = await until(async () => { const t = await get(tx.id); return t.refund.status === 'completed' && t; }, { what: 'the failed amount returned' });
+    expect(done).to.deep.include({ status: 'completed' });
+    expect(done.refund.amount).to.equal('5.000000');
+    expect((await refundEntries(tx.id)).sort()).to.deep.equal(['-2.000000', '-3.000000']);
   });
 
   it('the sweeper finds a refund past its due time whose job was lost', async () => {

@@ -1,9 +1,10 @@
 // Returns of an off-ramp's USDC played against the kernel's refund rules (refund-due.ts): the business asks (twice, at
 // once, with a new address), the sweeper retries failed automatic returns, the chain mines, reverts or never signs
-// each send, and its answers come late and twice; more USDC arrives after a return. Nothing is returned twice,
+// each send, and its answers come late and twice; more USDC arrives after a return, and its return is sent while the
+// earlier one is still in flight (two sends in flight, either failing first). Nothing is returned twice,
 // refund.amount is what the chain returned, what is still due always has a way back, and every change of the refund's
 // status is a move REFUND_MACHINE allows (as apply() asserts it).
-import { nextRefundSend, refundSendFate, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, type RefundSend } from '../../shared/kernel/refund-due.js';
+import { nextRefundSend, refundSendFate, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, withRefundSend, type RefundSend } from '../../shared/kernel/refund-due.js';
 import type { RefundStatus } from '../../shared/domain/machines.js';
 import { assertPlan, KernelInvariantError } from '../../shared/kernel/invariants.js';
 import { plan } from '../../shared/kernel/plan.js';
@@ -38,7 +39,7 @@ function startSend(w: World, requested: boolean): void {
   const send = nextRefundSend('tx', w.funds, w.sends, requested);
   if (!send) return;
   if (w.sends.some((s) => s.reference === send.reference)) throw new Error(`reference ${send.reference} used twice`);
-  w.sends = [...w.sends, send];
+  w.sends = withRefundSend(w.sends, send);
   w.chain.set(send.reference, 'sent');
 }
 
@@ -46,14 +47,13 @@ function startSend(w: World, requested: boolean): void {
 function stepSends(w: World, fact: Fact): void {
   switch (fact.kind) {
     case 'business_asks':
-      // POST /refund: the unit locks the transaction; a send in flight answers with the refund as it is.
-      if (refundTally(w.funds, w.sends).inFlight === 0n) startSend(w, true);
+      // POST /refund: the unit locks the transaction and sends what is due (not what is in flight), if anything.
+      startSend(w, true);
       return;
     case 'sweeper':
-      if (refundTally(w.funds, w.sends).inFlight === 0n) {
-        startSend(w, false);
-        w.returnDue = false;
-      }
+      // The offramp.refund job (returnHeldFunds): what is due goes, whether or not an earlier send is still in flight.
+      startSend(w, false);
+      w.returnDue = false;
       return;
     case 'more_arrives':
       w.funds = { ...w.funds, received: w.funds.received + fact.amount };
@@ -83,7 +83,7 @@ export const refundsModel: Model<World, Fact> = {
   next(w, d, draining) {
     const options: (() => Fact)[] = [];
     if (!draining) options.push(() => ({ kind: 'business_asks' }));
-    if (retriesOnItsOwn(w.sends) || w.returnDue || (!w.sends.length && draining)) options.push(() => ({ kind: 'sweeper' }));
+    if (retriesOnItsOwn(w.funds, w.sends) || w.returnDue || (!w.sends.length && draining)) options.push(() => ({ kind: 'sweeper' }));
     if (!draining && d.chance(0.1)) options.push(() => ({ kind: 'more_arrives', amount: BigInt(1 + d.int(5_000_000)) }));
     const sent = [...w.chain].filter(([, s]) => s === 'sent');
     if (sent.length) options.push(() => ({ kind: 'chain', reference: d.pick(sent)[0], does: d.pick(['mined', 'mined', 'reverted', 'none'] as const) }));
@@ -96,7 +96,7 @@ export const refundsModel: Model<World, Fact> = {
     stepSends(w, fact);
     // The status its sends add up to, recorded as the code records it: one compare-and-set the machine must allow.
     if (!w.sends.length) return;
-    const summary = refundSummary(w.sends);
+    const summary = refundSummary(w.funds, w.sends);
     const move = refundMove({ id: 'tx', refund_status: w.status }, { status: summary.status, amount: summary.amount.toString(), transaction_hash: summary.hash });
     try {
       assertPlan(plan({ businessId: 'b', environment: 'live' }, 'refund', { moves: move ? [move] : [] }));
@@ -110,7 +110,7 @@ export const refundsModel: Model<World, Fact> = {
     const broken: string[] = [...w.refused];
     const owed = w.funds.received - w.funds.paidOut;
     if (w.returnedOnChain > owed) broken.push(`returned ${w.returnedOnChain} on chain, more than the ${owed} owed`);
-    const summary = refundSummary(w.sends);
+    const summary = refundSummary(w.funds, w.sends);
     const tally = refundTally(w.funds, w.sends);
     if (tally.returned > w.returnedOnChain) broken.push('refund.amount counts USDC the chain never returned');
     if (tally.due < 0n) broken.push(`due is negative: ${tally.due}`);
@@ -118,7 +118,10 @@ export const refundsModel: Model<World, Fact> = {
       if (tally.inFlight > 0n) broken.push('a send still in flight at quiescence');
       if (summary.amount !== w.returnedOnChain) broken.push(`refund.amount ${summary.amount} != returned on chain ${w.returnedOnChain}`);
       // What is still due must have a way out: the sweeper's retry, or the business's POST /refund after its own failed.
-      if (tally.due > 0n && w.sends.length && !retriesOnItsOwn(w.sends) && !w.sends[w.sends.length - 1].requested) broken.push(`${tally.due} due with nothing to move it`);
+      const lastFailed = [...w.sends].reverse().find((s) => s.status === 'failed' && !s.resent);
+      if (tally.due > 0n && w.sends.length && !retriesOnItsOwn(w.funds, w.sends) && !lastFailed?.requested) broken.push(`${tally.due} due with nothing to move it`);
+      // And the refund says so: never completed while USDC a send failed to return is still due.
+      if (tally.due > 0n && lastFailed && w.status === 'completed') broken.push(`refund completed with ${tally.due} still due`);
     }
     return broken;
   },

@@ -128,14 +128,19 @@ export class DarajaProvider implements PaymentProvider {
     const body = this.payoutBody(req, amount);
     const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
     const answered = previous && finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer });
-    if (previous && (answered === 'paid' || answered === 'failed_permanent')) return previous as ProviderOutcome;
-    if (previous && answered !== 'absent' && answered !== 'failed_temporary') {
+    if (previous && (answered === 'paid' || (answered === 'failed_permanent' && !req.resendRefused))) return previous as ProviderOutcome;
+    if (previous && !answered) {
       // The earlier request may be live (a crash, a timeout, a 5xx, a queue timeout, accepted and unanswered, a Result
       // alone): it is sent again only once Transaction Status says it did not pay (its result arrives as a callback).
       const known = await this.queryStatus('payout', req.reference);
       if (known) return this.store('payout', req.reference, known);
     }
-    await this.sending('payout', req.reference);
+    // Only if no other worker sent it since the claim read it (two jobs of one refund at once never both send).
+    if (!(await this.sending('payout', req.reference, req.resendRefused, previous?.sends ?? 0))) {
+      // Another worker's request, or the stored answer stands (final, or a refusal this caller may not send over): nothing leaves.
+      const stored = await this.stored('payout', req.reference);
+      return stored && stored.status !== 'sending' ? stored : { status: 'pending', provider_reference: stored?.provider_reference ?? null };
+    }
     const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
     // Never a refusal: the payout may have run. The job's next attempt asks Transaction Status before sending again.
     if (unanswered(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status} (${safeDescription(answer.body?.errorCode)}).`, String(answer.status));
@@ -240,8 +245,8 @@ export class DarajaProvider implements PaymentProvider {
    * The request leaves now: whatever was known of an earlier one (its answer, its queries) no longer describes it, so
    * if this one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
    */
-  private async sending(kind: ProviderKind, reference: string): Promise<void> {
-    await this.requests.markSending(kind, reference);
+  private sending(kind: ProviderKind, reference: string, overRefusal: boolean | undefined, expectedSends: number): Promise<boolean> {
+    return this.requests.markSending(kind, reference, undefined, expectedSends, overRefusal);
   }
 
   private stored(kind: ProviderKind, reference: string): Promise<Stored | null> {

@@ -75,7 +75,10 @@ export class MomoProvider implements PaymentProvider {
     let referenceId = previous?.provider_reference ?? (UUID.test(req.reference) ? req.reference : randomUUID());
     // A payout MTN answered "not paid, for now" is sent again (shared/kernel/payout-answers.ts); a collection's answer is
     // final: its payer is asked again only by a new collection (CONTRACT §18).
-    const ended = previous !== null && kind === 'payout' && finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) === 'failed_temporary';
+    // An on-ramp's fiat refund the provider refused for good goes again too (CONTRACT §18), under a new id.
+    const answered = previous && kind === 'payout' ? finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) : null;
+    const overRefusal = answered === 'failed_permanent' && 'resendRefused' in req && req.resendRefused === true;
+    const ended = answered === 'failed_temporary' || overRefusal;
     if (previous && previous.status !== 'sending' && isFinalOutcome(previous as ProviderOutcome) && !ended) return previous as ProviderOutcome;
     if (previous && !ended && previous.provider_reference) {
       // The earlier request may have reached MTN (a crash, a timeout, a 5xx): its status decides.
@@ -86,7 +89,7 @@ export class MomoProvider implements PaymentProvider {
       referenceId = randomUUID();
     }
     // Recorded before it leaves, so an unanswered send is asked about by this id.
-    await this.requests.markSending(kind, req.reference, referenceId);
+    await this.requests.markSending(kind, req.reference, referenceId, undefined, overRefusal);
     const answer = await this.client.request(kind, referenceId, body).catch((err: unknown) => {
       // No answer: the request may have reached MTN. The job's next attempt asks its status before anything else.
       if (err instanceof ProviderError && err.providerCode !== 'oauth') this.log.warn({ provider: this.id, kind, reference: req.reference, referenceId }, 'provider answer unknown');

@@ -64,6 +64,20 @@ describe('kernel: a provider request\'s outcome (provider_requests, compare-and-
     }
   });
 
+  it('an on-ramp\'s fiat refund goes again over a refusal for good (overRefusal), never over a success', () => {
+    const again = decideSend(request({ status: 'rejected', answer: 'failed_permanent', sends: 1 }), undefined, undefined, true);
+    allowed(again);
+    expect(moved(again)).to.deep.equal(['rejected', 'sending']);
+    expect(again.kind === 'move' && [again.move.set?.answer, again.move.set?.sends]).to.deep.equal([null, 2]);
+    // The table's guard: only an on-ramp's payout (its fiat refund), whatever the code decides.
+    expect(PROVIDER_REQUEST_MACHINE.guards?.rejected?.('sending', 't', undefined)).to.match(/^\(t\.ended OR \(t\.kind = 'payout' .*o\.direction = 'onramp'\)\)\)$/s);
+    // Never over a success, nor a collection's decline.
+    expect(decideSend(request({ status: 'rejected', answer: 'paid' }), undefined, undefined, true).kind).to.equal('keep');
+    expect(decideSend(request({ status: 'declined' }), undefined, undefined, true).kind).to.equal('keep');
+    expect(decideSend(request({ status: 'succeeded', answer: 'paid' }), undefined, undefined, true).kind).to.equal('keep');
+    expect(decideSend(request({ status: 'rejected', sends: 2 }), undefined, 1, true).kind).to.equal('keep');
+  });
+
   it('a payout\'s status answer: over an answer not final it moves the status; over a final one it records the answer beside it', () => {
     const over = decideStatusAnswer(request({ status: 'pending' }), 'failed_temporary', { status: 'temporary_failure', provider_reference: 'AG_1', failure: { code: 'provider_unavailable', message: 'Later.' } });
     allowed(over);

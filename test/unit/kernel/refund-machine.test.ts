@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { REFUND_MACHINE, sourcesOf } from '../../../shared/domain/machines.js';
 import { assertPlan, KernelInvariantError } from '../../../shared/kernel/invariants.js';
 import { NOW, plan } from '../../../shared/kernel/plan.js';
-import { fiatRefundAnswered, fiatRefundOwed, refundMove, type RefundState } from '../../../shared/kernel/refund-machine.js';
+import { fiatRefundAnswered, fiatRefundOwed, fiatRefundRetried, fiatRefundRetryDelayMs, fiatRefundStep, refundMove, type RefundState } from '../../../shared/kernel/refund-machine.js';
 import { refundSummary, settleRefundSend, type RefundSend } from '../../../shared/kernel/refund-due.js';
 
 const scope = { businessId: 'b1', environment: 'live' as const };
@@ -54,10 +54,11 @@ describe('kernel: a transaction\'s refund as a state machine (REFUND_MACHINE, co
   it('an off-ramp\'s status follows from its sends: a failed send retried is failed -> pending, a send mined while another is in flight stays pending', () => {
     const send = (reference: string, status: RefundSend['status'], requested = true): RefundSend => ({ reference, amount: 1n, status, hash: null, requested });
     const failed = [send('t-1', 'failed')];
-    expect(refundSummary(failed).status).to.equal('failed');
-    expect(broken('failed', usdc(refundSummary([...failed, send('t-1-2', 'pending')]).status))).to.equal(null);
+    const funds = { received: 2n, paidOut: 0n };
+    expect(refundSummary(funds, failed).status).to.equal('failed');
+    expect(broken('failed', usdc(refundSummary(funds, [...failed, send('t-1-2', 'pending')]).status))).to.equal(null);
     const two = [send('t-1', 'pending'), send('t-2', 'pending')];
-    expect(refundSummary(settleRefundSend(two, 't-1', { status: 'completed', hash: '0xh' })).status).to.equal('pending');
+    expect(refundSummary(funds, settleRefundSend(two, 't-1', { status: 'completed', hash: '0xh' })).status).to.equal('pending');
   });
 });
 
@@ -70,12 +71,36 @@ describe('kernel: an on-ramp\'s fiat refund decided from the provider\'s answer'
     });
   });
 
-  it('paid: completed with its receipt; refused for good: failed with why; still running: nothing decided', () => {
+  it('paid: completed with its receipt; refused for good: failed with why, one refusal counted; still running: nothing decided', () => {
     expect(fiatRefundAnswered(owed, { status: 'succeeded', receipt: 'SAB1234567' })).to.deep.include({ status: 'completed', provider_reference: 'SAB1234567' });
     const refused = fiatRefundAnswered(owed, { status: 'rejected' })!;
-    expect(refused).to.deep.include({ status: 'failed', provider_reference: null, failure: { code: 'refund_rejected', message: 'The provider refused the refund payout.' } });
+    expect(refused).to.deep.include({ status: 'failed', provider_reference: null, refusals: 1, failure: { code: 'refund_rejected', message: 'The provider refused the refund payout.' } });
     expect(fiatRefundAnswered(owed, { status: 'pending' })).to.equal(null);
     expect(fiatRefundAnswered(owed, { status: 'temporary_failure' })).to.equal(null);
+  });
+
+  it('refused for good is never the end (CONTRACT §18): sent again after a growing, capped backoff, pending once more', () => {
+    const once = fiatRefundAnswered(owed, { status: 'rejected', failure: { code: 'invalid_receiver', message: 'No.' } })!;
+    expect(broken('pending', once)).to.equal(null);
+    const retried = fiatRefundRetried(once);
+    expect(retried).to.deep.include({ status: 'pending', refusals: 1, amount: '1000.00', currency: 'KES' });
+    expect(retried).to.not.have.property('failure');
+    expect(broken('failed', retried)).to.equal(null);
+    const twice = fiatRefundAnswered(retried, { status: 'rejected' })!;
+    expect(twice.refusals).to.equal(2);
+    expect([once, twice, { refusals: 40 }].map(fiatRefundRetryDelayMs)).to.deep.equal([30_000, 60_000, 3_600_000]);
+    expect(() => fiatRefundRetried({ ...once, status: 'completed' })).to.throw(KernelInvariantError);
+  });
+
+  it('what the refund job does: pays a pending one, sends a refused one again once due, else nothing (one refused with no due time waits for an operator)', () => {
+    const now = Date.parse('2026-11-28T12:00:00Z');
+    expect(fiatRefundStep({ refund_status: 'pending', refund_due_at: null }, now)).to.equal('pay');
+    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now - 1) }, now)).to.equal('send_again');
+    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now + 500) }, now)).to.equal('send_again');
+    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: null }, now)).to.equal('none');
+    expect(fiatRefundStep({ refund_status: 'failed', refund_due_at: new Date(now + 60_000) }, now)).to.equal('not_due');
+    expect(fiatRefundStep({ refund_status: 'completed', refund_due_at: null }, now)).to.equal('none');
+    expect(fiatRefundStep({ refund_status: null, refund_due_at: null }, now)).to.equal('none');
   });
 
   it('only a pending refund is answered: a completed one stays completed whatever a late answer says', () => {
