@@ -32,7 +32,7 @@ const FACTS: Record<IntentFact['kind'], IntentFact> = {
 const PAYOUT_FACTS = new Set(['payout_started', 'payout_not_started', 'payout_ended']);
 
 /** The plan's one move as [from, to, reason], checked against the machine; null when it moves nothing. */
-function moveOf(p: Plan): [string, string, string | undefined] | null {
+function moveOf(p: Plan): [string | null, string, string | undefined] | null {
   assertPlan(p);
   expect(p.entries, 'an intent\'s status moves no money').to.deep.equal([]);
   if (!p.moves.length) {
