@@ -117,4 +117,15 @@ export class ProviderRequests {
     const settled = await settleRequest(this.db, { environment: 'live', kind, reference }, (r) => decideSend(r, providerReference, expectedSends, overRefusal));
     return settled?.change.kind === 'move';
   }
+
+  /**
+   * markSending under the `sends` the caller's claim read: null when this caller's request may leave now; otherwise
+   * what to answer instead, and nothing leaves: another worker's request went since (pending until its answer), or
+   * the stored final answer stands. Two jobs of one payout at once never both send.
+   */
+  async leaveOrAnswer(kind: ProviderKind, reference: string, expectedSends: number, providerReference?: string, overRefusal = false): Promise<ProviderOutcome | null> {
+    if (await this.markSending(kind, reference, providerReference, expectedSends, overRefusal)) return null;
+    const stored = await this.stored(kind, reference);
+    return stored && stored.status !== 'sending' ? (stored as ProviderOutcome) : { status: 'pending', provider_reference: stored?.provider_reference ?? null };
+  }
 }

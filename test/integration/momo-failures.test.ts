@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { getDs } from '../helpers/shared.js';
 import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
@@ -7,6 +8,9 @@ import { momoOnramp, momoPayout, ugPhone } from '../helpers/momo-rail.js';
 import type { FakeMomo } from '../helpers/fake-momo.js';
 import { registry as metrics } from '../../shared/metrics.js';
 import { ConfigError, loadConfig } from '../../shared/config.js';
+import { providerFor } from '../../shared/providers/providers.js';
+import { ProviderRequests } from '../../shared/providers/provider-requests.js';
+import { answerOfOutcome } from '../../shared/kernel/payout-answers.js';
 
 // Each failure class of the MTN MoMo rail (CONTRACT §14, §17) on the stand-in (test/helpers/fake-momo.ts: the last
 // four digits of the number pick what MTN does), with the sandbox chain adapter standing in for the live chain.
@@ -92,6 +96,32 @@ describe('live MTN MoMo: failure classes', function () {
     expect(row.sends).to.equal(2);
     expect(tx.provider_reference).to.equal(momo.statusOf(sent[1].referenceId!)!.financialTransactionId);
     expect(momo.executions.get(id)).to.equal(1);
+  });
+
+  it('two jobs of one payout at once, after MTN said "not paid, for now": one request leaves under a new UUID, the other answers pending; paid once', async () => {
+    const { ds, config, log } = rail.pools.deps;
+    const provider = providerFor('live', { db: ds, config, log }, 'UGX');
+    const reference = randomUUID();
+    const req = {
+      reference, scope: { businessId: rail.biz.businessId, environment: 'live' as const }, currency: 'UGX', amount: '1000', payment_method: 'mobile_money' as const,
+      account_holder_name: 'Payee', details: { phone_number: ugPhone('0009'), mobile_network: 'mtn' },
+    };
+    // The first request FAILED for a temporary reason (its status says so; stored as the status check stores it): a
+    // new request may go, once.
+    expect((await provider.payout(req)).status).to.equal('pending');
+    const failed = await until(async () => {
+      const known = await provider.queryStatus('payout', reference);
+      return known?.status === 'temporary_failure' && known;
+    }, { what: 'the first request FAILED' });
+    await new ProviderRequests(ds, log, 'mtn_momo').store('payout', reference, failed, { answer: answerOfOutcome(failed.status) });
+    const [a, b] = await Promise.all([provider.payout(req), provider.payout(req)]);
+    expect([a.status, b.status].sort()).to.deep.equal(['pending', 'pending']);
+    const sent = posts(TRANSFER, reference);
+    expect(sent, 'the first request and one more').to.have.length(2);
+    expect((await stored(reference)).sends).to.equal(2);
+    await until(() => momo.executions.get(reference) === 1, { what: 'the second request paid' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(momo.executions.get(reference)).to.equal(1);
   });
 
   it('NOT_ENOUGH_FUNDS on our account every time: sent again (each under a new UUID) up to PROVIDER_MAX_ATTEMPTS, then action_required', async () => {

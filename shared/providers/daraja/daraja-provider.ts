@@ -136,11 +136,8 @@ export class DarajaProvider implements PaymentProvider {
       if (known) return this.store('payout', req.reference, known);
     }
     // Only if no other worker sent it since the claim read it (two jobs of one refund at once never both send).
-    if (!(await this.sending('payout', req.reference, req.resendRefused, previous?.sends ?? 0))) {
-      // Another worker's request, or the stored answer stands (final, or a refusal this caller may not send over): nothing leaves.
-      const stored = await this.stored('payout', req.reference);
-      return stored && stored.status !== 'sending' ? stored : { status: 'pending', provider_reference: stored?.provider_reference ?? null };
-    }
+    const instead = await this.requests.leaveOrAnswer('payout', req.reference, previous?.sends ?? 0, undefined, req.resendRefused);
+    if (instead) return instead;
     const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
     // Never a refusal: the payout may have run. The job's next attempt asks Transaction Status before sending again.
     if (unanswered(answer)) throw new ProviderError(`M-Pesa answered HTTP ${answer.status} (${safeDescription(answer.body?.errorCode)}).`, String(answer.status));
@@ -245,10 +242,6 @@ export class DarajaProvider implements PaymentProvider {
    * The request leaves now: whatever was known of an earlier one (its answer, its queries) no longer describes it, so
    * if this one goes unanswered (timeout, 5xx) the next attempt asks first. `sends` counts requests that left.
    */
-  private sending(kind: ProviderKind, reference: string, overRefusal: boolean | undefined, expectedSends: number): Promise<boolean> {
-    return this.requests.markSending(kind, reference, undefined, expectedSends, overRefusal);
-  }
-
   private stored(kind: ProviderKind, reference: string): Promise<Stored | null> {
     return this.requests.stored(kind, reference);
   }

@@ -88,8 +88,10 @@ export class MomoProvider implements PaymentProvider {
     } else if (ended) {
       referenceId = randomUUID();
     }
-    // Recorded before it leaves, so an unanswered send is asked about by this id.
-    await this.requests.markSending(kind, req.reference, referenceId, undefined, overRefusal);
+    // Recorded before it leaves, so an unanswered send is asked about by this id; only if no other worker sent it since
+    // the claim read it (two jobs at once would each send under a new id: two payments).
+    const instead = await this.requests.leaveOrAnswer(kind, req.reference, previous?.sends ?? 0, referenceId, overRefusal);
+    if (instead) return instead;
     const answer = await this.client.request(kind, referenceId, body).catch((err: unknown) => {
       // No answer: the request may have reached MTN. The job's next attempt asks its status before anything else.
       if (err instanceof ProviderError && err.providerCode !== 'oauth') this.log.warn({ provider: this.id, kind, reference: req.reference, referenceId }, 'provider answer unknown');
