@@ -249,7 +249,8 @@ export const schemas: Record<string, JsonSchema> = {
       refund: {
         type: ['object', 'null'],
         description: 'An on-ramp whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer\'s phone (`phone_number` redacted as `payment_source`\'s, ' +
-          '`provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it).',
+          '`provider_reference` the provider\'s receipt once paid, `failure` when the provider refused it). A refused refund is `failed` ' +
+          'until it is sent again, as a new request after a growing backoff (30 s doubling, at most an hour), until paid.',
         required: ['status', 'amount', 'to_address', 'transaction_hash', 'currency', 'phone_number', 'provider_reference', 'failure'],
         properties: {
           ...REFUND_COMMON,

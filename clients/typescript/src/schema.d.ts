@@ -2480,7 +2480,7 @@ export interface components {
                 phone_number: string;
                 mobile_network: string | null;
             };
-            /** @description An on-ramp whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`phone_number` redacted as `payment_source`'s, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). */
+            /** @description An on-ramp whose delivery failed (`delivery_failed`): the fiat collected, paid back to the payer's phone (`phone_number` redacted as `payment_source`'s, `provider_reference` the provider's receipt once paid, `failure` when the provider refused it). A refused refund is `failed` until it is sent again, as a new request after a growing backoff (30 s doubling, at most an hour), until paid. */
             refund: {
                 /** @enum {string} */
                 status: "pending" | "completed" | "failed";
