@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
+import { checkoutRevision, runScript } from './baseline.js';
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
 const LIFECYCLES = Number(process.env.BENCH_CLIENT_LIFECYCLES ?? 3000);
@@ -26,7 +27,9 @@ const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `rampway-client-bench-${Date.now().toString(36)}`;
 const api = `http://127.0.0.1:${PORT}/api/v1/business`;
-const root = join(import.meta.dirname, '..');
+// BENCH_REVISION=<git revision>: the service of that revision (a worktree of its own, bench/baseline.ts) instead of
+// this checkout's, measured by this client: a figure "before" (the kernel issue's pipeline at 0f16dc5) against "after".
+const root = process.env.BENCH_REVISION ? checkoutRevision(process.env.BENCH_REVISION) : join(import.meta.dirname, '..');
 
 // An empty database each run: a table that grows from run to run would make one run's figures incomparable with the next.
 {
@@ -185,13 +188,8 @@ const hooks = createServer((req, res) => {
 await new Promise<void>((resolve) => hooks.listen(HOOK_PORT, '127.0.0.1', resolve));
 
 // Setup through the API (not measured): a business, its webhook endpoint, a beneficiary, one funded wallet per client.
-const { createDataSource } = await import('../shared/db/data-source.js');
-const { createBusiness } = await import('../shared/admin/commands.js');
-const { loadConfig } = await import('../shared/config.js');
-const adminDs = createDataSource({ poolSize: 1 });
-await adminDs.initialize();
-const biz = await createBusiness({ ds: adminDs, config: loadConfig(process.env) }, { name: 'Client bench' });
-await adminDs.destroy();
+// The service's own admin command (its revision's), as an operator runs it.
+const biz = JSON.parse(await runScript(root, 'scripts/admin.ts', ['create-business', '--name', 'Client bench', '--json'], { ...serviceEnv, LOG_LEVEL: 'silent' } as Record<string, string>));
 const key = biz.keys.find((k: { environment: string }) => k.environment === 'sandbox')!.key;
 await ok(key, 'POST', '/webhook-endpoints', { url: `http://127.0.0.1:${HOOK_PORT}/hooks`, events: ['transaction.completed', 'transaction.failed'] });
 const beneficiary = await ok(key, 'POST', '/beneficiaries', {
