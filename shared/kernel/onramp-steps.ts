@@ -1,13 +1,15 @@
 // An on-ramp's fiat steps as a pure decision: its collection (created -> awaiting_funds -> funded, or failed when the
 // prompt ends unpaid; a late success still funds it, CONTRACT §14, §18) and its USDC delivery (funded -> processing ->
-// completed). Nothing here reads a database, a queue, a chain or a provider: the loader (shared/domain/onramp-moves.ts)
-// reads and locks the row; the chain's delivery is sent between two decisions by its own writer.
+// completed, or failed with the fiat owed back to the payer). Nothing here reads a database, a queue, a chain or a
+// provider: the loader (shared/domain/onramp-moves.ts) reads and locks the row; the chain's delivery is sent between
+// two decisions by its own writer.
 import type { EventScope } from '../domain/events.js';
 import type { LedgerAccount } from '../domain/ledger.js';
-import { TRANSACTION_MACHINE, type TransactionStatus } from '../domain/machines.js';
+import { TRANSACTION_MACHINE, type RefundStatus, type TransactionStatus } from '../domain/machines.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { nothing, NOW, plan, type Move, type Plan } from './plan.js';
+import { refundMove, type RefundState } from './refund-machine.js';
 import { onrampAfterUnpaidPrompt, PROMPT_ENDED_CODES } from './stk-results.js';
 
 export interface OnrampSnapshot {
@@ -20,6 +22,9 @@ export interface OnrampSnapshot {
   failureCode: string | null;
   /** Whether anything was returned (refund set): a failed on-ramp that was refunded is never funded again. */
   refunded: boolean;
+  /** The refund's status as read (refund_status), and the fiat refund a failed delivery owes its payer (fiatRefundOwed). */
+  refundStatus: RefundStatus | null;
+  refundOwed: RefundState;
   /** What the delivery credits: the USDC amount (minor units), the wallet and its ledger account. */
   delivery: { amount: bigint; walletId: string | null; account: LedgerAccount };
 }
@@ -47,7 +52,9 @@ export type OnrampFact =
   /** The delivery job starts: funded -> processing (already processing: the send goes on). */
   | { kind: 'delivery_started' }
   /** The USDC is on its way to the wallet (sandbox: recorded; live: mined). */
-  | { kind: 'delivered'; hash: string };
+  | { kind: 'delivered'; hash: string }
+  /** The delivery failed for good and no USDC left (its send reverted; sandbox: forced); `pay` pays the fiat back. */
+  | { kind: 'delivery_failed'; failure: OnrampFailure; pay: JobRequest };
 
 function move(s: OnrampSnapshot, to: TransactionStatus, set?: Record<string, unknown>, reason?: string): Move {
   return { machine: TRANSACTION_MACHINE, id: s.id, from: s.status, to, ...(set ? { set } : {}), ...(reason ? { reason } : {}) };
@@ -111,6 +118,14 @@ export function decideOnramp(s: OnrampSnapshot, fact: OnrampFact): Plan {
       return plan(s.scope, 'completed', {
         moves: [move(s, 'completed', { destination_transaction_hash: fact.hash, completed_at: NOW })], entries: [{ entry }],
       });
+    }
+    case 'delivery_failed': {
+      // Only in its delivery step (or stalled in it): failed, the fiat owed back to the payer (the refund written first,
+      // so the `failed` event shows it), its payout staged.
+      const step = s.status === 'action_required' ? s.stalledAt : s.status;
+      if (step !== 'funded' && step !== 'processing') return unchanged(s);
+      const refund = refundMove({ id: s.id, refund_status: s.refundStatus }, s.refundOwed)!;
+      return plan(s.scope, 'failed', { moves: [refund, move(s, 'failed', { failure: fact.failure }, fact.failure.code)], jobs: [fact.pay] });
     }
   }
 }

@@ -9,11 +9,14 @@ const scope = { businessId: 'b', environment: 'live' as const };
 const wallet = { kind: 'wallet' as const, walletId: 'w1', chain: 'base', asset: 'USDC' };
 const deliver = { name: 'onramp.deliver' as const, id: 'onramp.deliver-tx1-0', data: { transactionId: 'tx1' }, delayMs: 0 };
 const declined = { code: 'collection_declined', message: 'The payer cancelled the M-Pesa prompt (ResultCode 1032)' };
+const owed = { status: 'pending' as const, amount: '1300.00', currency: 'KES', to_address: null, transaction_hash: null, phone_number: '2547****678', provider_reference: null };
+const pay = { name: 'onramp.refund' as const, id: 'onramp.refund-tx1-0', data: { transactionId: 'tx1' } };
+const reverted = { code: 'delivery_failed', message: 'The USDC delivery was reverted on chain: reverted' };
 const noResult = { code: 'provider_unavailable', message: 'M-Pesa gave no result after 5 status checks.' };
 
 function onramp(status: TransactionStatus, over: Partial<OnrampSnapshot> = {}): OnrampSnapshot {
   return {
-    id: 'tx1', scope, status, stalledAt: null, providerReference: 'ws_CO_1', failureCode: null, refunded: false,
+    id: 'tx1', scope, status, stalledAt: null, providerReference: 'ws_CO_1', failureCode: null, refunded: false, refundStatus: null, refundOwed: owed,
     delivery: { amount: 1_000_000n, walletId: 'w1', account: wallet as never }, ...over,
   };
 }
@@ -32,22 +35,24 @@ const FACTS: Record<string, OnrampFact> = {
   collection_paid: { kind: 'collection_paid', receipt: 'RCP1', providerReference: 'ws_CO_2', deliver },
   delivery_started: { kind: 'delivery_started' },
   delivered: { kind: 'delivered', hash: '0xabc' },
+  delivery_failed: { kind: 'delivery_failed', failure: reverted, pay },
 };
 
 /** Where each fact moves an on-ramp from (no stall, no failure, nothing returned), and to; every other status plans nothing. */
-const MOVES: Record<string, [TransactionStatus, TransactionStatus] | null> = {
-  'prompt_requested pending': ['created', 'awaiting_funds'],
-  'prompt_requested succeeded': ['created', 'awaiting_funds'],
-  'prompt_requested declined': ['created', 'awaiting_funds'],
+const MOVES: Record<string, [TransactionStatus[], TransactionStatus] | null> = {
+  'prompt_requested pending': [['created'], 'awaiting_funds'],
+  'prompt_requested succeeded': [['created'], 'awaiting_funds'],
+  'prompt_requested declined': [['created'], 'awaiting_funds'],
   'prompt_requested temporary': null,
-  prompt_refused: ['awaiting_funds', 'failed'],
-  prompt_paid: ['awaiting_funds', 'funded'],
-  collect_unavailable: ['created', 'action_required'],
-  collection_unpaid: ['awaiting_funds', 'failed'],
-  collection_stalled: ['awaiting_funds', 'action_required'],
-  collection_paid: ['awaiting_funds', 'funded'],
-  delivery_started: ['funded', 'processing'],
-  delivered: ['processing', 'completed'],
+  prompt_refused: [['awaiting_funds'], 'failed'],
+  prompt_paid: [['awaiting_funds'], 'funded'],
+  collect_unavailable: [['created'], 'action_required'],
+  collection_unpaid: [['awaiting_funds'], 'failed'],
+  collection_stalled: [['awaiting_funds'], 'action_required'],
+  collection_paid: [['awaiting_funds'], 'funded'],
+  delivery_started: [['funded'], 'processing'],
+  delivered: [['processing'], 'completed'],
+  delivery_failed: [['funded', 'processing'], 'failed'],
 };
 
 describe('kernel: an on-ramp\'s collection and delivery', () => {
@@ -57,24 +62,25 @@ describe('kernel: an on-ramp\'s collection and delivery', () => {
         const p = decideOnramp(onramp(status), fact);
         assertPlan(p);
         const expected = MOVES[name];
-        if (!expected || expected[0] !== status) {
+        if (!expected || !expected[0].includes(status)) {
           expect(p.moves, 'a fact its status does not wait for plans nothing').to.deep.equal([]);
           expect([p.entries, p.jobs]).to.deep.equal([[], []]);
           return;
         }
-        expect(p.moves).to.have.length(1);
-        const [m] = p.moves;
+        // A failed delivery writes the refund owed first; every other fact moves the transaction alone.
+        expect(p.moves).to.have.length(name === 'delivery_failed' ? 2 : 1);
+        const m = p.moves[p.moves.length - 1];
         expect([m.machine, m.id, m.from, m.to]).to.deep.equal([TRANSACTION_MACHINE, 'tx1', status, expected[1]]);
-        // Only the delivery moves money; only funding stages the delivery.
+        // Only the delivery moves money; only funding stages the delivery, only its failure the fiat's payout.
         expect(p.entries.length).to.equal(expected[1] === 'completed' ? 1 : 0);
-        expect(p.jobs).to.deep.equal(expected[1] === 'funded' ? [deliver] : []);
+        expect(p.jobs).to.deep.equal(expected[1] === 'funded' ? [deliver] : name === 'delivery_failed' ? [pay] : []);
       });
     }
   }
 
   it('a repeated fact plans nothing once its move is made', () => {
     for (const [name, fact] of Object.entries(FACTS)) {
-      const first = decideOnramp(onramp(MOVES[name]?.[0] ?? 'created'), fact);
+      const first = decideOnramp(onramp(MOVES[name]?.[0][0] ?? 'created'), fact);
       const after = first.moves[0]?.to as TransactionStatus | undefined;
       if (after) expect(decideOnramp(onramp(after), fact).moves, name).to.deep.equal([]);
     }
@@ -124,6 +130,18 @@ describe('kernel: an on-ramp\'s collection and delivery', () => {
       expect([p.outcome, p.moves[0].to, p.moves[0].reason, p.jobs]).to.deep.equal(['resumed', 'awaiting_funds', 'collection_succeeded', []]);
     }
     expect(decideOnramp(onramp('action_required', { stalledAt: 'funded' }), FACTS.collection_paid).outcome).to.equal('unchanged (action_required)');
+  });
+
+  it('a failed delivery, from its step or stalled in it, fails the on-ramp with the fiat owed to its payer', () => {
+    for (const [status, stalledAt] of [['funded', null], ['processing', null], ['action_required', 'funded'], ['action_required', 'processing']] as const) {
+      const p = decideOnramp(onramp(status, { stalledAt }), FACTS.delivery_failed);
+      expect(p.outcome).to.equal('failed');
+      const { status: owedStatus, ...data } = owed;
+      expect(p.moves[0]).to.deep.include({ id: 'tx1', from: null, to: owedStatus });
+      expect(p.moves[0].set).to.deep.include({ refund: data });
+      expect([p.moves[1].from, p.moves[1].to, p.moves[1].set, p.moves[1].reason]).to.deep.equal([status, 'failed', { failure: reverted }, 'delivery_failed']);
+    }
+    expect(decideOnramp(onramp('action_required', { stalledAt: 'awaiting_funds' }), FACTS.delivery_failed).outcome).to.equal('unchanged (action_required)');
   });
 
   it('the delivery credits the wallet from provider clearing, named by the hash', () => {
