@@ -13,8 +13,7 @@ import { sameAmount } from './money.js';
 import { collectionCameToNothing, collectionFailure, loadPaymentIntent } from './payment-intents.js';
 import { mobileMoneyPayment, recordPayment } from './treasury-deposits.js';
 import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
-import { onrampAfterUnpaidPrompt } from '../kernel/stk-results.js';
+import { decideOnrampIn } from './onramp-moves.js';
 import { decideSuccess } from '../kernel/provider-records.js';
 import { settleRequest } from '../providers/provider-requests.js';
 
@@ -108,45 +107,39 @@ export class ResultTooEarlyError extends AppError {
   }
 }
 
-/** awaiting_funds -> funded (delivery follows) or failed (the prompt ended unpaid); `pending` waits for the next check. */
+/**
+ * awaiting_funds -> funded (delivery follows) or failed (the prompt ended unpaid), as shared/kernel/onramp-steps.ts
+ * decides; `pending` waits for the next check.
+ */
 export async function settleCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   if (tx.status === 'created') throw new ResultTooEarlyError();
   if (tx.direction !== 'onramp') return `unchanged (${tx.status})`;
   if (outcome.status === 'succeeded') return fundCollection(unit, config, tx, outcome);
   if (outcome.status === 'declined' || outcome.status === 'rejected') {
-    if (onrampAfterUnpaidPrompt(tx.status) !== 'failed') return `unchanged (${tx.status})`;
     const failure = { code: outcome.failure?.code ?? 'collection_declined', message: outcome.failure?.message ?? 'The payer did not complete the payment.' };
-    await moveTransaction(unit, tx, 'failed', { set: { failure }, reason: failure.code });
-    return 'failed';
+    return decideOnrampIn(unit, tx.id, { kind: 'collection_unpaid', failure });
   }
   return tx.status === 'awaiting_funds' ? outcome.status : `unchanged (${tx.status})`;
 }
 
 /**
  * The payer paid: funded and delivered, from awaiting_funds, from action_required while the collection was stalled,
- * or from failed on a prompt that ended unpaid (the machine's guard: never once refunded). Already funded: its receipt kept.
+ * or from failed on a prompt that ended unpaid (never once refunded). Already funded: its receipt kept. `tx` is the
+ * row applyCollection locked.
  */
 async function fundCollection(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
-  let from = tx;
-  if (tx.status === 'action_required' && (tx.stalled_at === 'created' || tx.stalled_at === 'awaiting_funds')) {
-    from = (await moveTransaction(unit, tx, 'awaiting_funds', { reason: 'collection_succeeded' }))?.row ?? tx;
+  const paid = { kind: 'collection_paid' as const, receipt: outcome.receipt ?? null, providerReference: outcome.provider_reference, deliver: txJobs.deliver(tx, stepDelay(config, tx.environment)) };
+  const decided = await decideOnrampIn(unit, tx.id, paid);
+  // A stalled collection resumed waiting: the same success now funds it.
+  const funded = decided === 'resumed' ? await decideOnrampIn(unit, tx.id, paid) : decided;
+  // Nothing moved: `tx` is the row as locked (a failed one that was refunded, or whose failure was no unpaid prompt, stays so).
+  if (!funded.startsWith('unchanged') || tx.status === 'failed') return funded;
+  if (outcome.receipt) await unit.em.query(`UPDATE transactions SET receipt = $2 WHERE id = $1 AND receipt IS NULL AND provider_reference = $3`, [tx.id, outcome.receipt, outcome.provider_reference]);
+  // A second prompt the payer also approved: the money is M-Pesa's record, for an operator to return.
+  if (tx.status !== 'funded' || tx.provider_reference !== outcome.provider_reference) {
+    logger().warn({ transactionId: tx.id, status: tx.status }, 'a collection success for an on-ramp already past its collection');
   }
-  if (from.status !== 'awaiting_funds' && from.status !== 'failed') {
-    if (outcome.receipt) await unit.em.query(`UPDATE transactions SET receipt = $2 WHERE id = $1 AND receipt IS NULL AND provider_reference = $3`, [tx.id, outcome.receipt, outcome.provider_reference]);
-    // A second prompt the payer also approved: the money is M-Pesa's record, for an operator to return.
-    if (from.status !== 'funded' || from.provider_reference !== outcome.provider_reference) {
-      logger().warn({ transactionId: tx.id, status: from.status }, 'a collection success for an on-ramp already past its collection');
-    }
-    return `unchanged (${from.status})`;
-  }
-  const late = from.status === 'failed';
-  const funded = await moveTransaction(unit, from, 'funded', {
-    set: { receipt: outcome.receipt ?? null, provider_reference: outcome.provider_reference ?? from.provider_reference, ...(late ? { failure: null } : {}) },
-    reason: late ? 'late_collection' : undefined,
-  });
-  if (!funded) return `unchanged (${from.status})`;
-  await unit.stage(txJobs.deliver(funded.row, stepDelay(config, tx.environment)), scopeOf(tx));
-  return late ? 'funded (late)' : 'funded';
+  return funded;
 }
 
 /**

@@ -9,9 +9,10 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ProviderOutcome } from '../providers/provider.js';
 import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
-import { fiatRefundAnswered, fiatRefundOwed, fiatRefundRetried, fiatRefundRetryDelayMs, fiatRefundStep } from '../kernel/refund-machine.js';
-import { moveWithRefund, recordRefund } from './refund-records.js';
+import { fiatRefundAnswered, fiatRefundRetried, fiatRefundRetryDelayMs, fiatRefundStep } from '../kernel/refund-machine.js';
+import { recordRefund } from './refund-records.js';
 import { refundOf, scopeOf, type TransactionRow } from './transactions.js';
+import { decideOnrampAndApply } from './onramp-moves.js';
 
 export const onrampRefundJobs = {
   /**
@@ -36,10 +37,7 @@ export function deliveryPending(tx: Pick<TransactionRow, 'direction' | 'status' 
  */
 export async function failDelivery(unit: Unit, tx: TransactionRow, failure: { code: string; message: string }): Promise<TransactionRow | null> {
   if (!deliveryPending(tx)) return null;
-  const moved = await moveWithRefund(unit, tx, 'failed', fiatRefundOwed(tx), { set: { failure }, reason: failure.code });
-  if (!moved) return null;
-  await unit.stage(onrampRefundJobs.pay(tx.id), scopeOf(tx));
-  return moved.row;
+  return (await decideOnrampAndApply(unit, tx.id, { kind: 'delivery_failed', failure, pay: onrampRefundJobs.pay(tx.id) })).row ?? null;
 }
 
 /**

@@ -11,13 +11,10 @@ import type { JobRequest } from '../queues/producer.js';
 import { statusQueryAfterMs } from '../providers/live-rails.js';
 import { jobId } from '../queues/registry.js';
 import { applyCollection, collectionRequestFor, ResultTooEarlyError, type CollectionRequest } from './collection-results.js';
-import { payoutEntry, refundOfframp } from './offramps.js';
+import { decidePayoutIn } from './payout-moves.js';
 import { fiatRefundResult, onrampRefundJobs } from './onramp-refunds.js';
 import { answerOfOutcome, decidePayout, type PayoutAnswer, type PayoutFact, type PayoutRequestState } from '../kernel/payout-answers.js';
 import { TRANSACTION_COLUMNS, scopeOf, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
-import { moveWithRefund } from './refund-records.js';
-import { NOW } from './transition.js';
 import { decideStatusAnswer } from '../kernel/provider-records.js';
 import { settleRequest } from '../providers/provider-requests.js';
 
@@ -158,17 +155,19 @@ export async function settlePayout(unit: Unit, config: Config, tx: TransactionRo
   const reference = outcome.provider_reference ?? tx.provider_reference;
   if (plan.do === 'complete') {
     const receipt = facts.receipt ?? outcome.receipt ?? request.claimedOutcome?.receipt ?? null;
-    await moveTransaction(unit, tx, 'completed', { set: { completed_at: NOW, provider_reference: reference, receipt }, ledger: () => payoutEntry(tx) });
-    return 'completed';
+    return decidePayoutIn(unit, null, tx.id, { kind: 'paid', providerReference: reference, receipt });
   }
-  if (plan.do === 'fail') return failPayout(unit, config, tx, said, reference);
+  if (plan.do === 'fail') {
+    // M-Pesa refused the payout for good: the refund goes out.
+    const failure = { code: said.failure?.code ?? 'payout_rejected', message: said.failure?.message ?? 'M-Pesa refused the payout.' };
+    return decidePayoutIn(unit, chainFor(tx.environment, config), tx.id, { kind: 'refused', providerReference: reference, failure });
+  }
   if (plan.do === 'resend') {
     await unit.stage(providerJobs.resend(tx.id, request.sends + 1, resendDelayMs(config, request.sends)), scopeOf(tx));
     return 'sending again';
   }
   const failure = { code: 'provider_unavailable', message: `${outcome.failure?.message ?? 'M-Pesa could not complete the payout for now.'} (after ${request.sends} attempts)` };
-  await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'provider_unavailable' });
-  return 'action_required';
+  return decidePayoutIn(unit, null, tx.id, { kind: 'stalled', failure });
 }
 
 /** The backoff before a payout's next request. */
@@ -189,14 +188,6 @@ async function askStatus(unit: Unit, tx: TransactionRow, sends: number, why: 'ti
   if (tx.direction !== 'offramp') await unit.stage(onrampRefundJobs.pay(tx.id, `${tag}${sends}`), scopeOf(tx));
   else await unit.stage(providerJobs.check({ transactionId: tx.id, round: 1, after: `${tag}${sends}` }, 0), scopeOf(tx));
   return why === 'claim' ? 'corroborating' : 'asking status';
-}
-
-/** M-Pesa refused the payout for good: the refund goes out. */
-async function failPayout(unit: Unit, config: Config, tx: TransactionRow, outcome: ProviderOutcome, reference: string | null): Promise<string> {
-  const refund = await refundOfframp(unit, chainFor(tx.environment, config), tx);
-  const failure = { code: outcome.failure?.code ?? 'payout_rejected', message: outcome.failure?.message ?? 'M-Pesa refused the payout.' };
-  await moveWithRefund(unit, tx, 'failed', refund, { set: { failure, provider_reference: reference }, reason: failure.code });
-  return 'failed';
 }
 
 /** The final answer about the latest request is kept with the provider's word, so a later request reads it without asking. */

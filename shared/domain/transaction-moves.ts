@@ -23,10 +23,18 @@ export async function moveTransaction(unit: Unit, row: TransactionRow, to: Trans
     to,
     view: (updated) => transactionView(updated),
   });
-  if (moved?.row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(to)) await followPayout(unit, moved.row);
-  // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
-  if (moved && to === 'completed' && moved.row.direction === 'offramp') await scheduleExcessReturn(unit, moved.row);
+  if (moved) await followMove(unit, moved.row);
   return moved;
+}
+
+/**
+ * What follows a transaction's move in its unit, whoever moved it (moveTransaction, or apply() for a kernel flow): a
+ * treasury-funded payout's intent or batch follows its end, and a paid-out off-ramp's excess goes back.
+ */
+export async function followMove(unit: Unit, row: TransactionRow): Promise<void> {
+  if (row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(row.status)) await followPayout(unit, row);
+  // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
+  if (row.status === 'completed' && row.direction === 'offramp') await scheduleExcessReturn(unit, row);
 }
 
 /**

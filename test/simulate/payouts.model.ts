@@ -1,8 +1,11 @@
-// A payout's requests played against the kernel's decision (decidePayout): the provider settles each request in its
-// own time (paid, failed for now, failed for good, or never arrived), Result callbacks come late, twice, about older
-// requests or forged by anyone holding the callback token, and status answers come late or about an earlier request.
-// The world never pays twice, never refunds what may still pay, and never leaves a payout waiting with nothing to move it.
+// A payout's requests played against the kernel's decisions (decidePayout for the requests, decideOfframpPayout for
+// the off-ramp itself, its retries too): the provider settles each request in its own time (paid, failed for now,
+// failed for good, or never arrived), Result callbacks come late, twice, about older requests or forged by anyone
+// holding the callback token, and status answers come late or about an earlier request. The world never pays twice,
+// never refunds what may still pay, and never leaves a payout waiting with nothing to move it.
 import { decidePayout, finalAnswerOf, type PayoutAnswer, type PayoutFact, type PayoutRequestState } from '../../shared/kernel/payout-answers.js';
+import { answerOfSend, decideOfframpPayout, type PayoutFact as TxFact } from '../../shared/kernel/offramp-payouts.js';
+import type { ProviderOutcome, ProviderStatus } from '../../shared/providers/provider.js';
 import type { Dice, Model } from './runner.js';
 
 type Truth = 'pending' | PayoutAnswer;
@@ -12,7 +15,8 @@ interface World {
   /** The provider's truth about each request we sent, in order (absent: it never reached the provider). */
   requests: { conversationId: string; truth: Truth }[];
   state: PayoutRequestState;
-  tx: 'processing' | 'completed' | 'failed' | 'action_required';
+  /** The off-ramp, as the kernel's payout decision moves it (funded only within a retry's step). */
+  tx: 'funded' | 'processing' | 'completed' | 'failed' | 'action_required';
   /** Status queries asked and not answered yet: the query id and the request it was asked about. */
   asked: { queryId: string; about: number }[];
   queries: number;
@@ -25,12 +29,24 @@ type Fact =
   | { kind: 'status_answer'; queryId: string; about: number; vague: boolean }
   | { kind: 'retry' };
 
-const OUTCOME_STATUS: Record<PayoutAnswer, string> = { paid: 'succeeded', failed_permanent: 'rejected', failed_temporary: 'temporary_failure', absent: 'temporary_failure' };
+const OUTCOME_STATUS: Record<PayoutAnswer, ProviderStatus> = { paid: 'succeeded', failed_permanent: 'rejected', failed_temporary: 'temporary_failure', absent: 'temporary_failure' };
 
 function send(w: World): void {
   const conversationId = `AG_${w.requests.length + 1}`;
   w.requests.push({ conversationId, truth: 'pending' });
   w.state = { ...w.state, status: 'pending', answer: null, conversationId, sends: w.state.sends + 1, queries: [], claimed: null };
+}
+
+const PAYOUT_ENTRY = {
+  kind: 'offramp_payout', reference: 'payout-tx', postings: [
+    { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: -1n }, { account: { kind: 'provider_clearing' as const, asset: 'USDC' }, amount: 1n },
+  ],
+};
+
+/** The off-ramp moves as the kernel's payout decision (offramp-payouts.ts) plans, from where the world has it. */
+function moveTx(w: World, fact: TxFact): void {
+  const plan = decideOfframpPayout({ id: 'tx', scope: { businessId: 'b', environment: 'live' }, status: w.tx, payoutEntry: PAYOUT_ENTRY }, fact);
+  if (plan.moves.length) w.tx = plan.moves[0].to as World['tx'];
 }
 
 function carryOut(w: World, fact: PayoutFact): void {
@@ -44,19 +60,17 @@ function carryOut(w: World, fact: PayoutFact): void {
       return ask(w);
     case 'complete':
       w.state = { ...w.state, answer: 'paid', status: 'succeeded' };
-      if (w.tx === 'processing' || w.tx === 'action_required') w.tx = 'completed';
-      return;
+      return moveTx(w, { kind: 'paid', providerReference: w.state.conversationId, receipt: 'RCP' });
     case 'fail':
       w.state = { ...w.state, answer: 'failed_permanent', status: 'rejected' };
-      if (w.tx === 'processing' || w.tx === 'action_required') w.tx = 'failed';
-      return;
+      return moveTx(w, { kind: 'refused', providerReference: w.state.conversationId, failure: { code: 'payout_rejected', message: 'refused' } });
     case 'resend':
       w.state = { ...w.state, answer: plan.record, status: OUTCOME_STATUS[plan.record] };
       if (w.tx === 'processing') send(w);
       return;
     case 'stall':
       w.state = { ...w.state, answer: plan.record, status: OUTCOME_STATUS[plan.record] };
-      if (w.tx === 'processing') w.tx = 'action_required';
+      return moveTx(w, { kind: 'stalled', failure: { code: 'provider_unavailable', message: 'not paid for now' } });
   }
 }
 
@@ -110,12 +124,19 @@ export const payoutsModel: Model<World, Fact> = {
         return;
       case 'status_answer':
         return carryOut(w, { type: 'status', said: statusSays(w.requests[fact.about].truth, fact.vague), queryId: fact.queryId });
-      case 'retry':
-        // POST /retry of a stalled payout: sent again only once the status check says the latest request did not pay.
-        if (finalAnswerOf(w.state) === 'failed_temporary' || finalAnswerOf(w.state) === 'absent') {
-          w.tx = 'processing';
-          send(w);
-        }
+      case 'retry': {
+        // POST /retry of a stalled payout: back to funded, and payout.send's adapter answers with the latest request's
+        // final answer (paid, refused for good) or sends again once the status check says it did not pay.
+        const answered = finalAnswerOf(w.state);
+        if (answered === null) return;
+        w.tx = 'funded';
+        const again = answered === 'failed_temporary' || answered === 'absent';
+        if (again) send(w);
+        const outcome = { status: again ? 'pending' : OUTCOME_STATUS[answered], provider_reference: w.state.conversationId } as ProviderOutcome;
+        moveTx(w, { kind: 'sent', outcome });
+        const answer = answerOfSend(outcome);
+        if (answer) moveTx(w, answer);
+      }
     }
   },
   check(w, final) {

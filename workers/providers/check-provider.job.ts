@@ -2,7 +2,8 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { collectionCameToNothing, loadPaymentIntent } from '../../shared/domain/payment-intents.js';
 import { applyProviderResult, INTENT_CHECK_ROUNDS, MAX_CHECK_ROUNDS, providerJobs, type CheckSubject } from '../../shared/domain/provider-results.js';
 import { loadTransaction, lockTransaction, scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { decideOnrampIn } from '../../shared/domain/onramp-moves.js';
+import { decidePayoutIn } from '../../shared/domain/payout-moves.js';
 import { type ProviderKind, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { providerFor } from '../../shared/providers/providers.js';
 import { momoServes, statusQueryAfterMs } from '../../shared/providers/live-rails.js';
@@ -107,13 +108,12 @@ export const checkProviderJob = defineJob({
       const tx = await lockTransaction(unit, subject.transactionId);
       if (!tx || !stillWaiting(tx)) return `moved on (${tx?.status ?? 'gone'})`;
       if (unnamed) {
-        await moveTransaction(unit, tx, 'failed', { set: { failure: PROMPT_TIMED_OUT }, reason: PROMPT_TIMED_OUT.code });
+        await decideOnrampIn(unit, tx.id, { kind: 'collection_unpaid', failure: PROMPT_TIMED_OUT });
         return 'failed (prompt timed out)';
       }
-      await moveTransaction(unit, tx, 'action_required', {
-        set: { stalled_at: tx.direction === 'onramp' ? 'awaiting_funds' : 'funded', failure: { code: 'provider_unavailable', message: `M-Pesa gave no result after ${MAX_CHECK_ROUNDS} status checks.` } },
-        reason: 'provider_unavailable',
-      });
+      const failure = { code: 'provider_unavailable', message: `M-Pesa gave no result after ${MAX_CHECK_ROUNDS} status checks.` };
+      if (tx.direction === 'onramp') await decideOnrampIn(unit, tx.id, { kind: 'collection_stalled', failure });
+      else await decidePayoutIn(unit, null, tx.id, { kind: 'stalled', failure });
       return 'action_required';
     });
   },

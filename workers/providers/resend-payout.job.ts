@@ -1,7 +1,7 @@
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { awaitResult, settlePayout } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { decidePayoutIn } from '../../shared/domain/payout-moves.js';
 import { ProviderError } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
 import { requestPayout } from './payout-request.js';
@@ -25,9 +25,7 @@ export const resendPayoutJob = defineJob({
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
     if (tx?.status !== 'processing') return;
-    await inUnit(deps, (unit) => moveTransaction(unit, tx, 'action_required', {
-      set: { stalled_at: 'funded', failure: { code: 'provider_unavailable', message: `M-Pesa did not take the payout again: ${(err as Error).message}` } },
-      reason: 'provider_unavailable',
-    }));
+    const failure = { code: 'provider_unavailable', message: `M-Pesa did not take the payout again: ${(err as Error).message}` };
+    await inUnit(deps, (unit) => decidePayoutIn(unit, null, tx.id, { kind: 'stalled', failure }));
   },
 });
