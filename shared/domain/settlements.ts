@@ -222,12 +222,6 @@ export async function uncountTransfers(unit: Unit, settlement: SettlementRow, re
   return rows[0];
 }
 
-/** A failed transaction's deposit address is closed: a transfer that still arrives is a late deposit. */
-export async function closeSettlement(unit: Unit, transactionId: string, reason: string): Promise<void> {
-  const settlement = await settlementOf(unit.em, transactionId, true);
-  if (settlement && ['awaiting_transfer', 'confirming', 'underpaid'].includes(settlement.status)) await moveSettlement(unit, settlement, 'expired', {}, reason);
-}
-
 export function isFullyPaid(row: SettlementRow): boolean {
   return minor(row.received_amount) >= minor(row.total_required);
 }
