@@ -10,7 +10,7 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
@@ -22,7 +22,7 @@ import { planOnce } from '../db/prepared-client.js';
 import { submissionStep, type SubmissionStep } from '../kernel/submission.js';
 import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
-import type { SettlementFact } from '../kernel/settlements.js';
+import { COUNT_NOW, LATE_EXCESS, LATE_REASON, type SettlementFact } from '../kernel/settlements.js';
 import { autoRefundOf, decideSettlementIn } from './settlement-flow.js';
 
 export interface StartOfframpInput {
@@ -169,8 +169,9 @@ function sendFailure(err: unknown): { code: string; message: string; details: Re
 }
 
 /**
- * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): counted once.
- * Paid in full, the settlement starts confirming and the transaction awaits its funds; less stays awaiting_transfer.
+ * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): recorded once,
+ * then decided by the kernel (settlements.ts `transferCounted`). Paid in full, the settlement starts confirming and the
+ * transaction awaits its funds; less stays awaiting_transfer; after the settlement closed, a late deposit.
  */
 export async function observeTransfer(
   unit: Unit,
@@ -182,28 +183,14 @@ export async function observeTransfer(
 ): Promise<SettlementRow> {
   const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer, observation!));
-  if (!isNew) {
-    // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
-    // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
-    if (tx.status === 'submitting' && ['expired', 'underpaid'].includes(updated.status)) {
-      await lateDeposit(unit, config, updated, tx);
-      return updated;
-    }
-    if (tx.status !== 'submitting' || updated.status !== 'confirming') return updated;
-  } else if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
-    // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
-    await lateDeposit(unit, config, updated, tx);
-    return updated;
-  }
-  if (!isFullyPaid(updated) || !['awaiting_transfer', 'confirming'].includes(updated.status)) return updated;
-  const confirming = updated.status === 'confirming' ? updated : (await moveSettlement(unit, updated, 'confirming'))!.row;
-  // A managed wallet's transaction still signing: its submit job's own unit takes it on (signing cannot skip submitting).
-  if (tx.status === 'signing') return confirming;
-  const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
+  const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
+  const { outcome, moved } = await decideSettlementIn(unit, tx.id, {
+    kind: 'transfer_counted', isNew, deposit, countNow: !!chain, next: txJobs.confirm(tx, 1, stepDelay(config, tx.environment)), autoRefund: autoRefundOf(config, tx.id),
+  });
+  if (outcome === LATE_EXCESS) await scheduleExcessReturn(unit, tx);
+  else if (outcome === LATE_REASON) await lateDepositReason(unit, config, updated, tx);
   // With the chain at hand, count at once (a transfer may already be deep enough); else the confirmation job does.
-  if (moved && chain) await countConfirmations(unit, config, chain, moved.row, confirming, 0);
-  else if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
+  else if (outcome === COUNT_NOW) await countConfirmations(unit, config, chain!, moved.get(tx.id) as unknown as TransactionRow, updated, 0);
   return updated;
 }
 
@@ -226,30 +213,22 @@ function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: O
 }
 
 /**
- * A transfer to a closed settlement (expired, underpaid, or its transaction ended): the off-ramp goes to
- * action_required `late_deposit` with what has arrived, refunded on its own after AUTO_REFUND_AFTER_SECONDS unless
- * the business asks first; on a completed one it is an excess, returned at once.
+ * A late deposit to an off-ramp already waiting on the business: the reason it waits is now the late deposit (its
+ * automatic refund deadline kept, if it has one), announced like a status change so webhook consumers see what the
+ * business must do now. The kernel's plan moves no status here (LATE_REASON); this rewrites the reason.
  */
-async function lateDeposit(unit: Unit, config: Config, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
+async function lateDepositReason(unit: Unit, config: Config, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
   const view = settlementView(settlement);
   const failure = {
     code: 'late_deposit',
     message: 'A transfer arrived after the settlement closed.',
     details: { received_amount: view.received_amount, total_required: view.total_required },
   };
-  if (tx.status === 'completed') {
-    await scheduleExcessReturn(unit, tx);
-  } else if (tx.status === 'action_required') {
-    // Already waiting on the business: the reason it waits is now the late deposit (its refund deadline kept, if any).
-    const due = AUTO_REFUND_CODES.includes(tx.failure?.code ?? '') && tx.refund_due_at ? tx.refund_due_at : (await scheduleAutoRefund(unit, config, tx)).refund_due_at;
-    const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, refund_due_at = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
-      tx.id, JSON.stringify(failure), due,
-    ]);
-    // Same status, a new reason: announced like a status change, so webhook consumers see what the business must do now.
-    unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
-  } else {
-    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure, ...(await scheduleAutoRefund(unit, config, tx)) }, reason: 'late_deposit' });
-  }
+  const due = AUTO_REFUND_CODES.includes(tx.failure?.code ?? '') && tx.refund_due_at ? tx.refund_due_at : (await scheduleAutoRefund(unit, config, tx)).refund_due_at;
+  const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, refund_due_at = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
+    tx.id, JSON.stringify(failure), due,
+  ]);
+  unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
 }
 
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */

@@ -32,6 +32,12 @@ export interface AutoRefund {
 }
 
 export type SettlementFact =
+  /**
+   * A transfer to the deposit address, already recorded (`isNew`: counted now, the snapshot's `received` holds it;
+   * else a log seen before). `deposit`: its ledger entry (live, new); `next` counts its confirmations later unless
+   * `countNow` (the chain at hand: the caller counts in the same unit); `autoRefund` for a late deposit.
+   */
+  | { kind: 'transfer_counted'; isNew: boolean; deposit: EntryInput | null; countNow: boolean; next: JobRequest; autoRefund: AutoRefund }
   /** The expiry job, at (or after) expires_at; `autoRefund` is the refund an underpaid off-ramp schedules. */
   | { kind: 'expiry_tick'; autoRefund: AutoRefund }
   /** The transaction failed or is being refunded: its deposit address is closed (a later transfer is a late deposit). */
@@ -116,8 +122,52 @@ function reorged(s: SettlementSnapshot, fact: Extract<SettlementFact, { kind: 'r
   });
 }
 
+/** What decideSettlement answers for a late deposit the caller completes in the same unit (no status of its own moves). */
+export const LATE_EXCESS = 'late deposit: excess returned';
+export const LATE_REASON = 'late deposit: the reason it waits';
+/** Paid in full with the chain at hand: the caller counts the confirmations at once, in the same unit. */
+export const COUNT_NOW = 'awaiting funds: counted now';
+
+const CLOSED: readonly SettlementStatus[] = ['expired', 'underpaid'];
+
+/**
+ * A transfer to a closed settlement (expired, underpaid, or its transaction ended): the off-ramp goes to
+ * action_required `late_deposit` with what has arrived, refunded on its own after AUTO_REFUND_AFTER_SECONDS unless the
+ * business asks first. On a completed one it is an excess, returned at once, and on one already waiting on the
+ * business only its reason changes (no move: the caller rewrites it, LATE_EXCESS and LATE_REASON).
+ */
+function late(s: SettlementSnapshot, fact: Extract<SettlementFact, { kind: 'transfer_counted' }>, entries: { entry: EntryInput }[]): Plan {
+  if (s.tx.status === 'completed') return plan(s.scope, LATE_EXCESS, { entries });
+  if (s.tx.status === 'action_required') return plan(s.scope, LATE_REASON, { entries });
+  const failure = { code: 'late_deposit', message: 'A transfer arrived after the settlement closed.', details: { received_amount: s.receivedShown, total_required: s.totalRequiredShown } };
+  const moved = transactionMove(s, 'action_required', { stalled_at: 'created', failure, refund_due_at: fact.autoRefund.refund_due_at }, 'late_deposit');
+  return plan(s.scope, 'late deposit', { moves: moved, entries, jobs: moved.length ? [fact.autoRefund.job] : [] });
+}
+
+/**
+ * A transfer counted once: paid in full, the settlement starts confirming and the off-ramp awaits its funds (a
+ * managed wallet's still signing: its submit job takes it on); less stays as it is. Seen before, only a managed
+ * wallet's own submission still has a step to take.
+ */
+function transferCounted(s: SettlementSnapshot, fact: Extract<SettlementFact, { kind: 'transfer_counted' }>): Plan {
+  const entries = fact.deposit ? [{ entry: fact.deposit }] : [];
+  if (!fact.isNew) {
+    // On a settlement already closed, our own submission is a late deposit like any other, never left in submitting.
+    if (s.tx.status === 'submitting' && CLOSED.includes(s.status)) return late(s, fact, entries);
+    if (s.tx.status !== 'submitting' || s.status !== 'confirming') return plan(s.scope, 'seen before', { entries });
+  } else if (CLOSED.includes(s.status) || s.tx.status === 'failed' || s.tx.status === 'completed') return late(s, fact, entries);
+  if (s.received < s.totalRequired || (s.status !== 'awaiting_transfer' && s.status !== 'confirming')) return plan(s.scope, 'counted', { entries });
+  const confirming = s.status === 'awaiting_transfer' ? [settlementMove(s, 'confirming')] : [];
+  if (s.tx.status === 'signing') return plan(s.scope, 'confirming', { moves: confirming, entries });
+  const funds = transactionMove(s, 'awaiting_funds', s.tx.status === 'action_required' ? { failure: null, stalled_at: null } : {});
+  const jobs = funds.length && !fact.countNow ? [fact.next] : [];
+  return plan(s.scope, funds.length && fact.countNow ? COUNT_NOW : 'confirming', { moves: [...confirming, ...funds], entries, jobs });
+}
+
 export function decideSettlement(s: SettlementSnapshot, fact: SettlementFact): Plan {
   switch (fact.kind) {
+    case 'transfer_counted':
+      return transferCounted(s, fact);
     case 'expiry_tick':
       return expire(s, fact.autoRefund);
     case 'close':

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { assertPlan } from '../../../shared/kernel/invariants.js';
 import { NOW, type Plan } from '../../../shared/kernel/plan.js';
-import { decideSettlement, type SettlementFact, type SettlementSnapshot } from '../../../shared/kernel/settlements.js';
+import { COUNT_NOW, decideSettlement, LATE_EXCESS, LATE_REASON, type SettlementFact, type SettlementSnapshot } from '../../../shared/kernel/settlements.js';
 import {
   SETTLEMENT_MACHINE, SETTLEMENT_STATUSES, TRANSACTION_MACHINE, TRANSACTION_STATUSES, type SettlementStatus, type TransactionStatus,
 } from '../../../shared/domain/machines.js';
@@ -18,6 +18,13 @@ const reversal = {
   kind: 'offramp_deposit_reorg', reference: 'offramp_deposit_reorg:s1:0xabc:0:7', metadata: {},
   postings: [{ account: { kind: 'inbound_clearing' as const, asset: 'USDC' }, amount: 60n }, { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: -60n }],
 };
+const deposit = {
+  kind: 'offramp_deposit', reference: 'offramp_deposit:s1:0xabc:0:7', metadata: {},
+  postings: [{ account: { kind: 'inbound_clearing' as const, asset: 'USDC' }, amount: -60n }, { account: { kind: 'settlement_clearing' as const, asset: 'USDC' }, amount: 60n }],
+};
+const autoRefund = { refund_due_at: dueAt, job: refundJob };
+const seen = (over: Partial<Extract<SettlementFact, { kind: 'transfer_counted' }>> = {}): SettlementFact =>
+  ({ kind: 'transfer_counted', isNew: true, deposit, countNow: false, next: nextJob, autoRefund, ...over });
 const sweepJob = { name: 'settlement.sweep' as const, id: 'settlement.sweep-s1-100', data: { kind: 'settlement' as const, id: 's1', round: '100' } };
 
 function settlement(status: SettlementStatus, txStatus: TransactionStatus, over: Partial<SettlementSnapshot> = {}): SettlementSnapshot {
@@ -34,6 +41,9 @@ const FACTS: Record<string, SettlementFact> = {
   shallow: { kind: 'depth_counted', confirmations: 3, deep: false, next: nextJob, sweep: sweepJob },
   unknown: { kind: 'depth_unknown', reason: 'rpc down', next: nextJob },
   reorged: { kind: 'reorged', reversals: [reversal], next: nextJob, submit: submitJob },
+  transfer: seen(),
+  transfer_again: seen({ isNew: false, deposit: null }),
+  transfer_count_now: seen({ countNow: true }),
 };
 
 /** The plan's moves as `machine:from->to`. */
@@ -47,9 +57,13 @@ describe('kernel: an off-ramp settlement', () => {
           for (const [name, fact] of Object.entries(FACTS)) {
             const p = decideSettlement(settlement(status, txStatus, { received }), fact);
             expect(() => assertPlan(p), `${status}/${txStatus}/${received} ${name}`).not.to.throw();
-            if (name !== 'reorged') expect(p.entries, 'only a reorg posts (its reversals)').to.deep.equal([]);
+            if (!['reorged', 'transfer', 'transfer_count_now'].includes(name)) expect(p.entries, 'only a transfer or a reorg posts').to.deep.equal([]);
+            if (name.startsWith('transfer') && name !== 'transfer_again') expect(p.entries, 'a new transfer is always booked').to.deep.equal([{ entry: deposit }]);
             for (const m of p.moves) expect([SETTLEMENT_MACHINE, TRANSACTION_MACHINE]).to.include(m.machine);
             if (!p.moves.length && p.jobs.length) expect(p.jobs, `${status}/${txStatus} ${name}`).to.deep.equal([nextJob]);
+            if (name === 'transfer_again' && !(txStatus === 'submitting' && ['confirming', 'underpaid', 'expired'].includes(status))) {
+              expect([p.moves.length, p.jobs.length], `a log seen before: ${status}/${txStatus}`).to.deep.equal([0, 0]);
+            }
           }
         }
       }
@@ -175,6 +189,73 @@ describe('kernel: an off-ramp settlement', () => {
     it('a second deep count after the first confirmed plans nothing', () => {
       const p = decideSettlement(settlement('confirmed', 'funded'), FACTS.deep);
       expect([p.moves.length, p.jobs.length]).to.deep.equal([0, 0]);
+    });
+  });
+
+  describe('a transfer to the deposit address', () => {
+    it('short of total_required: booked, nothing moves', () => {
+      const p = decideSettlement(settlement('awaiting_transfer', 'created', { received: 40n }), seen());
+      expect([p.outcome, p.moves.length, p.jobs.length, p.entries]).to.deep.equal(['counted', 0, 0, [{ entry: deposit }]]);
+    });
+
+    it('paid in full (exact or over): confirming, the off-ramp awaiting its funds, its confirmations counted by a job', () => {
+      for (const received of [100n, 140n]) {
+        const p = decideSettlement(settlement('awaiting_transfer', 'created', { received }), seen());
+        expect(movesOf(p)).to.deep.equal(['settlement:awaiting_transfer->confirming', 'transaction:created->awaiting_funds']);
+        expect([p.outcome, p.jobs]).to.deep.equal(['confirming', [nextJob]]);
+      }
+    });
+
+    it('with the chain at hand: no job, the caller counts at once', () => {
+      const p = decideSettlement(settlement('awaiting_transfer', 'created', { received: 100n }), seen({ countNow: true }));
+      expect([p.outcome, p.jobs]).to.deep.equal([COUNT_NOW, []]);
+    });
+
+    it('a top-up completing an underpayment the business was told of: its failure cleared', () => {
+      const p = decideSettlement(settlement('awaiting_transfer', 'action_required', { received: 100n }), seen());
+      expect(p.moves[1]).to.deep.include({ from: 'action_required', to: 'awaiting_funds', set: { failure: null, stalled_at: null } });
+    });
+
+    it('a managed wallet still signing: the settlement confirms, its submit job moves the off-ramp', () => {
+      const p = decideSettlement(settlement('awaiting_transfer', 'signing', { received: 100n }), seen());
+      expect([...movesOf(p), p.jobs.length]).to.deep.equal(['settlement:awaiting_transfer->confirming', 0]);
+    });
+
+    it('our own submission seen first by the watcher: the off-ramp awaits its funds', () => {
+      const p = decideSettlement(settlement('confirming', 'submitting', { received: 100n }), seen({ isNew: false, deposit: null }));
+      expect(movesOf(p)).to.deep.equal(['transaction:submitting->awaiting_funds']);
+      expect(p.entries).to.deep.equal([]);
+    });
+
+    it('after the settlement closed, or its off-ramp failed: a late deposit, refunded on its own later', () => {
+      for (const [status, tx] of [['expired', 'created'], ['underpaid', 'created'], ['awaiting_transfer', 'failed'], ['expired', 'failed']] as const) {
+        const p = decideSettlement(settlement(status, tx, { received: 60n, receivedShown: '0.000060' }), seen());
+        expect([p.outcome, ...movesOf(p)]).to.deep.equal(['late deposit', `transaction:${tx}->action_required`]);
+        expect(p.moves[0].set).to.deep.equal({
+          stalled_at: 'created', refund_due_at: dueAt,
+          failure: { code: 'late_deposit', message: 'A transfer arrived after the settlement closed.', details: { received_amount: '0.000060', total_required: '0.000100' } },
+        });
+        expect(p.moves[0].reason).to.equal('late_deposit');
+        expect(p.jobs).to.deep.equal([refundJob]);
+      }
+    });
+
+    it('our own submission found its settlement closed: a late deposit, never left submitting', () => {
+      const p = decideSettlement(settlement('expired', 'submitting'), seen({ isNew: false, deposit: null }));
+      expect(movesOf(p)).to.deep.equal(['transaction:submitting->action_required']);
+    });
+
+    it('late on a completed off-ramp (an excess) or one already waiting on the business: booked, the caller completes it', () => {
+      expect(decideSettlement(settlement('confirmed', 'completed'), seen()).outcome).to.equal(LATE_EXCESS);
+      const waiting = decideSettlement(settlement('underpaid', 'action_required'), seen());
+      expect([waiting.outcome, waiting.moves.length, waiting.entries.length]).to.deep.equal([LATE_REASON, 0, 1]);
+    });
+
+    it('more arriving while confirming or after confirmation (an overpayment): booked, nothing moves', () => {
+      for (const [status, tx] of [['confirming', 'awaiting_funds'], ['confirmed', 'funded'], ['confirmed', 'processing']] as const) {
+        const p = decideSettlement(settlement(status, tx, { received: 140n }), seen());
+        expect([p.moves.length, p.jobs.length, p.entries.length]).to.deep.equal([0, 0, 1]);
+      }
     });
   });
 });
