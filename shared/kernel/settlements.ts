@@ -1,7 +1,8 @@
-// An off-ramp's settlement (CONTRACT sections 14 and 18) as a pure decision: what the expiry tick, the settlement's
-// closing when its transaction ends, and a confirmation count (deep or not yet, or the chain unreadable) do to the
-// settlement (SETTLEMENT_MACHINE) and its off-ramp (TRANSACTION_MACHINE). Nothing here reads a database, a queue or a
-// chain: the loader (settlement-flow.ts) reads and locks both rows, the caller counts the depth beforehand.
+// An off-ramp's settlement (CONTRACT sections 14 and 18) as a pure decision: what a transfer counted at the deposit
+// address (short, exact, over, seen before, late), a confirmation count (deep, not yet, the chain unreadable, a reorg),
+// the expiry tick and the settlement's closing when its transaction ends do to the settlement (SETTLEMENT_MACHINE)
+// and its off-ramp (TRANSACTION_MACHINE). Nothing here reads a database, a queue or a chain: the loader
+// (settlement-flow.ts) reads and locks both rows; the caller reads the chain and records what it showed beforehand.
 import type { EventScope } from '../domain/events.js';
 import type { EntryInput } from '../domain/ledger.js';
 import { SETTLEMENT_MACHINE, sourcesOf, TRANSACTION_MACHINE, type SettlementStatus, type TransactionStatus } from '../domain/machines.js';
