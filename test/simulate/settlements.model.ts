@@ -1,5 +1,6 @@
 // An off-ramp's settlement played against the kernel's decision (decideSettlement), with the chain and the jobs as
-// offramps.ts carries them: transfers of every size (short, exact, over), each log seen again, reorgs of counted
+// offramps.ts carries them: transfers of every size (short, exact, over), each log seen again, a managed wallet's own
+// send (the watcher seeing it before or after its submission records it), reorgs of counted
 // transfers while confirming (a removed transfer mined again later), confirmation jobs late and twice, the chain
 // unreadable, the expiry tick early, due and twice, transfers after the settlement closed, the automatic refund and
 // the payout ending. The ledger's deposit entries equal what arrived and stayed on the canonical chain; nothing funded
@@ -35,6 +36,9 @@ interface World {
   fundings: number;
   /** A late deposit on a completed off-ramp: its excess returned (scheduleExcessReturn, after apply). */
   excess: boolean;
+  /** A managed wallet's off-ramp (the platform sends); its send once mined. */
+  managed: boolean;
+  sent: boolean;
   /** What a step saw go wrong (checked with the rest). */
   wrong: string[];
 }
@@ -46,7 +50,12 @@ type Fact =
   | { kind: 'confirm'; depth: 'deep' | 'shallow' | 'unknown' }
   | { kind: 'expiry_tick'; due: boolean }
   | { kind: 'refund' }
-  | { kind: 'payout_ends' };
+  | { kind: 'payout_ends' }
+  /** A managed wallet's submit job: created -> signing, then the send (mined) recorded: signing -> submitting, observed. */
+  | { kind: 'sign' }
+  | { kind: 'send_recorded' }
+  /** The watcher finds the managed wallet's send on the chain (before or after its submission records it). */
+  | { kind: 'watcher_sees_send' };
 
 const settlementStatus = (w: World) => w.statuses.get(S) as SettlementStatus;
 const txStatus = (w: World) => w.statuses.get(T) as TransactionStatus;
@@ -92,7 +101,8 @@ function arrive(w: World, log: string, amount: bigint): void {
 export const settlementsModel: Model<World, Fact> = {
   name: 'off-ramp settlements',
   budget: 14,
-  init: () => ({
+  init: (d) => ({
+    managed: d.chance(0.3), sent: false,
     statuses: new Map([[S, 'awaiting_transfer'], [T, 'created']]), ledger: new ModelLedger(), counted: new Map(), logs: 0, observations: 0,
     confirmJobs: 0, expiryDue: false, refundJob: false, fundings: 0, excess: false, wrong: [],
   }),
@@ -103,17 +113,23 @@ export const settlementsModel: Model<World, Fact> = {
       () => (settlementStatus(w) === 'awaiting_transfer' || !draining ? { kind: 'expiry_tick', due: draining || d.chance(0.5) } : null),
       () => (w.refundJob && txStatus(w) === 'action_required' ? { kind: 'refund' } : null),
       () => (txStatus(w) === 'funded' ? { kind: 'payout_ends' } : null),
+      () => (w.managed && txStatus(w) === 'created' && !w.sent ? { kind: 'sign' } : null),
+      () => (w.managed && txStatus(w) === 'signing' ? { kind: 'send_recorded' } : null),
+      () => (w.managed && w.sent && !w.counted.has('send') ? { kind: 'watcher_sees_send' } : null),
     ];
     if (!draining) {
       options.push(() => ({ kind: 'transfer', amount: d.pick([1n, 40n, 60n, 100n, 140n]) }));
       options.push(() => (w.counted.size ? { kind: 'seen_again', log: d.pick([...w.counted.keys()]) } : null));
       const live = [...w.counted.entries()].filter(([, t]) => t.canonical).map(([log]) => log);
-      if (confirming && live.length) options.push(() => ({ kind: 'reorg', log: d.pick(live), minedAgain: d.chance(0.5) }));
+      // A managed wallet's send is mined once: a reorg of it (sent again by its submit step) is not played here.
+      if (confirming && live.length && !w.managed) options.push(() => ({ kind: 'reorg', log: d.pick(live), minedAgain: d.chance(0.5) }));
     }
     const offered = draining ? options.map((o) => o()).filter((f): f is Fact => f !== null) : [d.pick(options)()].filter((f): f is Fact => f !== null);
     if (!draining) return offered[0] ?? { kind: 'expiry_tick', due: false };
     // Draining: only what finishes work, a confirmation first (a job staged runs), then the clock.
-    return offered.find((f) => f.kind === 'confirm' && w.confirmJobs > 0) ?? offered.find((f) => f.kind !== 'confirm' && (f.kind !== 'expiry_tick' || settlementStatus(w) === 'awaiting_transfer')) ?? null;
+    // A send in flight first: the expiry waits for it (it never expires a settlement while its send is in flight).
+    return offered.find((f) => f.kind === 'confirm' && w.confirmJobs > 0) ?? offered.find((f) => f.kind !== 'confirm' && f.kind !== 'expiry_tick')
+      ?? offered.find((f) => f.kind === 'expiry_tick' && settlementStatus(w) === 'awaiting_transfer') ?? null;
   },
   step(w, fact) {
     switch (fact.kind) {
@@ -157,6 +173,20 @@ export const settlementsModel: Model<World, Fact> = {
         w.refundJob = false;
         w.statuses.set(T, 'failed');
         decide(w, { kind: 'close', reason: 'auto_refund' });
+        return;
+      case 'sign':
+        // Signed and sent: the transfer is on its way whatever the settlement does meanwhile.
+        w.statuses.set(T, 'signing');
+        w.sent = true;
+        return;
+      case 'send_recorded':
+        // recordSubmission: signing -> submitting, then the transfer observed (the watcher may have counted it first).
+        w.statuses.set(T, 'submitting');
+        if (w.counted.has('send')) decide(w, seenFact(false, null));
+        else arrive(w, 'send', TOTAL);
+        return;
+      case 'watcher_sees_send':
+        arrive(w, 'send', TOTAL);
         return;
       case 'payout_ends':
         w.statuses.set(T, 'completed');
