@@ -10,12 +10,11 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, isFullyPaid, uncountTransfers, type CountedTransfer, moveSettlement, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { moveTransaction } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
-import { NOW } from './transition.js';
 import { assertProvider } from '../providers/providers.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
@@ -23,6 +22,8 @@ import { planOnce } from '../db/prepared-client.js';
 import { submissionStep, type SubmissionStep } from '../kernel/submission.js';
 import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
+import { COUNT_NOW, LATE_EXCESS, LATE_REASON, type SettlementFact } from '../kernel/settlements.js';
+import { autoRefundOf, decideSettlementIn } from './settlement-flow.js';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -168,8 +169,9 @@ function sendFailure(err: unknown): { code: string; message: string; details: Re
 }
 
 /**
- * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): counted once.
- * Paid in full, the settlement starts confirming and the transaction awaits its funds; less stays awaiting_transfer.
+ * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): recorded once,
+ * then decided by the kernel (settlements.ts `transferCounted`). Paid in full, the settlement starts confirming and the
+ * transaction awaits its funds; less stays awaiting_transfer; after the settlement closed, a late deposit.
  */
 export async function observeTransfer(
   unit: Unit,
@@ -181,28 +183,14 @@ export async function observeTransfer(
 ): Promise<SettlementRow> {
   const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
-  if (isNew && (chain ?? chainFor(settlement.environment, config)).live) unit.post(scopeOf(tx), depositEntry(updated, tx, transfer, observation!));
-  if (!isNew) {
-    // Seen before (the watcher got there first): only a managed wallet's own submission still has a step to take; on a
-    // settlement already closed it is a late deposit like any other, never a transaction left in `submitting`.
-    if (tx.status === 'submitting' && ['expired', 'underpaid'].includes(updated.status)) {
-      await lateDeposit(unit, config, updated, tx);
-      return updated;
-    }
-    if (tx.status !== 'submitting' || updated.status !== 'confirming') return updated;
-  } else if (['expired', 'underpaid'].includes(updated.status) || tx.status === 'failed' || tx.status === 'completed') {
-    // After expiry, or once the transaction has ended: counted, never lost, and left to the business (late_deposit).
-    await lateDeposit(unit, config, updated, tx);
-    return updated;
-  }
-  if (!isFullyPaid(updated) || !['awaiting_transfer', 'confirming'].includes(updated.status)) return updated;
-  const confirming = updated.status === 'confirming' ? updated : (await moveSettlement(unit, updated, 'confirming'))!.row;
-  // A managed wallet's transaction still signing: its submit job's own unit takes it on (signing cannot skip submitting).
-  if (tx.status === 'signing') return confirming;
-  const moved = await moveTransaction(unit, tx, 'awaiting_funds', tx.status === 'action_required' ? { set: { failure: null, stalled_at: null } } : {});
+  const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
+  const { outcome, moved } = await decideSettlementIn(unit, tx.id, {
+    kind: 'transfer_counted', isNew, deposit, countNow: !!chain, next: txJobs.confirm(tx, 1, stepDelay(config, tx.environment)), autoRefund: autoRefundOf(config, tx.id),
+  });
+  if (outcome === LATE_EXCESS) await scheduleExcessReturn(unit, tx);
+  else if (outcome === LATE_REASON) await lateDepositReason(unit, config, updated, tx);
   // With the chain at hand, count at once (a transfer may already be deep enough); else the confirmation job does.
-  if (moved && chain) await countConfirmations(unit, config, chain, moved.row, confirming, 0);
-  else if (moved) await unit.stage(txJobs.confirm(moved.row, 1, stepDelay(config, tx.environment)), scopeOf(tx));
+  else if (outcome === COUNT_NOW) await countConfirmations(unit, config, chain!, moved.get(tx.id) as unknown as TransactionRow, updated, 0);
   return updated;
 }
 
@@ -225,30 +213,22 @@ function depositEntry(settlement: SettlementRow, tx: TransactionRow, transfer: O
 }
 
 /**
- * A transfer to a closed settlement (expired, underpaid, or its transaction ended): the off-ramp goes to
- * action_required `late_deposit` with what has arrived, refunded on its own after AUTO_REFUND_AFTER_SECONDS unless
- * the business asks first; on a completed one it is an excess, returned at once.
+ * A late deposit to an off-ramp already waiting on the business: the reason it waits is now the late deposit (its
+ * automatic refund deadline kept, if it has one), announced like a status change so webhook consumers see what the
+ * business must do now. The kernel's plan moves no status here (LATE_REASON); this rewrites the reason.
  */
-async function lateDeposit(unit: Unit, config: Config, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
+async function lateDepositReason(unit: Unit, config: Config, settlement: SettlementRow, tx: TransactionRow): Promise<void> {
   const view = settlementView(settlement);
   const failure = {
     code: 'late_deposit',
     message: 'A transfer arrived after the settlement closed.',
     details: { received_amount: view.received_amount, total_required: view.total_required },
   };
-  if (tx.status === 'completed') {
-    await scheduleExcessReturn(unit, tx);
-  } else if (tx.status === 'action_required') {
-    // Already waiting on the business: the reason it waits is now the late deposit (its refund deadline kept, if any).
-    const due = AUTO_REFUND_CODES.includes(tx.failure?.code ?? '') && tx.refund_due_at ? tx.refund_due_at : (await scheduleAutoRefund(unit, config, tx)).refund_due_at;
-    const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, refund_due_at = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
-      tx.id, JSON.stringify(failure), due,
-    ]);
-    // Same status, a new reason: announced like a status change, so webhook consumers see what the business must do now.
-    unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
-  } else {
-    await moveTransaction(unit, tx, 'action_required', { set: { stalled_at: 'created', failure, ...(await scheduleAutoRefund(unit, config, tx)) }, reason: 'late_deposit' });
-  }
+  const due = AUTO_REFUND_CODES.includes(tx.failure?.code ?? '') && tx.refund_due_at ? tx.refund_due_at : (await scheduleAutoRefund(unit, config, tx)).refund_due_at;
+  const rows = await updateReturning<TransactionRow>(unit.em, `UPDATE transactions SET failure = $2, refund_due_at = $3, updated_at = now() WHERE id = $1 RETURNING *`, [
+    tx.id, JSON.stringify(failure), due,
+  ]);
+  unit.event(scopeOf(tx), 'transaction.action_required', transactionView(rows[0]));
 }
 
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */
@@ -260,95 +240,62 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
 }
 
 /**
- * Counts now (paymentDepth: every counted transfer still canonical, confirmations from the newest one); deep enough:
- * confirmed, funded, payout staged; else (or when the chain cannot be read) another check a step later.
+ * Counts now (paymentDepth: every counted transfer still canonical, confirmations from the newest one), outside the
+ * decision; the kernel decides what the count means: deep enough, confirmed and funded (the payout started here, in
+ * the same unit, by payOrReturn); else (or when the chain cannot be read) another check a step later.
  */
 async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
   const transfers = await countedTransfers(unit.em, settlement.id);
   const depth = await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt);
-  if (depth.state === 'reorged') return rollBack(unit, config, chain, tx, settlement, depth.removed, round);
-  if (depth.state === 'unknown' || !depth.deep) {
-    if (depth.state === 'counted') await setConfirmations(unit, settlement, depth.confirmations);
-    const next = Math.max(confirmPollDelay(config, tx.environment), depth.state === 'counted' ? depth.nextCheckMs : 0);
-    await unit.stage(txJobs.confirm(tx, round + 1, next), scopeOf(tx));
-    return depth.state === 'unknown' ? `unknown: ${depth.reason}` : `${depth.confirmations}/${settlement.required_confirmations}`;
+  if (depth.state === 'reorged') return rollBack(unit, config, tx, settlement, depth.removed, round);
+  const next = (delayMs: number) => txJobs.confirm(tx, round + 1, Math.max(confirmPollDelay(config, tx.environment), delayMs));
+  let fact: SettlementFact;
+  if (depth.state === 'unknown') fact = { kind: 'depth_unknown', reason: depth.reason, next: next(0) };
+  else {
+    // What the chain showed is recorded as it is read; the decision says what it means.
+    if (!depth.deep) await setConfirmations(unit, settlement, depth.confirmations);
+    const sweep = chain.live ? sweepJob('settlement', settlement.id, minor(settlement.received_amount).toString()) : null;
+    fact = { kind: 'depth_counted', confirmations: depth.confirmations, deep: depth.deep, next: next(depth.nextCheckMs), sweep };
   }
-  const confirmed = await moveSettlement(unit, settlement, 'confirmed', { confirmed_at: NOW, confirmations: depth.confirmations });
-  // Live: the deposit address's USDC goes on to the treasury hot wallet, beside the payout (never before it).
-  if (confirmed && chain.live) await unit.stage(sweepJob('settlement', settlement.id, minor(confirmed.row.received_amount).toString()), scopeOf(tx));
-  const funded = await moveTransaction(unit, tx, 'funded');
-  if (funded) await payOrReturn(unit, config, chain, funded.row);
-  return 'funded';
+  const { outcome, moved } = await decideSettlementIn(unit, tx.id, fact);
+  const funded = moved.get(tx.id) as TransactionRow | undefined;
+  if (funded) await payOrReturn(unit, config, chain, funded);
+  return outcome;
 }
 
 /**
- * A reorg removed counted transfers: they are uncounted (their ledger entries reversed), the watcher's cursor goes back
- * to the first removed block (so a transfer mined again in the new chain is found again), and a settlement no longer
- * paid in full goes back to awaiting_transfer and its transaction to created, each with its event.
+ * A reorg removed counted transfers: what the chain showed is recorded first (they are uncounted, and the watcher's
+ * cursor goes back to the first removed block, so a transfer mined again in the new chain is found again); the kernel
+ * then reverses their ledger entries and, for a settlement no longer paid in full, moves it back to awaiting_transfer
+ * and its transaction to created, each with its event.
  */
-async function rollBack(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, removed: CountedTransfer[], round: number): Promise<string> {
-  const now = await uncountTransfers(unit, settlement, removed);
-  for (const t of removed) {
+async function rollBack(unit: Unit, config: Config, tx: TransactionRow, settlement: SettlementRow, removed: CountedTransfer[], round: number): Promise<string> {
+  await uncountTransfers(unit, settlement, removed);
+  await rewindCursor(unit.em, tx.environment, tx.chain, removed.reduce((min, t) => (BigInt(t.block_number) < min ? BigInt(t.block_number) : min), BigInt(removed[0].block_number)));
+  const reversals = removed.map((t) => {
     // The entry its observation made (depositEntry, from the same facts), reversed.
     const counted = { transactionHash: t.transaction_hash, logIndex: t.log_index, amount: minor(t.amount), blockHash: t.block_hash, from: t.from_address ?? undefined };
     const entry = depositEntry(settlement, tx, counted, t.id);
-    unit.post(scopeOf(tx), {
+    return {
       kind: 'offramp_deposit_reorg',
       reference: reversalReference({ settlementId: settlement.id, transactionHash: t.transaction_hash, logIndex: t.log_index, observation: t.id }),
       metadata: { ...entry.metadata, block_number: t.block_number, block_hash: t.block_hash },
       postings: entry.postings.map((p) => ({ ...p, amount: -p.amount })),
-    });
-  }
-  await rewindCursor(unit.em, tx.environment, tx.chain, removed.reduce((min, t) => (BigInt(t.block_number) < min ? BigInt(t.block_number) : min), BigInt(removed[0].block_number)));
-  if (isFullyPaid(now)) {
-    await unit.stage(txJobs.confirm(tx, round + 1, confirmPollDelay(config, tx.environment)), scopeOf(tx));
-    return 'reorg: still paid in full';
-  }
-  await moveSettlement(unit, now, 'awaiting_transfer', { confirmations: 0 }, 'reorg');
-  // Like a retry, a step taken again: its jobs are new facts with their own ids.
-  const back = await moveTransaction(unit, tx, 'created', { set: { retry_count: tx.retry_count + 1 }, reason: 'reorg' });
-  // A managed wallet's own transfer: its submit step runs again, finds the send and waits for it to be mined anew.
-  if (back && tx.funding_type === 'managed_wallet') await unit.stage(txJobs.submit(back.row, confirmPollDelay(config, tx.environment)), scopeOf(tx));
-  return 'reorg: awaiting transfer again';
+    };
+  });
+  const delay = confirmPollDelay(config, tx.environment);
+  // Like a retry, a step taken again: its jobs are new facts with their own ids. A managed wallet's own transfer: its
+  // submit step runs again, finds the send and waits for it to be mined anew.
+  const submit = tx.funding_type === 'managed_wallet' ? txJobs.submit({ ...tx, retry_count: tx.retry_count + 1 }, delay) : null;
+  return (await decideSettlementIn(unit, tx.id, { kind: 'reorged', reversals, next: txJobs.confirm(tx, round + 1, delay), submit })).outcome;
 }
 
 /**
- * At expires_at: nothing received fails the transaction; part of the amount leaves it to the business (underpaid),
- * refunded on its own after AUTO_REFUND_AFTER_SECONDS.
- * A managed wallet's send in flight (`signing`, `submitting`) is never expired: the send decides (mined, it is
- * observed and confirmed like any transfer; refused, the transaction stalls where a retry or the sweeper finds it).
- * The transaction row is locked and read again (after its settlement, the watcher's order), so a submit step that
- * moved it meanwhile is seen.
+ * At expires_at: the expiry tick decided by the kernel (settlements.ts `expire`); the settlement and then its
+ * transaction are locked and read again, so a submit step that moved it meanwhile is seen.
  */
 export async function expireSettlement(unit: Unit, config: Config, seen: TransactionRow): Promise<string> {
-  const settlement = (await settlementOf(unit.em, seen.id, true))!;
-  const [tx]: TransactionRow[] = await unit.em.query(planOnce(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR UPDATE`), [seen.id]);
-  if (settlement.status !== 'awaiting_transfer' || settlement.expires_at > new Date()) return `unchanged (${settlement.status})`;
-  if (tx.status === 'signing' || tx.status === 'submitting') return `send in flight (${tx.status})`;
-  if (tx.status === 'failed' || tx.status === 'completed') {
-    await moveSettlement(unit, settlement, 'expired', {}, `transaction_${tx.status}`);
-    return 'closed';
-  }
-  if (minor(settlement.received_amount) === 0n) {
-    await moveSettlement(unit, settlement, 'expired');
-    await moveTransaction(unit, tx, 'failed', { set: { failure: { code: 'settlement_expired', message: 'No transfer arrived before the settlement expired.' } }, reason: 'settlement_expired' });
-    return 'expired';
-  }
-  await moveSettlement(unit, settlement, 'underpaid');
-  if (tx.status === 'action_required') return 'underpaid';
-  await moveTransaction(unit, tx, 'action_required', {
-    set: {
-      stalled_at: tx.status,
-      ...(await scheduleAutoRefund(unit, config, tx)),
-      failure: {
-        code: 'underpaid',
-        message: 'Less than total_required arrived before the settlement expired.',
-        details: { received_amount: settlementView(settlement).received_amount, total_required: settlementView(settlement).total_required },
-      },
-    },
-    reason: 'underpaid',
-  });
-  return 'underpaid';
+  return (await decideSettlementIn(unit, seen.id, { kind: 'expiry_tick', autoRefund: autoRefundOf(config, seen.id) })).outcome;
 }
 
 /** The payout happened: the deposit leaves the clearing account for the provider, the platform keeps its fee. */

@@ -10,7 +10,7 @@ import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { SETTLEMENT_MACHINE, type SettlementStatus } from './machines.js';
-import { recordCreation, transition } from './transition.js';
+import { recordCreation } from './transition.js';
 import { planOnce } from '../db/prepared-client.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
@@ -133,20 +133,6 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
   return rows[0];
 }
 
-const scopeOf = (row: SettlementRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
-
-export function moveSettlement(unit: Unit, row: SettlementRow, to: SettlementStatus, set: Record<string, unknown> = {}, reason?: string) {
-  return transition<SettlementStatus, SettlementRow>(unit, SETTLEMENT_MACHINE, {
-    scope: scopeOf(row),
-    id: row.id,
-    to,
-    expected: row.status,
-    set,
-    reason,
-    view: (updated) => settlementView(updated),
-  });
-}
-
 export interface ObservedTransfer {
   transactionHash: string;
   logIndex: number;
@@ -220,16 +206,6 @@ export async function uncountTransfers(unit: Unit, settlement: SettlementRow, re
     [settlement.id, fromMinor(total, USDC_SCALE)],
   );
   return rows[0];
-}
-
-/** A failed transaction's deposit address is closed: a transfer that still arrives is a late deposit. */
-export async function closeSettlement(unit: Unit, transactionId: string, reason: string): Promise<void> {
-  const settlement = await settlementOf(unit.em, transactionId, true);
-  if (settlement && ['awaiting_transfer', 'confirming', 'underpaid'].includes(settlement.status)) await moveSettlement(unit, settlement, 'expired', {}, reason);
-}
-
-export function isFullyPaid(row: SettlementRow): boolean {
-  return minor(row.received_amount) >= minor(row.total_required);
 }
 
 export async function setConfirmations(unit: Unit, row: SettlementRow, confirmations: number): Promise<void> {

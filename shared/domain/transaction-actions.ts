@@ -8,7 +8,7 @@ import { jobForStep, stepDelay } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
 import { deliveryPending, failDelivery } from './onramp-refunds.js';
 import { AUTO_REFUND_CODES } from './refunds.js';
-import { closeSettlement } from './settlements.js';
+import { closeSettlement } from './settlement-flow.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { providerJobs } from './provider-results.js';
 import { findTransaction, refundOf, scopeOf, type TransactionRow } from './transactions.js';

@@ -9,8 +9,9 @@ import { collectionsModel } from './collections.model.js';
 import { chainSendsModel } from './chain-sends.model.js';
 import { payoutsModel } from './payouts.model.js';
 import { intentsModel } from './intents.model.js';
+import { settlementsModel } from './settlements.model.js';
 
-const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel, payoutsModel, intentsModel];
+const MODELS: Model<any, any>[] = [withdrawalsModel, liquidationModel, refundsModel, collectionsModel, chainSendsModel, payoutsModel, intentsModel, settlementsModel];
 const ORDERS = Number(process.env.SIM_ORDERS ?? 10_000);
 const FIRST = Number(process.env.SIM_SEED ?? 1);
 

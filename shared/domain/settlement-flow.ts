@@ -1,0 +1,55 @@
+// An off-ramp's settlement decided through the kernel (shared/kernel/settlements.ts): the loader reads and locks the
+// settlement and then its transaction (the watcher's order), the decision answers a plan, apply() carries it out.
+import type { Config } from '../config.js';
+import type { Unit } from '../db/unit-of-work.js';
+import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
+import { decideSettlement, type AutoRefund, type SettlementFact, type SettlementSnapshot } from '../kernel/settlements.js';
+import { SETTLEMENT_MACHINE, TRANSACTION_MACHINE, type Machine } from './machines.js';
+import { toMinor, USDC_SCALE } from './money.js';
+import { refundJob } from './refund-funds.js';
+import { settlementOf, settlementView, type SettlementRow } from './settlements.js';
+import { lockTransaction, transactionView, type TransactionRow } from './transactions.js';
+
+/** Keyed by the off-ramp's transaction id: every job and caller names the settlement by its transaction. */
+export const SETTLEMENT_FLOW: Flow<SettlementSnapshot, SettlementFact> = {
+  load: async (unit, transactionId) => {
+    const row = await settlementOf(unit.em, transactionId, true);
+    const tx = row && (await lockTransaction(unit, transactionId));
+    if (!row || !tx) return undefined;
+    const view = settlementView(row);
+    return {
+      id: row.id,
+      scope: { businessId: row.business_id, environment: row.environment },
+      status: row.status,
+      received: toMinor(view.received_amount as string, USDC_SCALE),
+      totalRequired: toMinor(view.total_required as string, USDC_SCALE),
+      receivedShown: view.received_amount as string,
+      totalRequiredShown: view.total_required as string,
+      requiredConfirmations: row.required_confirmations,
+      expiresAt: row.expires_at,
+      now: new Date(),
+      tx: { id: tx.id, status: tx.status, retryCount: tx.retry_count },
+    };
+  },
+  decide: decideSettlement,
+  views: new Map<Machine<any>, (row: any) => Record<string, unknown>>([
+    [SETTLEMENT_MACHINE, (row: SettlementRow) => settlementView(row)],
+    [TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)],
+  ]),
+};
+
+/** The automatic refund an off-ramp left to the business schedules: AUTO_REFUND_AFTER_SECONDS from now. */
+export function autoRefundOf(config: Config, transactionId: string): AutoRefund {
+  const refund_due_at = new Date(Date.now() + config.autoRefundAfterSeconds * 1000);
+  return { refund_due_at, job: refundJob(transactionId, refund_due_at, config.autoRefundAfterSeconds * 1000) };
+}
+
+/** Decides `fact` about the settlement of off-ramp `transactionId` in `unit`; answers the outcome and the moved rows. */
+export function decideSettlementIn(unit: Unit, transactionId: string, fact: SettlementFact) {
+  return decideAndApply(unit, SETTLEMENT_FLOW, transactionId, fact);
+}
+
+/** A failed or refunded transaction's deposit address is closed: a transfer that still arrives is a late deposit. */
+export async function closeSettlement(unit: Unit, transactionId: string, reason: string): Promise<void> {
+  await decideIn(unit, SETTLEMENT_FLOW, transactionId, { kind: 'close', reason });
+}
