@@ -8,10 +8,23 @@ import { moveRecord } from '../domain/transition.js';
 import { PROVIDER_REQUEST_MACHINE, type ProviderRequestStatus } from '../domain/machines.js';
 import type { CollectRequest, PayoutRequest, ProviderKind, ProviderOutcome, Queryable } from './provider.js';
 import type { PayoutAnswer } from '../kernel/payout-answers.js';
-import { decideAnswer, decideSend, outcomeColumns, outcomeOfRow, type AnswerFacts, type OutcomeRow, type RequestChange, type RequestSnapshot, type StoredOutcome } from '../kernel/provider-records.js';
+import { answerOfOutcome } from '../kernel/payout-answers.js';
+import { decideAnswer, decideSandboxRepeat, decideSend, outcomeColumns, outcomeOfRow, type AnswerFacts, type OutcomeRow, type RequestChange, type RequestSnapshot, type StoredOutcome } from '../kernel/provider-records.js';
+import { decideRequestStep, type ProviderCapabilities, type RequestStep, type SendStep, type StoredRequest } from '../kernel/request-steps.js';
 import { NOW } from '../kernel/plan.js';
 
-export type { AnswerFacts };
+export type { AnswerFacts, ProviderCapabilities, RequestStep, SendStep };
+// The outcome's columns, for the sandbox's own record (the adapters read the kernel only through this keeper).
+export { OUTCOME_FIELDS, outcomeColumns, outcomeOfRow, outcomeSet, type OutcomeRow } from '../kernel/provider-records.js';
+
+/** A claimed request: the step the kernel decided, with what the adapter needs to carry it out. */
+export interface ClaimedStep {
+  step: RequestStep;
+  /** Requests that left before this claim (leaveOrAnswer's `expectedSends`). */
+  sends: number;
+  /** The provider's (or our) name of the earlier request, if any. */
+  providerReference: string | null;
+}
 
 /** A request's key: one row per (environment, kind, our reference). */
 export interface RequestKey {
@@ -89,6 +102,21 @@ export class ProviderRequests {
     return rows[0].inserted ? null : { ...outcomeOfRow(rows[0]), sends: rows[0].sends, answer: rows[0].answer };
   }
 
+  /**
+   * Claims the request (claim) and answers the step the kernel decides for it (shared/kernel/request-steps.ts): the
+   * stored answer, ask first, send, or wait. The adapter only carries the step out.
+   */
+  async claimStep(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>, provider: ProviderCapabilities): Promise<ClaimedStep> {
+    const previous: StoredRequest | null = await this.claim(kind, req, request);
+    const resendRefused = 'resendRefused' in req && req.resendRefused === true;
+    return { step: decideRequestStep(kind, previous, { resendRefused, provider }), sends: previous?.sends ?? 0, providerReference: previous?.provider_reference ?? null };
+  }
+
+  /** A provider's word that is final for a payout once not pending (MTN's status GET, a refusal): stored with its answer. */
+  storeWithAnswer(kind: ProviderKind, reference: string, outcome: ProviderOutcome): Promise<ProviderOutcome> {
+    return this.store(kind, reference, outcome, kind === 'payout' ? { answer: answerOfOutcome(outcome.status) } : {});
+  }
+
   /** What is stored for the request (its latest answer, or `sending`); null when we never claimed it. */
   async stored(kind: ProviderKind, reference: string): Promise<StoredOutcome | null> {
     const row = await requestRow(this.db, { environment: 'live', kind, reference });
@@ -128,4 +156,14 @@ export class ProviderRequests {
     const stored = await this.stored(kind, reference);
     return stored && stored.status !== 'sending' ? (stored as ProviderOutcome) : { status: 'pending', provider_reference: stored?.provider_reference ?? null };
   }
+}
+
+/**
+ * The sandbox's repeated request, decided on the row its upsert returned (decideSandboxRepeat) and carried out; read
+ * again only when the row moved on before the write. Answers the row as it stands.
+ */
+export async function repeatSandbox(q: Queryable, key: RequestKey, read: RequestRow, evaluated: ProviderOutcome): Promise<RequestRow> {
+  const change = decideSandboxRepeat(snapshotOf(read), evaluated);
+  if (change.kind === 'keep') return read;
+  return (await carryOut(q, read, change)) ?? (await settleRequest(q, key, (r) => decideSandboxRepeat(r, evaluated)))?.row ?? read;
 }

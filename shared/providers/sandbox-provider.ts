@@ -9,8 +9,7 @@ import { AmountError, formatAmount, scaleOf, toMinor } from '../domain/money.js'
 import type { CollectRequest, PaymentProvider, PayoutRequest, ProviderDeps, ProviderKind, ProviderOutcome, Queryable } from './provider.js';
 import type { EventScope } from '../domain/events.js';
 import { planOnce } from '../db/prepared-client.js';
-import { decideSandboxRepeat, OUTCOME_FIELDS, outcomeColumns, outcomeOfRow, outcomeSet, type OutcomeRow } from '../kernel/provider-records.js';
-import { carryOut, requestRow, settleRequest, snapshotOf, SNAPSHOT_COLUMNS, type RequestRow } from './provider-requests.js';
+import { OUTCOME_FIELDS, outcomeColumns, outcomeOfRow, outcomeSet, repeatSandbox, requestRow, SNAPSHOT_COLUMNS, type OutcomeRow, type RequestRow } from './provider-requests.js';
 
 /** Suffixes of a phone number, account number (or other destination) that pick a sandbox outcome. */
 export const SANDBOX_MAGIC = Object.freeze({ declinedCollection: '0001', rejectedPayout: '0002', temporaryPayout: '0003' });
@@ -157,13 +156,8 @@ export class SandboxProvider implements PaymentProvider {
     if (rows.length === 0) {
       throw AppError.invalidState(`The ${kind} reference ${reference} was already sent to the provider with a different request.`);
     }
-    let row: RequestRow = rows[0];
     // Decided on the row the upsert returned; read again only when it moved on before the write.
-    const change = rows[0].inserted ? null : decideSandboxRepeat(snapshotOf(rows[0]), evaluated);
-    if (change && change.kind !== 'keep') {
-      row = (await carryOut(this.db, rows[0], change))
-        ?? (await settleRequest(this.db, { environment: scope.environment, kind, reference }, (r) => decideSandboxRepeat(r, evaluated)))?.row ?? row;
-    }
+    const row: RequestRow = rows[0].inserted ? rows[0] : await repeatSandbox(this.db, { environment: scope.environment, kind, reference }, rows[0], evaluated);
     const outcome = outcomeOfRow(row) as ProviderOutcome;
     this.log.info({ provider: this.id, kind, reference, businessId: scope.businessId, environment: scope.environment, status: outcome.status, attempt: rows[0].attempts }, 'provider request');
     return outcome;

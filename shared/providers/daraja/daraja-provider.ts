@@ -13,10 +13,13 @@ import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-clien
 import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
-import { ProviderRequests, type AnswerFacts } from '../provider-requests.js';
-import { finalAnswerOf, type PayoutAnswer } from '../../kernel/payout-answers.js';
+import { ProviderRequests, type AnswerFacts, type ProviderCapabilities } from '../provider-requests.js';
+import type { PayoutAnswer } from '../../kernel/payout-answers.js';
 
 type Stored = ProviderOutcome | { status: 'sending'; provider_reference: string | null };
+
+/** Daraja names a request (ConversationID, CheckoutRequestID) only once it takes it: one that may be live never goes again. */
+const DARAJA: ProviderCapabilities = { namesRequests: false };
 
 /** Daraja takes whole shillings: the quote rounds live KES to whole units, so anything else is our bug. */
 function wholeKes(currency: string, amount: string): number {
@@ -82,21 +85,23 @@ export class DarajaProvider implements PaymentProvider {
   async collect(req: CollectRequest): Promise<ProviderOutcome> {
     const amount = wholeKes(req.currency, req.amount);
     const phone = msisdn(req.phone_number);
-    const previous = await this.claim('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(this.keys, phone)! });
-    // A prompt Daraja took is never sent twice. One whose answer was lost learns its CheckoutRequestID from its callback
-    // (matched by payer and amount, collection-results.ts) and is then asked about; one that left and was never
-    // answered may be live on the payer's phone: it is waited for (callback, STK Query), never prompted again.
-    if (previous && previous.status !== 'temporary_failure' && previous.status !== 'sending') return previous;
-    if (previous?.provider_reference) {
+    const claimed = await this.requests.claimStep('collection', req, { currency: req.currency, amount: req.amount, payment_method: 'mobile_money', payer: payerKey(this.keys, phone)! }, DARAJA);
+    // The kernel decides (request-steps.ts): a prompt Daraja took is never sent twice. One whose answer was lost learns
+    // its CheckoutRequestID from its callback (matched by payer and amount, collection-results.ts) and is then asked
+    // about; one that left and was never answered may be live on the payer's phone: waited for, never prompted again.
+    let step = claimed.step;
+    if (step.kind === 'answer') return step.outcome as ProviderOutcome;
+    if (step.kind === 'ask') {
       const known = await this.queryStatus('collection', req.reference);
       if (known) return this.store('collection', req.reference, known);
+      step = step.absent;
     }
-    if (previous?.status === 'sending' && previous.sends > 0) return this.mayBeLive(req.reference);
+    if (step.kind === 'wait') return this.mayBeLive(req.reference);
     // A token first: without one nothing can leave, and a prompt marked sending is never sent again.
     await this.client.token();
     const timestamp = darajaTimestamp();
     // Two runs of one job (a stalled lock) both past the claim: only the first to mark it sending prompts the payer.
-    if (!(await this.requests.markSending('collection', req.reference, undefined, previous?.sends ?? 0))) return this.mayBeLive(req.reference);
+    if (!(await this.requests.markSending('collection', req.reference, undefined, claimed.sends))) return this.mayBeLive(req.reference);
     const answer = await this.client.stkPush({
       BusinessShortCode: this.client.shortcode, Password: this.client.stkPassword(timestamp), Timestamp: timestamp, TransactionType: 'CustomerPayBillOnline',
       Amount: amount, PartyA: phone, PartyB: this.client.shortcode, PhoneNumber: phone, CallBackURL: this.client.callbackUrl('stk'),
@@ -126,17 +131,19 @@ export class DarajaProvider implements PaymentProvider {
   async payout(req: PayoutRequest): Promise<ProviderOutcome> {
     const amount = wholeKes(req.currency, req.amount);
     const body = this.payoutBody(req, amount);
-    const previous = await this.claim('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method });
-    const answered = previous && finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer });
-    if (previous && (answered === 'paid' || (answered === 'failed_permanent' && !req.resendRefused))) return previous as ProviderOutcome;
-    if (previous && !answered) {
-      // The earlier request may be live (a crash, a timeout, a 5xx, a queue timeout, accepted and unanswered, a Result
-      // alone): it is sent again only once Transaction Status says it did not pay (its result arrives as a callback).
+    const claimed = await this.requests.claimStep('payout', req, { currency: req.currency, amount: req.amount, payment_method: req.payment_method }, DARAJA);
+    let step = claimed.step;
+    if (step.kind === 'answer') return step.outcome as ProviderOutcome;
+    if (step.kind === 'ask') {
+      // The earlier request may be live: it is sent again only once Transaction Status says it did not pay (its result
+      // arrives as a callback).
       const known = await this.queryStatus('payout', req.reference);
       if (known) return this.store('payout', req.reference, known);
+      step = step.absent;
     }
+    if (step.kind !== 'send') throw new AppError('internal_error', 'A payout is never waited for: it is answered, asked about or sent.');
     // Only if no other worker sent it since the claim read it (two jobs of one refund at once never both send).
-    const instead = await this.requests.leaveOrAnswer('payout', req.reference, previous?.sends ?? 0, undefined, req.resendRefused);
+    const instead = await this.requests.leaveOrAnswer('payout', req.reference, claimed.sends, undefined, step.overRefusal);
     if (instead) return instead;
     const answer = req.payment_method === 'mobile_money' ? await this.client.b2c(body) : await this.client.b2b(body);
     // Never a refusal: the payout may have run. The job's next attempt asks Transaction Status before sending again.
@@ -232,10 +239,6 @@ export class DarajaProvider implements PaymentProvider {
       ...common, OriginatorConversationID: req.reference, CommandID: till ? 'BusinessBuyGoods' : 'BusinessPayBill', RecieverIdentifierType: till ? '2' : '4',
       PartyB: party, AccountReference: till ? req.reference.slice(0, 12) : req.details.account_number, Requester: '', Occassion: req.reference,
     };
-  }
-
-  private claim(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>): Promise<(Stored & { sends: number; answer: PayoutAnswer | null }) | null> {
-    return this.requests.claim(kind, req, request);
   }
 
   /**

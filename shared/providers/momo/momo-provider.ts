@@ -11,13 +11,15 @@ import { AppError } from '../../errors.js';
 import { corridorError } from '../../domain/corridors.js';
 import { logger } from '../../logger.js';
 import { formatAmount, scaleOf, toMinor } from '../../domain/money.js';
-import { isFinalOutcome, ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderDeps, type ProviderKind, type ProviderOutcome } from '../provider.js';
-import { ProviderRequests } from '../provider-requests.js';
+import { ProviderError, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderDeps, type ProviderKind, type ProviderOutcome } from '../provider.js';
+import { ProviderRequests, type ProviderCapabilities } from '../provider-requests.js';
 import { MomoClient } from './momo-client.js';
-import { answerOfOutcome, finalAnswerOf } from '../../kernel/payout-answers.js';
 import { failedOutcome, momoOutcome, readMomoStatus, type MomoOutcome } from './momo-results.js';
 
 type Stored = MomoOutcome | { status: 'sending'; provider_reference: string | null };
+
+/** We name each request (X-Reference-Id) and MTN refuses a second one under that name (409). */
+const MOMO: ProviderCapabilities = { namesRequests: true };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -71,26 +73,21 @@ export class MomoProvider implements PaymentProvider {
   }
 
   private async send(kind: ProviderKind, req: CollectRequest | PayoutRequest, request: Record<string, string>, body: Record<string, unknown>): Promise<ProviderOutcome> {
-    const previous = await this.requests.claim(kind, req, request);
-    let referenceId = previous?.provider_reference ?? (UUID.test(req.reference) ? req.reference : randomUUID());
-    // A payout MTN answered "not paid, for now" is sent again (shared/kernel/payout-answers.ts); a collection's answer is
-    // final: its payer is asked again only by a new collection (CONTRACT §18).
-    // An on-ramp's fiat refund the provider refused for good goes again too (CONTRACT §18), under a new id.
-    const answered = previous && kind === 'payout' ? finalAnswerOf({ environment: 'live', status: previous.status, answer: previous.answer }) : null;
-    const overRefusal = answered === 'failed_permanent' && 'resendRefused' in req && req.resendRefused === true;
-    const ended = answered === 'failed_temporary' || overRefusal;
-    if (previous && previous.status !== 'sending' && isFinalOutcome(previous as ProviderOutcome) && !ended) return previous as ProviderOutcome;
-    if (previous && !ended && previous.provider_reference) {
-      // The earlier request may have reached MTN (a crash, a timeout, a 5xx): its status decides.
-      const known = await this.ask(kind, previous.provider_reference);
-      if (known && !known.ended) return this.store(kind, req.reference, known);
-      if (known?.ended) referenceId = randomUUID();
-    } else if (ended) {
-      referenceId = randomUUID();
+    // The kernel decides (request-steps.ts): the stored answer, MTN asked about the earlier X-Reference-Id first, or a
+    // send under the same id or a new one (the earlier request ended, a payout failed for now or refused and re-sent).
+    const claimed = await this.requests.claimStep(kind, req, request, MOMO);
+    let step = claimed.step;
+    if (step.kind === 'answer') return step.outcome as ProviderOutcome;
+    if (step.kind === 'ask') {
+      const known = await this.ask(kind, step.providerReference!);
+      if (known && !(known.ended && step.ended)) return this.store(kind, req.reference, known);
+      step = known ? step.ended! : step.absent;
     }
+    if (step.kind !== 'send') throw new AppError('internal_error', 'An MTN request is never waited for: it is answered, asked about or sent.');
+    const referenceId = !step.newId && claimed.providerReference ? claimed.providerReference : step.newId || !UUID.test(req.reference) ? randomUUID() : req.reference;
     // Recorded before it leaves, so an unanswered send is asked about by this id; only if no other worker sent it since
     // the claim read it (two jobs at once would each send under a new id: two payments).
-    const instead = await this.requests.leaveOrAnswer(kind, req.reference, previous?.sends ?? 0, referenceId, overRefusal);
+    const instead = await this.requests.leaveOrAnswer(kind, req.reference, claimed.sends, referenceId, step.overRefusal);
     if (instead) return instead;
     const answer = await this.client.request(kind, referenceId, body).catch((err: unknown) => {
       // No answer: the request may have reached MTN. The job's next attempt asks its status before anything else.
@@ -113,7 +110,7 @@ export class MomoProvider implements PaymentProvider {
 
   /** MTN's word on a request (a status GET, a refusal) is final for a payout once it is not PENDING. */
   private store(kind: ProviderKind, reference: string, outcome: MomoOutcome): Promise<ProviderOutcome> {
-    return this.requests.store(kind, reference, outcome, kind === 'payout' ? { answer: answerOfOutcome(outcome.status) } : {});
+    return this.requests.storeWithAnswer(kind, reference, outcome);
   }
 
   /** GET requesttopay/{id} or transfer/{id}: the outcome, or null for MTN's 404 (no such request). */

@@ -76,6 +76,29 @@ export function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/**
+ * The modules a file imports values from (what runs): `import type` and all-`type` specifier lists are not; a default,
+ * namespace, side-effect, dynamic or re-export import is.
+ */
+export function valueImportsOf(text: string): string[] {
+  const code = uncommented(text);
+  const named = [...code.matchAll(/(?:^|[\s;])(import|export)\s([^;'"]*?)\sfrom\s*['"]([^'"]+)['"]/g)].filter(([, , clause]) => {
+    if (/^type\s/.test(clause!.trim())) return false;
+    const braces = /^\{([\s\S]*)\}$/.exec(clause!.trim());
+    return !braces || braces[1]!.split(',').map((s) => s.trim()).filter(Boolean).some((s) => !/^type\s/.test(s));
+  }).map((m) => m[3]!);
+  const bare = [...code.matchAll(/(?:^|[\s;])import\s*['"]([^'"]+)['"]/g), ...code.matchAll(/\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!);
+  return [...named, ...bare];
+}
+
+/** The live adapters and the sandbox provider: they learn decisions through their record keeper (provider-requests.ts). */
+const ADAPTERS = ['shared/providers/daraja', 'shared/providers/momo'];
+/**
+ * The one value the adapters read from the kernel: §18's table of published STK ResultCodes (a lookup of a code's
+ * meaning, state-free, shared with the simulator), not a decision about a request.
+ */
+const ADAPTER_KERNEL_READS = new Set(['shared/providers/daraja/result-codes.ts -> shared/kernel/stk-results.ts']);
+
 /** A SET list that writes a status column: `status`, `payout_status`, a transaction's `refund_status`, ... */
 const SETS_A_STATUS = /(^|[\s,(])\w*status\s*=/;
 
@@ -119,6 +142,23 @@ describe('kernel: structure of the sources', () => {
       return found.map(([, table]) => `${relative(ROOT, file)}: ${table}`);
     });
     expect(writers.sort()).to.deep.equal([]);
+  });
+
+  it('the adapters import no value from shared/kernel/ (only types): the record keeper answers their steps', () => {
+    const files = [...ADAPTERS.flatMap((dir) => sources(join(ROOT, dir))), join(ROOT, 'shared/providers/sandbox-provider.ts')];
+    const found = files.flatMap((file) => valueImportsOf(readFileSync(file, 'utf8')).filter((name) => name.startsWith('.'))
+      .map((name) => relative(ROOT, resolve(dirname(file), name.replace(/\.js$/, '.ts'))))
+      .filter((target) => target.startsWith('shared/kernel/')).map((target) => `${relative(ROOT, file)} -> ${target}`))
+      .filter((edge) => !ADAPTER_KERNEL_READS.has(edge));
+    expect(found.sort()).to.deep.equal([]);
+  });
+
+  it('the value-import reader skips type-only imports', () => {
+    const text = [
+      "import type { A } from './a.js';", "import { type B, type C } from './bc.js';", "import { d, type E } from './de.js';", "import f from './f.js';",
+      "import * as g from './g.js';", "export { h } from './h.js';", "export type { I } from './i.js';", "import './j.js';", "// import { k } from './k.js';",
+    ].join('\n');
+    expect(valueImportsOf(text).sort()).to.deep.equal(['./de.js', './f.js', './g.js', './h.js', './j.js']);
   });
 
   it('shared/ has no import circle (madge --circular)', () => {
