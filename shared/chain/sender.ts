@@ -342,12 +342,16 @@ export async function settle(deps: SenderDeps, chain: Chain, row: SendRow, timeo
 
 /** How deep a mined send must be before a reorg is no longer looked for. */
 const RECHECK_DEPTH = 64n;
+/** How long a send may wait behind a nonce the chain has not used before the watcher looks at that nonce. */
+const GAP_AFTER_MS = 30_000;
 
 /**
  * The watcher's pass over our own sends (each scan): a send still `sent` whose job is gone is settled from the chain
  * (mined, or dropped: broadcast again, or replaced: signed again), and a send mined less than RECHECK_DEPTH blocks ago
  * whose receipt is gone (a reorg took its block) is `sent` again and broadcast again with its own bytes and nonce, so
- * what its subject booked still happens on the canonical chain. A read that fails decides nothing for that send.
+ * what its subject booked still happens on the canonical chain. A read that fails decides nothing for that send, and
+ * one send whose check fails never keeps the others from theirs. Then each address whose sends wait behind a nonce
+ * the chain has not used (`gapsOf`) has that nonce looked at.
  */
 export async function recheckSends(deps: SenderDeps, environment: Environment, chain: Chain): Promise<{ mined: number; reorged: number }> {
   const done = { mined: 0, reorged: 0 };
@@ -369,26 +373,81 @@ export async function recheckSends(deps: SenderDeps, environment: Environment, c
   const rows = candidates.filter((r) => r.status === 'sent' || (r.block_number !== null && BigInt(r.block_number) > head - RECHECK_DEPTH));
   for (const row of rows) {
     try {
-      const receipt = await minedReceipt(client, chain, row);
-      if (receipt) {
-        if (row.status === 'sent' || String(receipt.blockNumber) !== String(row.block_number)) {
-          await markMined(deps.ds, row, receipt);
-          done.mined++;
-        }
-      } else if (row.status === 'mined') {
-        // Not "not found" on a node's word alone: the transaction itself must be unknown too (a lagging node knows neither).
-        if (await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash }))) continue;
-        deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce, block_number: row.block_number }, 'a reorg took a mined send off the chain; broadcasting it again');
-        if (await carryOut(deps.ds, row, decideSendReceipt({ id: row.id, status: row.status, blockNumber: row.block_number }, { kind: 'gone' }))) await broadcast(deps, chain, row);
-        done.reorged++;
-      } else if (!(await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash })))) {
-        await recover(deps, chain, row);
-      }
+      const outcome = await recheckOne(deps, chain, client, row);
+      if (outcome) done[outcome]++;
     } catch (err) {
-      if (!(err instanceof ChainUnavailableError)) throw err;
+      if (!(err instanceof ChainUnavailableError)) deps.log.error({ chain, reference: row.reference, nonce: row.nonce, err: errorText(err) }, 'a send could not be checked; the others were');
     }
   }
+  try {
+    await fillGaps(deps, environment, chain, client);
+  } catch (err) {
+    if (!(err instanceof ChainUnavailableError)) deps.log.error({ chain, err: errorText(err) }, 'the nonce gap check failed; the next scan looks again');
+  }
   return done;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300);
+
+/** One send checked against the chain: what changed ('mined', 'reorged') or nothing. */
+async function recheckOne(deps: SenderDeps, chain: Chain, client: PublicClient, row: SendRow): Promise<'mined' | 'reorged' | null> {
+  const receipt = await minedReceipt(client, chain, row);
+  if (receipt) {
+    if (row.status === 'sent' || String(receipt.blockNumber) !== String(row.block_number)) {
+      await markMined(deps.ds, row, receipt);
+      return 'mined';
+    }
+    return null;
+  }
+  const known = await absentAsNull(chain, client.getTransaction({ hash: row.transaction_hash }));
+  if (row.status === 'mined') {
+    // Not "not found" on a node's word alone: a node that knows the transaction as mined (a lagging or inconsistent
+    // one, its receipt not there yet) is asked again next pass. Unknown, or known but waiting in its pool again (its
+    // block left the chain): gone from the chain, broadcast again.
+    if (known && known.blockNumber !== null) return null;
+    await reorgedOff(deps, chain, row);
+    return 'reorged';
+  }
+  if (!known) await recover(deps, chain, row);
+  return null;
+}
+
+/** A mined send whose block left the chain: `sent` again, and broadcast again with its own bytes and nonce. */
+async function reorgedOff(deps: SenderDeps, chain: Chain, row: SendRow): Promise<void> {
+  deps.log.warn({ chain, reference: row.reference, transaction_hash: row.transaction_hash, nonce: row.nonce, block_number: row.block_number }, 'a reorg took a mined send off the chain; broadcasting it again');
+  if (await carryOut(deps.ds, row, decideSendReceipt({ id: row.id, status: row.status, blockNumber: row.block_number }, { kind: 'gone' }))) await broadcast(deps, chain, row);
+}
+
+/**
+ * Sends of an address wait behind the first nonce its chain count has not used (a nonce gap): each is mined only
+ * after it. For an address whose sends have waited GAP_AFTER_MS, the send of ours holding that nonce is looked at
+ * whatever its status and age: one recorded as mined is gone from the chain by the count's word (and its receipt's),
+ * and is broadcast again; one still sent is broadcast again. A nonce none of our sends holds is logged for an
+ * operator (with the address and the nonce): nothing is signed to fill it here.
+ */
+async function fillGaps(deps: SenderDeps, environment: Environment, chain: Chain, client: PublicClient): Promise<void> {
+  const waiting: { from_address: string; lowest: string }[] = await deps.ds.query(
+    `SELECT from_address, min(nonce)::text AS lowest FROM chain_sends
+      WHERE environment = $1 AND chain = $2 AND status = 'sent' AND created_at < now() - make_interval(secs => $3)
+      GROUP BY from_address`,
+    [environment, chain, GAP_AFTER_MS / 1000],
+  );
+  for (const { from_address: from, lowest } of waiting) {
+    const used = BigInt(await client.getTransactionCount({ address: getAddress(from), blockTag: 'latest' }).catch((err: unknown) => { throw unknownChainAnswer(chain, err); }));
+    if (used >= BigInt(lowest)) continue; // the waiting send's own nonce is next (or used): nothing in front of it
+    const [holder]: SendRow[] = await deps.ds.query(
+      `SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND nonce = $4`,
+      [environment, chain, from, used.toString()],
+    );
+    if (!holder) {
+      deps.log.error({ chain, environment, address: from, nonce: used.toString(), waiting_from: lowest }, 'a nonce gap: sends wait behind a nonce none of our sends holds; an operator must fill it');
+      continue;
+    }
+    if (await minedReceipt(client, chain, holder)) continue; // mined after all (a lagging count): nothing missing
+    if (holder.status === 'mined') await reorgedOff(deps, chain, holder);
+    else if (holder.status === 'sent') await broadcast(deps, chain, holder);
+    else deps.log.error({ chain, environment, address: from, nonce: holder.nonce, reference: holder.reference, status: holder.status }, 'a nonce gap: the send holding it is no longer on the chain; an operator must fill it');
+  }
 }
 
 /**

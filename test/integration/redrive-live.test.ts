@@ -111,4 +111,55 @@ describe('the sweeper re-drives a live refund whose job was lost', function () {
     expect(await usdcOf()).to.equal(2_000_000n);
     expect((await findSend(deps.ds, 'live', 'base', first.reference))!.transaction_hash).to.equal(first.transaction_hash);
   });
+
+  describe('a send the chain lost while the node says otherwise', () => {
+    const request = (method: string, params: unknown[] = []) => rail.anvil.publicClient.request({ method: method as never, params: params as never });
+    const input = (reference: string, to: Address) => ({ environment: 'live' as const, chain: 'base' as const, reference, purpose: 'refund' as const, signer: { kind: 'treasury' as const }, to, asset: 'USDC' as const, amount: 1_000_000n });
+    const usdcOf = (to: Address) => rail.anvil.publicClient.readContract({ address: rail.token, abi: erc20Abi, functionName: 'balanceOf', args: [to] });
+    // Mining stops for the length of the test: a send waits in the node's pool, known and unmined.
+    beforeEach(() => request('evm_setAutomine', [false]));
+    afterEach(async () => {
+      await request('evm_setAutomine', [true]);
+      await request('anvil_mine', ['0x1']);
+    });
+
+    it('a mined send whose block left the chain, back in the node\'s pool and unmined, is sent again (never left as mined)', async () => {
+      const deps = rail.pools.deps;
+      const to = privateKeyToAccount(generatePrivateKey()).address;
+      const sent = (await send(deps, input(`pooled-${Date.now()}`, to)))!;
+      expect((await rail.anvil.publicClient.getTransaction({ hash: sent.transaction_hash })).blockNumber).to.equal(null);
+      // As a reorg leaves it: recorded mined in a block that is gone, the transaction back in a pool.
+      const head = await rail.anvil.publicClient.getBlockNumber({ cacheTime: 0 });
+      await deps.ds.query(`UPDATE chain_sends SET status = 'mined', block_number = $2 WHERE id = $1`, [sent.id, head.toString()]);
+      await recheckSends(deps, 'live', 'base');
+      expect((await findSend(deps.ds, 'live', 'base', sent.reference))!.status, 'sent again').to.equal('sent');
+      await request('evm_setAutomine', [true]);
+      await request('anvil_mine', ['0x1']);
+      await until(async () => (await recheckSends(deps, 'live', 'base')) && (await findSend(deps.ds, 'live', 'base', sent.reference))!.status === 'mined', { what: 'the send mined' });
+      expect(await usdcOf(to)).to.equal(1_000_000n);
+    });
+
+    it('sends waiting behind a nonce the chain never used: the send of ours holding it is broadcast again, whatever its record says', async () => {
+      const deps = rail.pools.deps;
+      const to = privateKeyToAccount(generatePrivateKey()).address;
+      const first = (await send(deps, input(`gap-first-${Date.now()}`, to)))!;
+      // The node forgets it, and its record says mined long ago (no pass over recent sends looks at it again).
+      await request('anvil_dropTransaction', [first.transaction_hash]);
+      await deps.ds.query(`UPDATE chain_sends SET status = 'mined', block_number = 1, updated_at = now() - interval '2 days' WHERE id = $1`, [first.id]);
+      const second = (await send(deps, input(`gap-second-${Date.now()}`, to)))!;
+      expect(BigInt(second.nonce) > BigInt(first.nonce)).to.equal(true);
+      await deps.ds.query(`UPDATE chain_sends SET created_at = now() - interval '1 minute' WHERE id = $1`, [second.id]);
+      await recheckSends(deps, 'live', 'base');
+      expect((await findSend(deps.ds, 'live', 'base', first.reference))!.status, 'the gap\'s send is sent again').to.equal('sent');
+      expect(await rail.anvil.publicClient.getTransaction({ hash: first.transaction_hash }), 'broadcast again').to.have.property('nonce', Number(first.nonce));
+      await request('evm_setAutomine', [true]);
+      await request('anvil_mine', ['0x1']);
+      await until(async () => {
+        await recheckSends(deps, 'live', 'base');
+        const [a, b] = [await findSend(deps.ds, 'live', 'base', first.reference), await findSend(deps.ds, 'live', 'base', second.reference)];
+        return a!.status === 'mined' && b!.status === 'mined';
+      }, { what: 'both sends mined' });
+      expect(await usdcOf(to)).to.equal(2_000_000n);
+    });
+  });
 });
