@@ -55,6 +55,8 @@ export interface IdempotencyClaim {
   token: string;
   /** The answer this request's unit of work committed as its record (replyInUnit), if one did. */
   recorded?: { status: number; body: string };
+  /** The object `recorded.body` was serialized from: an answer sending that same object sends those bytes. */
+  recordedFrom?: unknown;
   /** Renews the in-flight lock while the request runs. */
   renewal?: NodeJS.Timeout;
 }

@@ -16,11 +16,13 @@ export async function sendJson(
   /** What a replay of this answer shows, when it must differ from the answer itself (a secret is shown once). */
   replayBody: unknown = body,
 ): Promise<void> {
-  let payload = JSON.stringify(body);
   const claim = req.state.idempotency;
+  // The unit of work serialized the replay body for its record: the same object is not serialized again.
+  const serialized = (value: unknown) => (claim?.recorded && claim.recordedFrom === value ? claim.recorded.body : JSON.stringify(value));
+  let payload = serialized(body);
   if (claim) {
     req.state.idempotency = undefined;
-    let stored = replayBody === body ? payload : JSON.stringify(replayBody);
+    let stored = replayBody === body ? payload : serialized(replayBody);
     const outcome = await recordDurably(deps, claim, status, stored, req.state.id, req.state.log);
     if (outcome.kind === 'earlier') return answerEarlier(req, res, deps, claim, outcome.answer);
     if (outcome.kind === 'committed') {
@@ -46,14 +48,17 @@ export async function replyInUnit(deps: AppDeps, state: RequestState, work: (uni
   // A second unit in one request leaves the record to the first (sendJson updates it if the answer changed).
   if (!claim || claim.recorded) return inUnit(deps, work);
   let recorded: { status: number; body: string } | undefined;
+  let from: unknown;
   const reply = await inUnit(deps, work, {
     answer: (r) => {
       if (r.status >= 500) return null;
-      recorded = { status: r.status, body: JSON.stringify('replayBody' in r ? r.replayBody : r.body) };
+      from = 'replayBody' in r ? r.replayBody : r.body;
+      recorded = { status: r.status, body: JSON.stringify(from) };
       return { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, requestId: state.id, ...recorded };
     },
   });
   claim.recorded = recorded;
+  claim.recordedFrom = from;
   return reply;
 }
 
