@@ -108,6 +108,7 @@ describe('CSV exports: per-key concurrency and stalled readers', function () {
 
   it('an export whose reader stops reading is ended after EXPORT_STALL_MS: its rows are closed and its slot freed', async () => {
     const before = { ...state };
+    const opened = Date.now();
     const stalled = await openExport(key);
     expect(stalled.res.statusCode).to.equal(200);
     const ended = new Promise<number>((resolve) => {
@@ -117,6 +118,8 @@ describe('CSV exports: per-key concurrency and stalled readers', function () {
     });
     // The reader never reads: the server fills the socket's buffers, waits, then gives up.
     await until(async () => state.closed > before.closed, { timeoutMs: 15_000 });
+    // Ended for a stall of EXPORT_STALL_MS (1 s here), not at the first moment the reader fell behind.
+    expect(Date.now() - opened, 'ms until the stalled export was ended').to.be.at.least(900);
     expect(state.opened - before.opened).to.equal(1);
     expect(state.rows - before.rows, 'rows read before the stall ended it').to.be.below(1_000_000);
     expect(await slots()).to.equal(0);
@@ -128,5 +131,30 @@ describe('CSV exports: per-key concurrency and stalled readers', function () {
     const next = await fetch(`${base}/api/v1/business/test-export`, { headers: { Authorization: `Bearer ${key}`, Accept: 'text/csv' } });
     expect(next.status).to.equal(200);
     await next.body?.cancel();
+  });
+
+  it('a reader that keeps reading, in bursts with pauses shorter than EXPORT_STALL_MS, is not stalled: its export runs on', async () => {
+    const before = { ...state };
+    const slow = await openExport(key);
+    expect(slow.res.statusCode).to.equal(200);
+    let bytes = 0;
+    slow.res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    // Reads for 100 ms, then takes nothing for 600 ms (under the 1 s stall), again and again for 3.5 s: more than
+    // three stalls' time in all, so an export cut by its total time rather than by a stall would be ended.
+    const until3500 = Date.now() + 3500;
+    try {
+      while (Date.now() < until3500) {
+        slow.res.resume();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        slow.res.pause();
+        await new Promise((resolve) => setTimeout(resolve, 600));
+      }
+      expect(state.closed - before.closed, 'the export was ended').to.equal(0);
+      expect(slow.res.complete).to.equal(false);
+      expect(bytes).to.be.greaterThan(0);
+    } finally {
+      slow.req.destroy();
+    }
+    await until(async () => (await slots()) === 0);
   });
 });

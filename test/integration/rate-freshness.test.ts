@@ -76,4 +76,26 @@ describe('live rates kept fresh ahead of need (RATE_MAX_AGE_SECONDS 3)', functio
     }
     expect(answers).to.deep.equal(Array(12).fill(201));
   });
+
+  // Last in this file: it takes the schedule away, which the tests above rely on.
+  it('a request that finds the stored rate stale stages a refresh of its own: one that already ended moments before never swallows it', async () => {
+    const ds = await getDs();
+    const pricing = rail.pools.deps.queues.pricing;
+    // Only requests refresh here: the schedule would keep the stored rate fresh whatever became of their jobs.
+    for (const s of schedules(loadConfig({ ...process.env, ...rail.env })).filter((d) => d.name === 'rate.refresh')) await pricing.removeJobScheduler(s.id);
+    const stale = () => ds.query(`UPDATE exchange_rates SET as_of = now() - interval '1 hour' WHERE environment = 'live' AND currency = 'KES'`);
+    const intent = () => rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key))
+      .send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
+    // The refresh job's id was once bucketed per 5 s: a second request inside the bucket found the first one's job
+    // ended, was deduplicated onto it, and waited QUOTE_WAIT_MS for nothing (503). Both requests start in one bucket.
+    await until(() => Date.now() % 5000 < 300, { timeoutMs: 6000, what: 'the start of a 5 s bucket' });
+    await stale();
+    const first = await intent();
+    expect(first.status, JSON.stringify(first.body)).to.equal(201);
+    // The first refresh has ended (and the pool's one-second guard against storing one observation twice has passed).
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    await stale();
+    const second = await intent();
+    expect(second.status, JSON.stringify(second.body)).to.equal(201);
+  });
 });

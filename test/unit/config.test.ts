@@ -79,4 +79,10 @@ describe('configuration', () => {
     expect(() => loadConfig({ GAS_TOPUP_MIN_WEI_BASE: '10', GAS_TOPUP_TARGET_WEI_BASE: '9' })).to.throw(ConfigError, /GAS_TOPUP_TARGET_WEI_BASE must be 0 .* or at least GAS_TOPUP_MIN_WEI_BASE/);
     expect(() => loadConfig({ GAS_TOPUP_MIN_WEI_ARBITRUM: '1e18' })).to.throw(ConfigError, /GAS_TOPUP_MIN_WEI_ARBITRUM must be a whole number of wei/);
   });
+
+  it('CONTRACT 18 defaults: 2 exports at once per key, an export ended after a 30 s stall, 32 webhook deliveries per business', () => {
+    const config = loadConfig({});
+    expect({ exportsPerKey: config.exportsPerKey, exportStallMs: config.exportStallMs, businessConcurrency: config.webhooks.businessConcurrency })
+      .to.deep.equal({ exportsPerKey: 2, exportStallMs: 30_000, businessConcurrency: 32 });
+  });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { redactCustomer, redactEmail, redactPhone } from '../../shared/domain/payer-data.js';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import { darajaPayerPhone, parseDarajaCallback, redactCallbackBody } from '../../shared/providers/daraja/callbacks.js';
 import { legacyPayerKey, payerKey, payerKeys } from '../../shared/providers/daraja/msisdn.js';
 
@@ -61,5 +61,14 @@ describe('payer data redaction (CONTRACT §15)', () => {
     expect(payerKey([KEYS[1]], '+254708374149')).to.match(/^k1:/).and.not.equal(digest);
     expect(payerKeys(KEYS, '254708374149')).to.deep.equal([digest, payerKey([KEYS[1]], '+254708374149')]);
     expect(payerKey(KEYS, 'not a phone')).to.equal(null);
+  });
+
+  it('a payer digest depends on the key\'s secret, not its id: HMAC-SHA256 under a key derived (HKDF) from it, never the key itself', () => {
+    const [key] = KEYS;
+    const derived = Buffer.from(hkdfSync('sha256', key.key, Buffer.alloc(0), 'rampway payer digest', 32));
+    expect(payerKey([key], '+254708374149')).to.equal(`k2:${createHmac('sha256', derived).update('254708374149').digest('hex')}`);
+    // The same id over another secret (a guessed key id is no help), and the HMAC under the raw key, are not it.
+    expect(payerKey([{ id: 'k2', key: Buffer.alloc(32, 9) }], '+254708374149')).not.to.equal(payerKey([key], '+254708374149'));
+    expect(payerKey([key], '+254708374149')).not.to.equal(`k2:${createHmac('sha256', key.key).update('254708374149').digest('hex')}`);
   });
 });
