@@ -30,6 +30,8 @@ export interface Service {
   /** SIGKILL the worker process (no drain, no goodbye), and start a new one. */
   killWorkers(): Promise<void>;
   startWorkers(): Promise<void>;
+  /** The web process's pid and the worker process's (while it runs). */
+  pids(): { web: number; workers: number | null };
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function startService(overrides: Record<string, string> = {}, optio
     async startWorkers() {
       workers ??= await startProcess('workers/main.ts', env, 'workers started', [], { logFile: logOf('workers') });
     },
+    pids: () => ({ web: web.child.pid!, workers: workers?.child.pid ?? null }),
     async stop() {
       if (workers) await stopProcess(workers);
       await stopProcess(web);

@@ -3,7 +3,7 @@
 // log in: nothing ignored (no ignore_startup_parameters), no pool setting changed. A non-daemon child on a spare port,
 // its ini in a temp dir; run as `nobody` when the test runs as root (PgBouncer refuses root).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -18,6 +18,8 @@ export interface Bouncer {
   log(): string;
   /** SHOW <what> on PgBouncer's admin console (CLIENTS, SERVERS, POOLS). */
   show(what: string): Promise<Record<string, unknown>[]>;
+  /** Of `pids`, those holding a connection that PgBouncer's SHOW CLIENTS lists (a process told apart by its sockets). */
+  listedPids(pids: number[]): Promise<number[]>;
   stop(): Promise<void>;
 }
 
@@ -73,20 +75,25 @@ export async function startPgbouncer(databaseUrl: string, also: string[] = []): 
     check();
   });
   const urlOf = (name: string, as = user) => `postgres://${encodeURIComponent(as)}@127.0.0.1:${port}/${encodeURIComponent(`${name}_${as}`)}`;
+  async function show(what: string): Promise<Record<string, unknown>[]> {
+    const admin = new pg.Client({ connectionString: `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/pgbouncer` });
+    await admin.connect();
+    try {
+      // The admin console speaks the simple protocol only.
+      return (await admin.query(`SHOW ${what.replace(/[^A-Za-z_]/g, '')}`)).rows;
+    } finally {
+      await admin.end();
+    }
+  }
   return {
     url: urlOf(database),
     pid: child.pid!,
     urlOf,
     log: () => log,
-    async show(what) {
-      const admin = new pg.Client({ connectionString: `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/pgbouncer` });
-      await admin.connect();
-      try {
-        // The admin console speaks the simple protocol only.
-        return (await admin.query(`SHOW ${what.replace(/[^A-Za-z_]/g, '')}`)).rows;
-      } finally {
-        await admin.end();
-      }
+    show,
+    async listedPids(pids) {
+      const clientPorts = new Set((await show('CLIENTS')).map((c) => Number(c.port)));
+      return pids.filter((pid) => [...portsTo(pid, port)].some((p) => clientPorts.has(p)));
     },
     async stop() {
       if (child.exitCode === null) {
@@ -96,4 +103,36 @@ export async function startPgbouncer(databaseUrl: string, also: string[] = []): 
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The local ports of `pid`'s TCP connections to 127.0.0.1:`remotePort` (Linux: the socket inodes among its open
+ * files, found in /proc/net/tcp). Empty when the process is gone.
+ */
+export function portsTo(pid: number, remotePort: number): Set<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSyncSafe(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    }
+  } catch {
+    return new Set();
+  }
+  const ports = new Set<number>();
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || !inodes.has(f[9])) continue;
+    const [local, remote] = [f[1], f[2]].map((a) => parseInt(a.split(':')[1], 16));
+    if (remote === remotePort) ports.add(local);
+  }
+  return ports;
+}
+
+function readlinkSyncSafe(file: string): string {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return ''; // closed meanwhile
+  }
 }

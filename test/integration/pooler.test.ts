@@ -7,12 +7,13 @@ import pg from 'pg';
 import { DataSource, type DataSourceOptions, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { loadConfig, resetConfig } from '../../shared/config.js';
 import { createDataSource, runMigrations, setRoleStatementTimeout } from '../../shared/db/data-source.js';
-import { planOnce } from '../../shared/db/prepared-client.js';
+import { planOnce, PreparingClient } from '../../shared/db/prepared-client.js';
 import { databasePoolSizes, formationConnections } from '../../shared/db/pool-sizes.js';
 import { testDatabaseUrl } from '../env.js';
 import { makeBusiness } from '../helpers/factories.js';
 import { pgbouncerInstalled, startPgbouncer, type Bouncer } from '../helpers/pgbouncer.js';
 import { getDs } from '../helpers/shared.js';
+import { until } from '../helpers/until.js';
 import { expectEachPaidOnce, startOfframps, startService, untilEnded } from '../chaos/service.js';
 
 const code = (err: unknown): string | undefined => err == null ? undefined : ((err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code);
@@ -51,6 +52,33 @@ describe('configuration: the pooled URL, the direct one, prepared statements, po
     expect(() => loadConfig({ ...base, DATABASE_STATEMENT_TIMEOUT_MS: '30s' })).to.throw(/DATABASE_STATEMENT_TIMEOUT_MS must be an integer >= 0/);
     expect(() => loadConfig({ ...base, DATABASE_POOL_SIZE: '0' })).to.throw(/DATABASE_POOL_SIZE must be an integer >= 1/);
   });
+  it('running processes (service: true) connect to the pooled URL with prepared statements off; migrations and admin commands to the direct one with them on; DATABASE_PREPARE forces either', () => {
+    const keys = ['DATABASE_URL', 'DATABASE_CONNECTION_POOL_URL', 'DATABASE_DIRECT_URL', 'DATABASE_PREPARE'] as const;
+    const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+    const as = (env: Partial<Record<(typeof keys)[number], string>>) => {
+      for (const k of keys) delete process.env[k];
+      Object.assign(process.env, env);
+      resetConfig();
+      // As api/deps.ts and workers/main.ts make theirs, and as scripts/migrate.ts, start.ts and admin.ts make theirs.
+      const made = { service: createDataSource({ service: true }), direct: createDataSource({ poolSize: 2, statementTimeoutMs: 0 }) };
+      const of = (ds: DataSource) => [(ds.options as { url: string }).url, (ds.options.extra as { Client: typeof pg.Client }).Client.prototype instanceof PreparingClient];
+      return { service: of(made.service), direct: of(made.direct) };
+    };
+    const [direct, pooler] = ['postgres://u@direct:5432/app', 'postgres://u@pooler:6432/app'];
+    try {
+      expect(as({ DATABASE_URL: direct, DATABASE_CONNECTION_POOL_URL: pooler })).to.deep.equal({ service: [pooler, false], direct: [direct, true] });
+      expect(as({ DATABASE_URL: pooler, DATABASE_DIRECT_URL: direct })).to.deep.equal({ service: [pooler, false], direct: [direct, true] });
+      expect(as({ DATABASE_URL: direct })).to.deep.equal({ service: [direct, true], direct: [direct, true] });
+      expect(as({ DATABASE_URL: direct, DATABASE_CONNECTION_POOL_URL: pooler, DATABASE_PREPARE: 'on' })).to.deep.equal({ service: [pooler, true], direct: [direct, true] });
+      expect(as({ DATABASE_URL: direct, DATABASE_CONNECTION_POOL_URL: pooler, DATABASE_PREPARE: 'off' })).to.deep.equal({ service: [pooler, false], direct: [direct, false] });
+    } finally {
+      for (const k of keys) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+      resetConfig();
+    }
+  });
   it("each process's pool, and a formation of 2 web and 2 of each pool within PgBouncer's default 100 clients", () => {
     expect(databasePoolSizes({ databasePoolSize: null })).to.deep.equal({ web: 10, worker: 10, pricing: 5, settlement: 5, providers: 5, sandbox: 5, webhooks: 5 });
     const formation = { web: 2, pricing: 2, settlement: 2, providers: 2, sandbox: 2, webhooks: 2 };
@@ -68,13 +96,16 @@ function serviceSources(): { file: string; text: string }[] {
 }
 
 describe('nothing a transaction-mode pooler loses', () => {
-  it('no session advisory lock, no LISTEN, no session SET or set_config in what the service runs', () => {
+  it('no session advisory lock, no LISTEN, no session SET or set_config, no temporary table or held cursor in what the service runs', () => {
     const found: string[] = [];
     const rules: [string, RegExp][] = [
       ['session advisory lock', /pg_(try_)?advisory_lock(_shared)?\s*\(/],
       ['LISTEN', /[`'"]\s*(LISTEN|UNLISTEN)\s/i],
       ['session SET', /[`'"]\s*SET\s+(?!LOCAL\b|TRANSACTION\b|CONSTRAINTS\b)[a-z_.]+\s*(=|TO\b)/i],
       ['session set_config', /set_config\([^)]*,\s*false\s*\)/i],
+      // A temporary table or a held cursor outlives its transaction on the server connection, not in the client's session.
+      ['temporary table', /CREATE\s+(TEMP|TEMPORARY)\s+TABLE/i],
+      ['cursor WITH HOLD', /\bWITH\s+HOLD\b/i],
     ];
     for (const { file, text } of serviceSources()) {
       for (const [what, re] of rules) if (re.test(text)) found.push(`${what}: ${path.relative(process.cwd(), file)}`);
@@ -128,6 +159,32 @@ describeIfBouncer('through PgBouncer in transaction mode, its defaults', functio
       expect(Date.now() - started).to.be.below(2_500);
       // SET LOCAL: the limit ended with its transaction, the server connection keeps none of it.
       expect(await ds.query('SHOW statement_timeout')).to.deep.equal([{ statement_timeout: '30s' }]);
+    }
+  });
+
+  it('DATABASE_STATEMENT_TIMEOUT_MS as the processes read it: a transaction\'s statement past it is cancelled through DATABASE_CONNECTION_POOL_URL and through DATABASE_URL', async () => {
+    const keys = ['DATABASE_STATEMENT_TIMEOUT_MS', 'DATABASE_CONNECTION_POOL_URL'] as const;
+    const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+    process.env.DATABASE_STATEMENT_TIMEOUT_MS = '300';
+    process.env.DATABASE_CONNECTION_POOL_URL = bouncer.url;
+    resetConfig();
+    try {
+      // As web and the workers make theirs (service: the pooled URL), and as the admin commands make theirs (direct).
+      const service = await open({ service: true, poolSize: 1 });
+      const direct = await open({ poolSize: 1 });
+      expect((service.options as { url: string }).url).to.equal(bouncer.url);
+      for (const ds of [service, direct]) {
+        const started = Date.now();
+        const err = await ds.transaction((em) => em.query('SELECT pg_sleep(3)')).then(() => null, (e: unknown) => e);
+        expect(code(err), String(err)).to.equal('57014');
+        expect(Date.now() - started).to.be.below(2_500);
+      }
+    } finally {
+      for (const k of keys) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+      resetConfig();
     }
   });
 
@@ -222,8 +279,13 @@ describeIfBouncer('through PgBouncer in transaction mode, its defaults', functio
   it('the service (web and worker processes) through the pooler: sandbox off-ramps all complete, each paid once, the pooler lists them as clients', async () => {
     const service = await startService({ DATABASE_CONNECTION_POOL_URL: bouncer.url, SANDBOX_STEP_MS: '20' });
     try {
-      const clients = await bouncer.show('CLIENTS');
-      expect(clients.filter((c) => c.application_name === 'rampway').length, JSON.stringify(clients.map((c) => c.application_name))).to.be.at.least(2);
+      // Each process by its pid, not a count of clients (one process's pool alone could make any count): the web
+      // process's connections open on demand and close when idle, so it is asked for a read of the database first.
+      const { web, workers } = service.pids();
+      await until(async () => {
+        await fetch(new URL('/ready', service.base));
+        return (await bouncer.listedPids([web, workers!])).length === 2;
+      }, { timeoutMs: 30_000, everyMs: 200, what: 'PgBouncer listing the web and the worker process as clients' });
       const key = (await makeBusiness()).sandboxKey;
       const ids = await startOfframps(service, key, 20);
       expect(await untilEnded(ids)).to.deep.equal({ completed: ids.length });

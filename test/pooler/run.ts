@@ -5,7 +5,11 @@ import { spawn } from 'node:child_process';
 import { pgbouncerInstalled, startPgbouncer } from '../helpers/pgbouncer.js';
 import { testDatabaseUrl } from '../env.js';
 
-const FILES = ['test/integration/offramps.test.ts', 'test/integration/onramps.test.ts'];
+// The sandbox lifecycles: off-ramps, on-ramps, payment intents, refunds, payout batches. Then npm start and each
+// Procfile process through a PgBouncer of that file's own (SHOW CLIENTS lists each; the release phase and admin
+// commands direct).
+const LIFECYCLES = ['offramps', 'onramps', 'payment-intents', 'refunds', 'payout-batches'].map((f) => `test/integration/${f}.test.ts`);
+const FILES = [...LIFECYCLES, 'test/pooler/processes.pooler.ts'];
 
 if (!pgbouncerInstalled()) {
   process.stderr.write('test:pooler: pgbouncer is not installed (as root: apt-get install -y pgbouncer)\n');
