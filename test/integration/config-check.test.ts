@@ -3,7 +3,9 @@
 import { expect } from 'chai';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { testDatabaseUrl, testRedisUrl } from '../env.js';
 import { until } from '../helpers/until.js';
@@ -140,6 +142,35 @@ describe("the Procfile's processes from dist/, in production, given only what co
     const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
     expect(pkg.dependencies).to.not.have.property('tsx');
     expect(pkg.devDependencies).to.have.property('tsx');
+    // The lockfile agrees: a production install (npm install --omit=dev, the platform's prune) leaves tsx and its
+    // esbuild out, which it would not if a production dependency pulled them in.
+    const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    for (const name of ['tsx', 'esbuild']) expect(lock.packages[`node_modules/${name}`]?.dev, name).to.equal(true);
+  });
+
+  it('npm run build writes a source map beside every file, and the compiled code imports production dependencies alone', () => {
+    const files = (readdirSync('dist', { recursive: true }) as string[]).filter((f) => f.endsWith('.js')).map((f) => join('dist', f));
+    expect(files).to.include.members([join('dist', 'api', 'main.js'), join('dist', 'workers', 'main.js'), join('dist', 'scripts', 'migrate.js')]);
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
+    const imported = new Set<string>();
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      // --enable-source-maps turns a stack trace back into the TypeScript file and line: the map must be there and
+      // name a source that exists.
+      expect(text, file).to.match(/\n\/\/# sourceMappingURL=\S+\.js\.map\s*$/);
+      const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
+      for (const source of map.sources) expect(existsSync(join(dirname(file), source)), `${file}.map: ${source}`).to.equal(true);
+      const statics = text.matchAll(/^(?:import\s*|(?:import|export)\b[^;'"]*?\bfrom\s*)['"]([^'"]+)['"]/gm);
+      const dynamics = text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g);
+      for (const [, specifier] of [...statics, ...dynamics]) {
+        if (specifier!.startsWith('.') || specifier!.startsWith('node:') || builtinModules.includes(specifier!)) continue;
+        imported.add(specifier!.startsWith('@') ? specifier!.split('/').slice(0, 2).join('/') : specifier!.split('/')[0]!);
+      }
+    }
+    // What Heroku's prune and the image's `npm install --omit=dev` leave: a development dependency imported here
+    // would crash the dyno at boot.
+    expect([...imported].filter((name) => !(name in pkg.dependencies)), 'imported but not a production dependency').to.deep.equal([]);
+    expect([...imported]).to.include.members(['express', 'typeorm', 'bullmq']);
   });
 
   for (const name of ['release', 'web', 'worker', 'pricing', 'settlement', 'providers', 'sandbox', 'webhooks']) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import formats from 'ajv-formats';
 import { loadConfig } from '../../shared/config.js';
-import { needsOf, PROCESSES, type ProcessName } from '../../shared/config-processes.js';
+import { needsOf, PROCESSES, type ProcessName, type SettingName } from '../../shared/config-processes.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const app = JSON.parse(readFileSync(join(root, 'app.json'), 'utf8'));
@@ -78,6 +78,12 @@ function variablesRead(): Set<string> {
 const FROM_ADDONS: Record<string, string> = { DATABASE_URL: 'heroku-postgresql', REDIS_URL: 'heroku-redis' };
 // Read only by tests and local development; production refuses both, so a deployment never sets them.
 const NEVER_IN_PRODUCTION = ['RAMPWAY_TEST_LIVE_CHAIN', 'WEBHOOKS_ALLOW_LOOPBACK'];
+// Only the settlement pool reads them, and it may run as a second app (docs/deploying.md, Two apps).
+const SECOND_APP_ONLY: SettingName[] = ['WALLET_SEED', 'WALLET_SEED_LIVE'];
+
+// Heroku's own JSON Schema (draft-07) of app.json, copied unchanged from heroku/heroku-mcp-server
+// (src/utils/app-json.schema.json, Apache License 2.0, Copyright (c) 2025 Heroku), which validates app.json with it.
+const HEROKU_SCHEMA = JSON.parse(readFileSync(join(import.meta.dirname, 'heroku-app-json.schema.json'), 'utf8'));
 
 describe('app.json', () => {
   it("has the shape of Heroku's published app.json schema", () => {
@@ -85,6 +91,24 @@ describe('app.json', () => {
     formats.default(ajv);
     const valid = ajv.validate(APP_JSON_SCHEMA, app);
     expect(valid, ajv.errorsText()).to.equal(true);
+  });
+
+  it("validates against Heroku's own app.json JSON Schema, which refuses what the platform would", () => {
+    const ajv = new Ajv({ allErrors: true, strict: true });
+    formats.default(ajv);
+    const validate = ajv.compile(HEROKU_SCHEMA);
+    expect(validate(app), ajv.errorsText(validate.errors)).to.equal(true);
+    // The schema has teeth: a formation without a quantity, an unknown dyno size, a variable entry with a field the
+    // platform does not know, and an add-on object without its plan are each refused.
+    const broken = (change: (a: typeof app) => void) => {
+      const copy = structuredClone(app);
+      change(copy);
+      return validate(copy);
+    };
+    expect(broken((a) => delete a.formation.web.quantity)).to.equal(false);
+    expect(broken((a) => (a.formation.web.size = 'huge'))).to.equal(false);
+    expect(broken((a) => (a.env.NODE_ENV.default = 'production'))).to.equal(false);
+    expect(broken((a) => a.addons.push({ as: 'CACHE' }))).to.equal(false);
   });
 
   it('scales every Procfile process (the release phase runs on each deploy, it is no dyno)', () => {
@@ -113,8 +137,18 @@ describe('app.json', () => {
   });
 
   it('requires exactly what config-check names for the processes it scales, with a generated secret where one fits', () => {
+    // Heroku requires an env entry that does not say (app-setups, "required by default"): each one says.
+    for (const [name, entry] of Object.entries(app.env) as [string, { required?: unknown }][]) expect(entry.required, name).to.be.a('boolean');
     const scaled = Object.entries(app.formation).filter(([, f]) => (f as { quantity: number }).quantity > 0).map(([p]) => (p === 'worker' ? PROCESSES.filter((x) => x !== 'web' && x !== 'release') : [p]));
     const needed = new Set([...needsOf(['release']), ...scaled.flatMap((ps) => ps.flatMap((p) => needsOf([p as ProcessName])))].filter((n) => !(n in FROM_ADDONS)));
+    // The seeds are the settlement pool's alone, and the API app of docs/deploying.md's two-app split is created from
+    // this app.json without them (settlement runs in the second app): a required seed would make the platform demand
+    // one there. The settlement dyno still refuses to start without them, and config-check names them.
+    for (const seed of SECOND_APP_ONLY) {
+      expect(needed.has(seed), `${seed}: the settlement pool needs it`).to.equal(true);
+      needed.delete(seed);
+      expect(app.env[seed].description, seed).to.match(/second app|see WALLET_SEED/);
+    }
     const required = Object.entries(app.env).filter(([, e]) => (e as { required?: boolean }).required).map(([n]) => n);
     expect(required.sort()).to.deep.equal([...needed].sort());
     expect(app.env.NODE_ENV.value).to.equal('production');

@@ -90,7 +90,8 @@ describe('docs/ (the API guide)', () => {
     const moved: [string, RegExp][] = [
       ['going-live.md', /^## Live chain$/m], ['going-live.md', /^## Live mobile money \(M-Pesa Daraja\)$/m], ['going-live.md', /^## Live mobile money \(MTN MoMo\)$/m],
       ['operating.md', /^## Configuration$/m], ['operating.md', /^\| `DARAJA_BASE_URL` \|/m], ['operating.md', /rotate-encryption-key/], ['operating.md', /^## Layout$/m],
-      ['deploying.md', /^## A Heroku-style app from app\.json$/m],
+      ['deploying.md', /^## A Heroku-style app from app\.json$/m], ['deploying.md', /^### Two apps, to keep the seeds off web dynos$/m],
+      ['deploying.md', /^## Scaling$/m],
     ];
     for (const [chapter, marker] of moved) {
       expect(readFileSync(join(DOCS_DIR, chapter), 'utf8'), chapter).to.match(marker);
