@@ -1,15 +1,27 @@
 // The one way a plan is carried out: every move a compare-and-set from the status the decision read (through
 // transition(): history row, event), every entry posted, every job staged, all in the caller's unit. A move whose row
-// is no longer where the decision saw it makes the whole plan stale: nothing of it may be written.
+// is no longer where the decision saw it makes the whole plan stale: nothing of it may be written. What follows a
+// move in its unit (a transaction's: followMove, shared/domain/transaction-moves.ts) runs last, once the plan is written.
 import type { Unit } from '../db/unit-of-work.js';
 import { postEntry } from '../domain/ledger.js';
-import type { Machine } from '../domain/machines.js';
+import { TRANSACTION_MACHINE, type Machine } from '../domain/machines.js';
 import { moveRecord, transition } from '../domain/transition.js';
 import { assertPlan } from './invariants.js';
 import { isEmpty, type Plan } from './plan.js';
 
-/** The resource as the API shows it, for a move's event, per machine. */
-export type Views = ReadonlyMap<Machine<any>, (row: any) => Record<string, unknown> | Promise<Record<string, unknown>>>;
+type ViewOf = (row: any) => Record<string, unknown> | Promise<Record<string, unknown>>;
+
+/** A machine's view with what follows each of its moves in the unit (run after the plan's entries and jobs). */
+export interface Followed {
+  view: ViewOf;
+  follow: (unit: Unit, row: any) => Promise<void>;
+}
+
+/**
+ * The resource as the API shows it, for a move's event, per machine; a transaction's also names what follows its
+ * move (TRANSACTION_VIEWS, shared/domain/transaction-moves.ts), which apply() refuses to go without.
+ */
+export type Views = ReadonlyMap<Machine<any>, ViewOf | Followed>;
 
 /** A move found its row elsewhere than the snapshot said: the unit rolls back and the fact is decided again. */
 export class StalePlanError extends Error {
@@ -24,6 +36,7 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
   assertPlan(p);
   const moved = new Map<string, Record<string, unknown>>();
   if (isEmpty(p)) return moved;
+  const follows: [Followed['follow'], Record<string, unknown>][] = [];
   for (const { entry, guarded } of p.entries) if (guarded) await postEntry(unit.em, p.scope, entry);
   for (const m of p.moves) {
     if (m.machine.platform || m.machine.embedded) {
@@ -33,13 +46,17 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
       moved.set(m.id, row);
       continue;
     }
-    const view = views.get(m.machine);
-    if (!view) throw new Error(`no view for ${m.machine.resource}`);
+    const shown = views.get(m.machine);
+    if (!shown) throw new Error(`no view for ${m.machine.resource}`);
+    const { view, follow } = typeof shown === 'function' ? { view: shown, follow: undefined } : shown;
+    if (!follow && m.machine === TRANSACTION_MACHINE) throw new Error('a transaction moves with what follows its move (TRANSACTION_VIEWS)');
     const done = await transition(unit, m.machine, { scope: p.scope, id: m.id, to: m.to, expected: m.from, set: m.set, reason: m.reason, view });
     if (!done) throw new StalePlanError(m.machine.resource, m.id, m.from);
     moved.set(m.id, done.row);
+    if (follow) follows.push([follow, done.row]);
   }
   for (const { entry, guarded } of p.entries) if (!guarded) unit.post(p.scope, entry);
   for (const job of p.jobs) await unit.stage(job, p.scope);
+  for (const [follow, row] of follows) await follow(unit, row);
   return moved;
 }

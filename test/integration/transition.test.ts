@@ -14,7 +14,7 @@ import { AppError, PermanentJobError } from '../../shared/errors.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import type { Environment } from '../../shared/domain/chains.js';
 import { loadTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { moveTx } from '../helpers/moves.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { kesBeneficiary, offramp, quote, verifiedWallet } from '../helpers/ramps.js';
 
@@ -197,10 +197,10 @@ describe('the engine: units of work and the one transition function', () => {
     it('a job acting on a row it read before a newer decision changes nothing (compare-and-set)', async () => {
       const seen = await offrampIn('processing');
       // A newer decision: the payout is stalled for the business.
-      const newer = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'test' }));
+      const newer = await inUnit(api.deps, (unit) => moveTx(unit, seen, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'test' }));
       expect(newer?.from).to.equal('processing');
       // The stale job still holds `processing` and tries to fail it: processing -> failed is allowed, but it is not there any more.
-      const stale = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'failed', { set: { failure }, reason: 'stale' }));
+      const stale = await inUnit(api.deps, (unit) => moveTx(unit, seen, 'failed', { set: { failure }, reason: 'stale' }));
       expect(stale).to.equal(null);
       expect(await statusOf(seen.id)).to.equal('action_required');
       const reasons = await api.deps.ds.query(`SELECT reason FROM status_history WHERE resource_id = $1 AND reason IN ('test', 'stale')`, [seen.id]);
@@ -209,18 +209,18 @@ describe('the engine: units of work and the one transition function', () => {
 
     it('action_required goes back only to the step it stalled in (or on to failed)', async () => {
       const tx = await offrampIn('action_required', { stalled_at: 'funded', failure });
-      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'processing'))).to.equal(null);
+      expect(await inUnit(api.deps, (unit) => moveTx(unit, tx, 'processing'))).to.equal(null);
       expect(await statusOf(tx.id)).to.equal('action_required');
-      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))?.from).to.equal('action_required');
+      expect((await inUnit(api.deps, (unit) => moveTx(unit, tx, 'funded')))?.from).to.equal('action_required');
     });
 
     it('a failed transaction is reopened only by a late deposit, never to be retried', async () => {
       const refunded = await offrampIn('failed', { failure, refund: { amount: '10.150000', transaction_hash: null }, refund_status: 'completed' });
       // A stale provider check that still believes the payout is out: refused.
-      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
+      expect(await inUnit(api.deps, (unit) => moveTx(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
       expect(await statusOf(refunded.id)).to.equal('failed');
       // USDC that arrived after it failed is left to the business (refunded, never paid out).
-      const late = await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
+      const late = await inUnit(api.deps, (unit) => moveTx(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
       expect(late?.from).to.equal('failed');
     });
 
@@ -237,7 +237,7 @@ describe('the engine: units of work and the one transition function', () => {
       // The guard as the transition's conditional UPDATE checks it (an off-ramp's amounts make no on-ramp view).
       const guard = TRANSACTION_MACHINE.guards!.failed!('funded', 't', undefined);
       const fundable = async (row: TransactionRow) => (await api.deps.ds.query(`SELECT 1 FROM transactions t WHERE t.id = $1 AND ${guard}`, [row.id])).length === 1;
-      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))).to.equal(null); // an off-ramp
+      expect((await inUnit(api.deps, (unit) => moveTx(unit, tx, 'funded')))).to.equal(null); // an off-ramp
       for (const code of ['collection_declined', 'payer_insufficient_funds', 'collection_failed']) expect(await fundable(await as({ failure: { ...timeout, code } })), code).to.equal(true);
       expect(await fundable(await as({ failure: { ...timeout, code: 'provider_unavailable' } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout, refund: { status: 'pending', amount: '1', transaction_hash: null } }))).to.equal(false);
