@@ -13,8 +13,11 @@ import { asJobFailure } from '../../workers/runtime.js';
 import { AppError, PermanentJobError } from '../../shared/errors.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import type { Environment } from '../../shared/domain/chains.js';
-import { loadTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
+import { loadTransaction, scopeOf, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { moveTx } from '../helpers/moves.js';
+import { apply, StalePlanError } from '../../shared/kernel/apply.js';
+import { plan } from '../../shared/kernel/plan.js';
+import { TRANSACTION_VIEWS } from '../../shared/domain/transaction-moves.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { kesBeneficiary, offramp, quote, verifiedWallet } from '../helpers/ramps.js';
 
@@ -242,6 +245,25 @@ describe('the engine: units of work and the one transition function', () => {
       expect(await fundable(await as({ failure: { ...timeout, code: 'provider_unavailable' } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout, refund: { status: 'pending', amount: '1', transaction_hash: null } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout }))).to.equal(true);
+    });
+
+    it('apply() moves transactions only with what follows their moves (TRANSACTION_VIEWS): rows making the same move together, all or none', async () => {
+      const [a, b] = [await offrampIn('funded'), await offrampIn('funded')];
+      const take = (ids: string[]) => plan(scopeOf(a), 'taken', { moves: ids.map((id) => ({ machine: TRANSACTION_MACHINE, id, from: 'funded', to: 'processing', reason: 'test' })) });
+      // A bare view would skip what follows a transaction's move (a treasury payout's intent or batch): refused, nothing written.
+      const bare = await inUnit(api.deps, (unit) => apply(unit, take([a.id]), new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]))).catch((err: Error) => err.message);
+      expect(bare).to.match(/what follows its move/);
+      expect(await statusOf(a.id)).to.equal('funded');
+      const moved = await inUnit(api.deps, (unit) => apply(unit, take([a.id, b.id]), TRANSACTION_VIEWS));
+      expect([...moved.keys()]).to.deep.equal([a.id, b.id]);
+      expect([await statusOf(a.id), await statusOf(b.id)]).to.deep.equal(['processing', 'processing']);
+      const reasons = await api.deps.ds.query(`SELECT resource_id, from_status, to_status FROM status_history WHERE reason = 'test' AND resource_id = ANY($1::uuid[]) ORDER BY resource_id`, [[a.id, b.id]]);
+      expect(reasons).to.have.length(2);
+      // One of them no longer where the plan read it: the whole plan is stale and the other does not move either.
+      const c = await offrampIn('funded');
+      const stale = await inUnit(api.deps, (unit) => apply(unit, take([c.id, a.id]), TRANSACTION_VIEWS)).catch((err: unknown) => err);
+      expect(stale).to.be.instanceOf(StalePlanError);
+      expect(await statusOf(c.id)).to.equal('funded');
     });
   });
 });

@@ -113,12 +113,6 @@ export function transactionMovesIn(code: string): string[] {
   return [...code.matchAll(/\b(transition|transitionAll|moveRecord)\s*(?:<[^>()]*>)?\s*\(\s*[\w.]+\s*,\s*TRANSACTION_MACHINE\b|\b(moveTransaction)\s*\(/g)].map((m) => m[1] ?? m[2]!);
 }
 
-/**
- * What still moves a transaction outside apply(): a payout batch's items, funded together in one statement
- * (transactions.ts moveTransactions, from payout-batches.ts createPayoutBatch). Nothing else may join this list.
- */
-const TRANSACTION_MOVERS_LEFT = ['shared/domain/transactions.ts: transitionAll'];
-
 describe('kernel: structure of the sources', () => {
   it('postEntry( is called only by the ledger module and the applier (production code: shared, api, workers, scripts)', () => {
     const callers = ['shared', 'api', 'workers', 'scripts'].flatMap((dir) => sources(join(ROOT, dir)))
@@ -147,7 +141,7 @@ describe('kernel: structure of the sources', () => {
       if (rel === 'shared/kernel/apply.ts' || rel === 'shared/domain/transition.ts') return [];
       return transactionMovesIn(uncommented(readFileSync(file, 'utf8'))).map((call) => `${rel}: ${call}`);
     });
-    expect(movers.sort()).to.deep.equal([...TRANSACTION_MOVERS_LEFT]);
+    expect(movers.sort()).to.deep.equal([]);
   });
 
   it('the transaction-mover check sees every form of such a call, and none of another machine', () => {
