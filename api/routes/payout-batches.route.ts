@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { PAYOUT_BATCH_STATUSES, TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import {
-  BATCH_COLUMNS, batchView, createPayoutBatch, currenciesToPrice, findBatchView, MAX_BATCH_ITEMS, type BatchRow, type CreatePayoutBatchInput,
+  BATCH_COLUMNS, batchView, currenciesToPrice, findBatchView, MAX_BATCH_ITEMS, type BatchRow, type CreatePayoutBatchInput,
 } from '../../shared/domain/payout-batches.js';
+import { createPayoutBatch } from '../../shared/domain/payout-batch-create.js';
 import { freshRate } from '../fresh-rate.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';

@@ -4,7 +4,7 @@ import type { ChainAdapter } from '../chain/adapter.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { refundOfframp } from './refunds.js';
 import { scopeOf, type TransactionRow } from './transactions.js';
-import { moveWithRefund } from './refund-records.js';
+import { failWithRefund } from './refund-records.js';
 
 // The compensation of a liquidation transfer that cannot be paid out (CONTRACT section 16): outside the corridor's
 // limits, or sent to an archived address. It is decided when the transfer is priced and taken once the transfer is
@@ -22,7 +22,7 @@ export async function payOrReturn(unit: Unit, config: Config, chain: ChainAdapte
     const [transfer]: { rejection: LiquidationRejection | null }[] = await unit.em.query(`SELECT rejection FROM liquidation_transfers WHERE transaction_id = $1`, [tx.id]);
     if (transfer?.rejection) {
       const refund = await refundOfframp(unit, chain, tx);
-      await moveWithRefund(unit, tx, 'failed', refund, { set: { failure: transfer.rejection }, reason: transfer.rejection.code });
+      await failWithRefund(unit, tx, refund, { set: { failure: transfer.rejection }, reason: transfer.rejection.code });
       return;
     }
   }

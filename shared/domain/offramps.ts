@@ -13,13 +13,15 @@ import {
   countedTransfers, createSettlement, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
+import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { assertProvider } from '../providers/providers.js';
 import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';
-import { submissionStep, type SubmissionStep } from '../kernel/submission.js';
+import { decideSubmission, type SubmissionDecision, type SubmissionFact } from '../kernel/submission.js';
+import { StalePlanError } from '../kernel/apply.js';
+import { applyEach } from '../kernel/run.js';
 import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
 import { COUNT_NOW, LATE_EXCESS, LATE_REASON, type SettlementFact } from '../kernel/settlements.js';
@@ -74,18 +76,18 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
     if (chain.sendInUnit) {
       const sendInUnit = chain.sendInUnit;
       return await inUnit(deps, async (unit) => {
-        const moved = await takeSubmissionStep(unit, tx, true);
-        if (typeof moved === 'string') return moved;
+        const taken = await takeSubmissionStep(unit, tx, { kind: 'take', inUnit: true });
+        if (!taken.decided.submits) return taken.decided.outcome;
         const settlement = (await settlementOf(unit.em, tx.id, true))!;
         const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
         // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
-        const sent = moved.step.debits ? await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet)) : submittedOf(settlement);
+        const sent = taken.decided.debits ? await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet)) : submittedOf(settlement);
         if (!sent) return 'submitting with no recorded send';
-        return recordSubmission(unit, deps.config, chain, moved.row, settlement, sent, wallet.address);
+        return recordSubmission(unit, deps.config, chain, taken.row, settlement, sent, wallet.address);
       });
     }
-    const moved = await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, false));
-    if (typeof moved === 'string') return moved;
+    const taken = await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, { kind: 'take', inUnit: false }));
+    if (!taken.decided.submits) return taken.decided.outcome;
     const settlement = (await settlementOf(deps.ds, tx.id))!;
     const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
     const sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), sendRequest(tx, settlement, wallet));
@@ -96,31 +98,24 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
   } catch (err) {
     const failure = sendFailure(err);
     if (!failure) throw err;
-    await inUnit(deps, async (unit) => {
-      // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing,
-      // as a send refused after its own move to signing, so a retry resumes at signing either way.
-      const now = await takeSubmissionStep(unit, tx, false);
-      if (typeof now !== 'string' && now.row.status === 'signing') await moveTransaction(unit, now.row, 'action_required', { set: { stalled_at: 'signing', failure }, reason: failure.code });
-    });
+    // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing to
+    // action_required, as a send refused after its own move to signing, so a retry resumes at signing either way.
+    await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, { kind: 'refused', failure }));
     return failure.code;
   }
 }
 
 /**
- * The row read again under its lock, and the moves submissionStep (shared/kernel) names for its status, each a
- * compare-and-set: a stale job acting on a row that moved on meanwhile moves and sends nothing.
+ * The row read again under its lock, and the moves decideSubmission (shared/kernel/submission.ts) names for its
+ * status, carried out by apply(), each a compare-and-set: a stale job acting on a row that moved on meanwhile moves
+ * and sends nothing.
  */
-async function takeSubmissionStep(unit: Unit, tx: TransactionRow, inUnit: boolean): Promise<{ row: TransactionRow; step: Extract<SubmissionStep, { kind: 'submit' }> } | string> {
-  let row = await lockTransaction(unit, tx.id);
-  if (!row) return 'gone';
-  const step = submissionStep(row.status, inUnit);
-  if (step.kind === 'none') return step.reason;
-  for (const to of step.moves) {
-    const moved = await moveTransaction(unit, row, to);
-    if (!moved) return 'moved on';
-    row = moved.row;
-  }
-  return { row, step };
+async function takeSubmissionStep(unit: Unit, tx: TransactionRow, fact: SubmissionFact): Promise<{ row: TransactionRow; decided: SubmissionDecision }> {
+  const row = await lockTransaction(unit, tx.id);
+  if (!row) return { row: tx, decided: { outcome: 'gone', plans: [], submits: false, debits: false } };
+  const decided = decideSubmission({ id: row.id, scope: scopeOf(row), status: row.status }, fact);
+  const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS);
+  return { row: (moved.get(row.id) as unknown as TransactionRow | undefined) ?? row, decided };
 }
 
 /** The sandbox's send recorded on the settlement by the unit that moved the off-ramp to submitting. */
@@ -133,17 +128,25 @@ function sendRequest(tx: TransactionRow, settlement: SettlementRow, wallet: { id
   return { reference: tx.id, chain: tx.chain, amount: minor(settlement.total_required), to: settlement.to_address, walletId: wallet.id, hdIndex: wallet.hd_index ?? 0 };
 }
 
-/** The sent transfer, in the caller's unit: signing -> submitting, its hash on the settlement, the transfer observed. */
+/**
+ * The sent transfer, in the caller's unit: signing -> submitting (decideSubmission's `sent`, carried out by apply()),
+ * its hash on the settlement, the transfer observed.
+ */
 async function recordSubmission(
   unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, locked: SettlementRow, sent: SentTransfer, from: string,
 ): Promise<string> {
+  const decided = decideSubmission({ id: tx.id, scope: scopeOf(tx), status: tx.status }, { kind: 'sent' });
+  if (!decided.submits) return decided.outcome;
   let now = tx;
-  if (now.status === 'signing') {
-    const moved = await moveTransaction(unit, now, 'submitting');
+  if (decided.plans.length) {
+    // Live, the row was read unlocked after the send: one that moved on meanwhile is left where it is (nothing written).
+    const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS).catch((err: unknown) => {
+      if (err instanceof StalePlanError) return null;
+      throw err;
+    });
     if (!moved) return 'moved on';
-    now = moved.row;
+    now = moved.get(tx.id) as unknown as TransactionRow;
   }
-  if (now.status !== 'submitting') return `moved on (${now.status})`;
   await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [
     locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
   ]);

@@ -2,14 +2,14 @@ import type { Unit } from '../db/unit-of-work.js';
 import { decideOnramp, type OnrampFact, type OnrampSnapshot } from '../kernel/onramp-steps.js';
 import { fiatRefundOwed } from '../kernel/refund-machine.js';
 import { decideAndApply, type Flow } from '../kernel/run.js';
-import { TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
+import type { TransactionStatus } from './machines.js';
 import { toMinor, USDC_SCALE } from './money.js';
-import { lockTransaction, scopeOf, transactionView, type TransactionRow } from './transactions.js';
-import { followMove } from './transaction-moves.js';
+import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 
 // An on-ramp's fiat steps carried out as shared/kernel/onramp-steps.ts decides: the row read and locked, the
-// decision, apply(), then what follows a transaction's move (followMove) in the same unit.
+// decision, apply(), which runs what follows a transaction's move (TRANSACTION_VIEWS) in the same unit.
 
 export const ONRAMP_FLOW: Flow<OnrampSnapshot, OnrampFact> = {
   load: async (unit, id) => {
@@ -22,7 +22,7 @@ export const ONRAMP_FLOW: Flow<OnrampSnapshot, OnrampFact> = {
     };
   },
   decide: decideOnramp,
-  views: new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]),
+  views: TRANSACTION_VIEWS,
 };
 
 /**
@@ -32,9 +32,7 @@ export const ONRAMP_FLOW: Flow<OnrampSnapshot, OnrampFact> = {
 export async function decideOnrampAndApply(unit: Unit, id: string, fact: OnrampFact): Promise<{ outcome: string; row?: TransactionRow }> {
   const { outcome, moved } = await decideAndApply(unit, ONRAMP_FLOW, id, fact);
   // The transaction's own move is its plan's last: the row apply() answers for its id.
-  const row = moved.get(id) as unknown as TransactionRow | undefined;
-  if (row) await followMove(unit, row);
-  return { outcome, row };
+  return { outcome, row: moved.get(id) as unknown as TransactionRow | undefined };
 }
 
 /** decideOnrampAndApply(), answering the plan's outcome. */

@@ -4,15 +4,14 @@ import { apply } from '../kernel/apply.js';
 import { decideOfframpPayout, type PayoutFact, type PayoutPlan, type PayoutSnapshot } from '../kernel/offramp-payouts.js';
 import { refundMove } from '../kernel/refund-machine.js';
 import type { Flow } from '../kernel/run.js';
-import { TRANSACTION_MACHINE } from './machines.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
-import { lockTransaction, scopeOf, transactionView, type TransactionRow } from './transactions.js';
-import { followMove } from './transaction-moves.js';
+import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
+import { TRANSACTION_VIEWS } from './transaction-moves.js';
 
 // An off-ramp's payout carried out as shared/kernel/offramp-payouts.ts decides: the row read and locked, the decision,
-// apply(), then what follows a transaction's move (followMove) in the same unit.
+// apply(), which runs what follows a transaction's move (TRANSACTION_VIEWS) in the same unit.
 
-/** The snapshot the decision reads, from the locked row (kept beside it for the refund's writer and followMove). */
+/** The snapshot the decision reads, from the locked row (kept beside it for the refund's writer). */
 type Loaded = PayoutSnapshot & { row: TransactionRow };
 
 export const OFFRAMP_PAYOUT_FLOW: Flow<Loaded, PayoutFact> = {
@@ -21,14 +20,14 @@ export const OFFRAMP_PAYOUT_FLOW: Flow<Loaded, PayoutFact> = {
     return row && { id: row.id, scope: scopeOf(row), status: row.status, payoutEntry: payoutEntry(row), row };
   },
   decide: decideOfframpPayout,
-  views: new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]),
+  views: TRANSACTION_VIEWS,
 };
 
 /**
  * Decides `fact` about the off-ramp `id` in `unit` and carries the plan out; answers the plan's outcome ('gone': no such
  * transaction). A refusal's refund is decided by its writer (refundOfframp) after the decision and before apply:
  * it may stage a chain send, which no loader may do before knowing the payout failed, and the refund is written
- * before the move so the `failed` event shows it (as moveWithRefund does). `chain`: null only for a fact that never
+ * before the move so the `failed` event shows it (as failWithRefund does). `chain`: null only for a fact that never
  * fails the payout (`unavailable`, `stalled`).
  */
 export async function decidePayoutIn(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact): Promise<string> {
@@ -38,8 +37,6 @@ export async function decidePayoutIn(unit: Unit, chain: ChainAdapter | null, id:
   const decided: PayoutPlan = decideOfframpPayout(loaded, fact);
   if (decided.refund && !chain) throw new Error(`a payout refusal of ${id} decided without a chain to refund on`);
   const refund = decided.refund ? refundMove(row, await refundOfframp(unit, chain!, row)) : null;
-  const moved = await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, OFFRAMP_PAYOUT_FLOW.views);
-  // The transaction's own move is the plan's last: its row (by id) is the one apply() answers last.
-  if (decided.moves.length) await followMove(unit, moved.get(id) as unknown as TransactionRow);
+  await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, OFFRAMP_PAYOUT_FLOW.views);
   return decided.outcome;
 }

@@ -1,10 +1,10 @@
 import type { Unit } from '../db/unit-of-work.js';
-import { apply, StalePlanError } from '../kernel/apply.js';
+import { apply } from '../kernel/apply.js';
 import { plan } from '../kernel/plan.js';
 import { refundMove } from '../kernel/refund-machine.js';
-import type { TransactionStatus } from './machines.js';
+import { decideFailure } from '../kernel/transaction-steps.js';
 import { loadTransaction, scopeOf, transactionView, type RefundState, type TransactionRow } from './transactions.js';
-import { moveTransaction } from './transaction-moves.js';
+import { TRANSACTION_VIEWS, txSnapshot } from './transaction-moves.js';
 
 // A transaction's refund written the one way its machine allows (REFUND_MACHINE, shared/kernel/refund-machine.ts): a
 // compare-and-set from the status read, carried out by apply(), with the transaction announced again with it.
@@ -24,14 +24,13 @@ export async function recordRefund(unit: Unit, tx: TransactionRow, refund: Refun
 }
 
 /**
- * The transaction moves with its refund decided: the refund's compare-and-set first, so the move's event shows it,
- * then the move. A move that finds the transaction elsewhere after the refund was written rolls the unit back
- * (StalePlanError); with no refund written it answers null, as moveTransaction() does.
+ * The transaction `tx` (read and locked in `unit`) fails with its refund as decided (shared/kernel/transaction-steps.ts
+ * decideFailure): one plan, the refund's compare-and-set first, so the `failed` event shows it, then the transaction's,
+ * carried out by apply(). Answers the failed row, or null when its status may not fail (nothing written); a move that
+ * finds a row elsewhere than read rolls the unit back (StalePlanError).
  */
-export async function moveWithRefund(unit: Unit, tx: TransactionRow, to: TransactionStatus, refund: RefundState | null, opts: Parameters<typeof moveTransaction>[3] = {}) {
-  const move = refundMove(tx, refund);
-  if (move) await apply(unit, plan(scopeOf(tx), `refund ${move.to}`, { moves: [move] }), new Map());
-  const moved = await moveTransaction(unit, tx, to, opts);
-  if (!moved && move) throw new StalePlanError('transaction', tx.id, tx.status);
-  return moved;
+export async function failWithRefund(unit: Unit, tx: TransactionRow, refund: RefundState | null, opts: { set?: Record<string, unknown>; reason?: string } = {}): Promise<TransactionRow | null> {
+  const decided = decideFailure(txSnapshot(tx), { refund: refundMove(tx, refund), ...opts });
+  const moved = await apply(unit, decided, TRANSACTION_VIEWS);
+  return (moved.get(tx.id) as unknown as TransactionRow | undefined) ?? null;
 }

@@ -8,7 +8,8 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { settlementOf, type SettlementRow } from './settlements.js';
 import { closeSettlement } from './settlement-flow.js';
 import { findTransaction, loadTransaction, refundOf, scopeOf, type RefundState, type TransactionRow } from './transactions.js';
-import { moveWithRefund, recordRefund } from './refund-records.js';
+import { failWithRefund, recordRefund } from './refund-records.js';
+import { AUTO_REFUND_CODES } from '../kernel/transaction-steps.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import {
   nextRefundSend, refundRetryDelayMs, refundSummary, refundTally, retriesOnItsOwn, settleRefundSend, withRefundSend, type RefundFunds, type RefundSend,
@@ -28,8 +29,8 @@ export { payoutState, refundJob, scheduleAutoRefund, scheduleExcessReturn, sends
 const minor = (value: string) => toMinor(value, USDC_SCALE);
 const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
 
-/** Failure codes whose off-ramp is refunded on its own (never retried: the quote's price is gone). */
-export const AUTO_REFUND_CODES = ['underpaid', 'late_deposit'];
+/** Failure codes whose off-ramp is refunded on its own (never retried: the quote's price is gone): the kernel's. */
+export { AUTO_REFUND_CODES };
 
 export type NotRefundableReason = 'nothing_to_refund' | 'not_refundable_status' | 'payout_outcome_unknown' | 'onramp';
 
@@ -187,10 +188,10 @@ export async function requestRefund(unit: Unit, chain: ChainAdapter, scope: Even
   const refund = await refundOfframp(unit, chain, tx, true);
   if (tx.status === 'failed') return recordRefund(unit, tx, refund, { refund_due_at: null });
   const failure = { code: 'refund_requested', message: 'The business asked for the USDC back.', details: { previous_failure: tx.failure?.code ?? null } };
-  const moved = await moveWithRefund(unit, tx, 'failed', refund, { set: { failure, refund_due_at: null }, reason: 'refund_requested' });
+  const moved = await failWithRefund(unit, tx, refund, { set: { failure, refund_due_at: null }, reason: 'refund_requested' });
   if (!moved) throw notRefundable('not_refundable_status', 'This transaction changed meanwhile; read it again.', tx);
   await closeSettlement(unit, tx.id, 'refund_requested');
-  return moved.row;
+  return moved;
 }
 
 /** A refund destination given by the business: an EVM address (EIP-55 checked), for an external-wallet off-ramp only. */
@@ -231,7 +232,7 @@ export async function returnHeldFunds(unit: Unit, chain: ChainAdapter, id: strin
     await recordRefund(unit, tx, refund, { refund_due_at: null });
     return retrying ? 'refund sent again' : 'excess returned';
   }
-  await moveWithRefund(unit, tx, 'failed', refund, { set: { refund_due_at: null }, reason: 'auto_refund' });
+  await failWithRefund(unit, tx, refund, { set: { refund_due_at: null }, reason: 'auto_refund' });
   await closeSettlement(unit, tx.id, 'auto_refund');
   return 'refunded';
 }

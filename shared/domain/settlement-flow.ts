@@ -4,11 +4,12 @@ import type { Config } from '../config.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
 import { decideSettlement, type AutoRefund, type SettlementFact, type SettlementSnapshot } from '../kernel/settlements.js';
-import { SETTLEMENT_MACHINE, TRANSACTION_MACHINE, type Machine } from './machines.js';
+import { SETTLEMENT_MACHINE } from './machines.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { refundJob } from './refund-funds.js';
 import { settlementOf, settlementView, type SettlementRow } from './settlements.js';
-import { lockTransaction, transactionView, type TransactionRow } from './transactions.js';
+import { lockTransaction } from './transactions.js';
+import { TRANSACTION_VIEWS } from './transaction-moves.js';
 
 /** Keyed by the off-ramp's transaction id: every job and caller names the settlement by its transaction. */
 export const SETTLEMENT_FLOW: Flow<SettlementSnapshot, SettlementFact> = {
@@ -32,10 +33,7 @@ export const SETTLEMENT_FLOW: Flow<SettlementSnapshot, SettlementFact> = {
     };
   },
   decide: decideSettlement,
-  views: new Map<Machine<any>, (row: any) => Record<string, unknown>>([
-    [SETTLEMENT_MACHINE, (row: SettlementRow) => settlementView(row)],
-    [TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)],
-  ]),
+  views: new Map([...TRANSACTION_VIEWS, [SETTLEMENT_MACHINE, (row: SettlementRow) => settlementView(row)]]),
 };
 
 /** The automatic refund an off-ramp left to the business schedules: AUTO_REFUND_AFTER_SECONDS from now. */

@@ -3,60 +3,53 @@ import type { Unit } from '../db/unit-of-work.js';
 import type { ChainAdapter } from '../chain/adapter.js';
 import { AppError } from '../errors.js';
 import type { EventScope } from './events.js';
-import type { TransactionStatus } from './machines.js';
+import { apply } from '../kernel/apply.js';
+import { canRunAgain, decideRetry, decideSimulatedStall } from '../kernel/transaction-steps.js';
 import { jobForStep, stepDelay } from './lifecycle-jobs.js';
 import { refundOfframp } from './offramps.js';
 import { deliveryPending, failDelivery } from './onramp-refunds.js';
-import { AUTO_REFUND_CODES } from './refunds.js';
 import { closeSettlement } from './settlement-flow.js';
 import { assertNotTerminal } from './fiat-steps.js';
 import { providerJobs } from './provider-results.js';
 import { findTransaction, refundOf, scopeOf, type TransactionRow } from './transactions.js';
-import { moveWithRefund } from './refund-records.js';
-import { moveTransaction } from './transaction-moves.js';
+import { failWithRefund } from './refund-records.js';
+import { TRANSACTION_VIEWS, txSnapshot } from './transaction-moves.js';
 import type { JobRequest } from '../queues/producer.js';
 
-/**
- * Whether the step a transaction stalled in can run again (CONTRACT §14). Managed-wallet and treasury-funded: every
- * step (the platform holds the funds). External wallets: the confirmation count (the USDC is with us) and the payout
- * (the provider adapter asks whether the earlier request paid before it sends again). On-ramps: the USDC delivery
- * (the hot wallet's send is once-only by its reference), the wait for the prompt's answer (the provider is asked) and
- * the collection request itself: the adapter claims the request by our reference first and prompts again only when no
- * earlier prompt left (one that left unanswered is waited for and asked about), so the payer is never charged twice.
- */
-export function canRunAgain(tx: Pick<TransactionRow, 'direction' | 'funding_type' | 'stalled_at'>): boolean {
-  if (!tx.stalled_at) return false;
-  // awaiting_funds: the provider is asked what became of the prompt (STK Query); nothing is sent to the payer again.
-  if (tx.direction === 'onramp') return ['created', 'awaiting_funds', 'funded', 'processing'].includes(tx.stalled_at);
-  if (tx.funding_type === 'managed_wallet' || tx.funding_type === 'treasury') return true;
-  return tx.stalled_at === 'awaiting_funds' || tx.stalled_at === 'funded';
+// canRunAgain is the kernel's (shared/kernel/transaction-steps.ts); callers of this module read it here too.
+export { canRunAgain };
+
+/** The job that runs `tx`'s stalled step again under its next retry count (null: none, or no stalled step). */
+function resumeJob(config: Config, tx: TransactionRow): JobRequest | null {
+  const step = tx.stalled_at;
+  if (!step) return null;
+  const next = { ...tx, retry_count: tx.retry_count + 1 };
+  return tx.direction === 'onramp' && step === 'awaiting_funds'
+    ? providerJobs.check({ transactionId: tx.id, round: 1, after: `r${next.retry_count}` }, 0)
+    : jobForStep(next, step, stepDelay(config, tx.environment));
 }
 
 /**
  * POST /transactions/{id}/retry: a transaction in action_required goes back to the step it stalled in (a new retry
- * count, so its job is a new one) when that step can run again, once the business has fixed the cause.
+ * count, so its job is a new one) when that step can run again, once the business has fixed the cause. Decided by
+ * the kernel (transaction-steps.ts decideRetry) on the row read and locked here, carried out by apply().
  */
 export async function retryTransaction(unit: Unit, config: Config, scope: EventScope, id: string): Promise<TransactionRow> {
   const tx = await findTransaction(unit.em, scope, id, true);
+  const decided = decideRetry(txSnapshot(tx), { resume: resumeJob(config, tx) });
   // Its quote's price is gone: what it holds is refunded (on request, or on its own), never paid out at that price.
-  if (tx.status === 'action_required' && AUTO_REFUND_CODES.includes(tx.failure?.code ?? '')) {
+  if (decided.refused === 'auto_refund') {
     throw new AppError('transaction_not_retryable', `An off-ramp waiting on ${tx.failure!.code} is refunded, never retried: POST /transactions/{id}/refund.`, {
       status: tx.status, funding_type: tx.funding_type, reason: tx.failure!.code,
     });
   }
-  if (tx.status !== 'action_required' || !canRunAgain(tx)) {
+  if (decided.refused) {
     throw new AppError('transaction_not_retryable', 'Only a transaction in action_required whose stalled step can run again can be retried.', {
       status: tx.status, funding_type: tx.funding_type,
     });
   }
-  const step = tx.stalled_at!;
-  const moved = await moveTransaction(unit, tx, step, { set: { retry_count: tx.retry_count + 1, failure: null, stalled_at: null }, reason: 'retry' });
-  if (!moved) throw new AppError('transaction_not_retryable', 'This transaction changed meanwhile; read it again.', { status: tx.status });
-  const job = tx.direction === 'onramp' && step === 'awaiting_funds'
-    ? providerJobs.check({ transactionId: tx.id, round: 1, after: `r${moved.row.retry_count}` }, 0)
-    : jobForStep(moved.row, step, stepDelay(config, tx.environment));
-  if (job) await unit.stage(job, scope);
-  return moved.row;
+  const moved = (await apply(unit, decided, TRANSACTION_VIEWS)).get(tx.id);
+  return moved as unknown as TransactionRow;
 }
 
 export interface SimulateInput {
@@ -80,11 +73,12 @@ export async function simulateOutcome(unit: Unit, chain: ChainAdapter, scope: Ev
     await failDelivery(unit, tx, { code: input.failure_code ?? 'delivery_failed', message: 'Forced by the sandbox simulate control: the USDC delivery failed for good; the payment is returned to the payer.' });
   } else if (input.outcome === 'failed') {
     const refund = tx.direction === 'offramp' ? await refundOfframp(unit, chain, tx) : null;
-    await moveWithRefund(unit, tx, 'failed', refund ?? refundOf(tx), { set: { failure }, reason: code });
+    await failWithRefund(unit, tx, refund ?? refundOf(tx), { set: { failure }, reason: code });
     if (tx.direction === 'offramp') await closeSettlement(unit, tx.id, 'transaction_failed');
   } else {
-    if (tx.status === 'action_required') throw AppError.invalidState('This transaction is already action_required.', { status: tx.status });
-    await moveTransaction(unit, tx, 'action_required', { set: { failure, stalled_at: tx.status }, reason: code });
+    const decided = decideSimulatedStall(txSnapshot(tx), failure);
+    if (decided.refused) throw AppError.invalidState('This transaction is already action_required.', { status: tx.status });
+    await apply(unit, decided, TRANSACTION_VIEWS);
   }
   return findTransaction(unit.em, scopeOf(tx), tx.id);
 }

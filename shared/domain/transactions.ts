@@ -3,14 +3,13 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
 import { findScoped } from '../db/pagination.js';
-import type { JobRequest } from '../queues/producer.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
 import { redactPhone, sealedPayerColumns, type KeyConfig } from './payer-data.js';
 import { QUOTE_MACHINE, TRANSACTION_MACHINE, type RefundStatus, type TransactionStatus } from './machines.js';
 import type { RefundData, RefundState } from '../kernel/refund-machine.js';
-import { recordCreations, transition, transitionAll } from './transition.js';
+import { recordCreations, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import type { Direction, PaymentMethod } from './corridors.js';
@@ -271,15 +270,4 @@ export async function usableWallet(em: EntityManager, scope: EventScope, walletI
     if (wallet.chain !== chain) throw AppError.invalid(`The wallet is registered on ${wallet.chain}, not ${chain}.`, [{ path: 'wallet_id', in: 'body', message: `is on ${wallet.chain}` }]);
   }
   return { id: wallet.id, address: wallet.address, customer_id: wallet.customer_id, type: wallet.type, hd_index: wallet.hd_index };
-}
-
-/**
- * moveTransaction() for several rows of one scope all seen in `from`, moving on together to a status that is not an
- * end (a payout batch's items, funded at once): one statement; the rows that moved, in the order given.
- */
-export async function moveTransactions(unit: Unit, scope: EventScope, rows: TransactionRow[], from: TransactionStatus, to: 'funded', opts: { jobs?: (row: TransactionRow) => JobRequest[] } = {}): Promise<TransactionRow[]> {
-  const moved = await transitionAll<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {
-    ...opts, expected: from, scope, ids: rows.map((r) => r.id), to, view: (updated) => transactionView(updated),
-  });
-  return moved.map((m) => m.row);
 }

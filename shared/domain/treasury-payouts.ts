@@ -5,12 +5,12 @@ import { platformFeeOf } from './fees.js';
 import { InsufficientFundsError } from './ledger.js';
 import { apply } from '../kernel/apply.js';
 import { treasuryPayoutPlan } from '../kernel/debits.js';
-import { TRANSACTION_MACHINE } from './machines.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { intentScope, loadPaymentIntent } from './payment-intents.js';
 import { priceQuote, wholeFiatRail } from './pricing.js';
 import { freshRateFromSource } from './rates.js';
-import { insertTransaction, transactionView, type TransactionRow } from './transactions.js';
+import { insertTransaction } from './transactions.js';
+import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { insertConsumedQuote } from './quotes.js';
 import { movePayout } from './payout-follow.js';
@@ -79,7 +79,7 @@ export async function startIntentPayout(deps: UnitDeps, config: Config, intentId
     // The treasury debited (refused at once when short), the transaction funded and its payout job staged: one plan.
     const funding = treasuryPayoutPlan(scope, { transactionId: tx.id, intentId: intent.id, amount: minor(priced.source.total_required), payout: txJobs.payout(tx, stepDelay(config, scope.environment)) });
     try {
-      await apply(unit, funding, new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]));
+      await apply(unit, funding, TRANSACTION_VIEWS);
     } catch (err) {
       if (!(err instanceof InsufficientFundsError)) throw err;
       throw new AppError('invalid_state', `The treasury holds ${fromMinor(err.available, USDC_SCALE)} USDC, less than the ${priced.source.total_required} the payout needs.`);

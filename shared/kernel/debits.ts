@@ -23,10 +23,15 @@ export function managedSendPlan(scope: EventScope, req: { reference: string; wal
   return plan(scope, 'sent', { entries: [{ entry, guarded: true }] });
 }
 
-/** A payout batch's one treasury debit, into the clearing account each item's payout (or its refund) then draws on. */
-export function batchFundingPlan(scope: EventScope, batchId: string, total: bigint): Plan {
+/**
+ * A payout batch funded: the treasury's one debit, into the clearing account each item's payout (or its refund) then
+ * draws on, and each item (a treasury-funded off-ramp) created -> funded with its payout job.
+ */
+export function batchFundingPlan(scope: EventScope, batchId: string, total: bigint, items: { transactionId: string; payout: JobRequest }[] = []): Plan {
   const entry = debit('payout_batch_funding', `payout-batch-funding-${batchId}`, { payout_batch_id: batchId }, TREASURY, total);
-  return plan(scope, 'funded', { entries: [{ entry, guarded: true }] });
+  return plan(scope, 'funded', {
+    moves: items.map((item) => ({ machine: TRANSACTION_MACHINE, id: item.transactionId, from: 'created', to: 'funded' })), entries: [{ entry, guarded: true }], jobs: items.map((item) => item.payout),
+  });
 }
 
 /** A payment intent's payout from the treasury: the debit, the transaction funded (from created) and its payout job. */

@@ -19,6 +19,16 @@ export interface Decided {
   moved: Map<string, Record<string, unknown>>;
 }
 
+/**
+ * Plans carried out one after another in `unit` (a row's steps through statuses, one move per plan, each from where
+ * the one before left it); the rows moved, by id, as the last plan left them.
+ */
+export async function applyEach(unit: Unit, plans: Plan[], views: Views): Promise<Map<string, Record<string, unknown>>> {
+  const moved = new Map<string, Record<string, unknown>>();
+  for (const p of plans) for (const [id, row] of await apply(unit, p, views)) moved.set(id, row);
+  return moved;
+}
+
 /** decideIn(), answering the rows the plan moved as well. */
 export async function decideAndApply<S, F>(unit: Unit, flow: Flow<S, F>, id: string, fact: F): Promise<Decided> {
   const snapshot = await flow.load(unit, id);

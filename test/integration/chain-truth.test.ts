@@ -19,7 +19,7 @@ import { confirmSettlement, expireSettlement, observeTransfer, submitOfframp } f
 import { settlementOf } from '../../shared/domain/settlements.js';
 import { liveChain } from '../../shared/chain/live-chain.js';
 import { loadTransaction } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { moveTx } from '../helpers/moves.js';
 import { fundSandboxWallet } from '../../shared/domain/wallet-balances.js';
 import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
 
@@ -137,7 +137,7 @@ describe('chain truth on Anvil', function () {
       const id = created.body.id;
       const d = await deps();
       // The submit step has taken it to signing (its send about to leave) when the settlement's deadline passes.
-      const signing = (await inUnit(d, async (unit) => moveTransaction(unit, (await loadTransaction(unit.em, id))!, 'signing')))!.row;
+      const signing = (await inUnit(d, async (unit) => moveTx(unit, (await loadTransaction(unit.em, id))!, 'signing')))!.row;
       await ds.query(`UPDATE settlements SET expires_at = now() - interval '1 second' WHERE transaction_id = $1`, [id]);
       const outcome = await inUnit(d, async (unit) => expireSettlement(unit, d.config, (await loadTransaction(unit.em, id))!));
       expect(outcome).to.equal('send in flight (signing)');

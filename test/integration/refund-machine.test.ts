@@ -7,7 +7,7 @@ import { inUnit } from '../../shared/db/unit-of-work.js';
 import { REFUND_MACHINE, type RefundStatus } from '../../shared/domain/machines.js';
 import { moveRecord } from '../../shared/domain/transition.js';
 import { loadTransaction, transactionView } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { moveTx } from '../helpers/moves.js';
 import { apply, StalePlanError } from '../../shared/kernel/apply.js';
 import { KernelInvariantError } from '../../shared/kernel/invariants.js';
 import { plan } from '../../shared/kernel/plan.js';
@@ -83,7 +83,7 @@ describe('a refund\'s status moves only along its machine (transactions.refund_s
     const id = await offrampId();
     const tx = (await loadTransaction(api.deps.ds, id))!;
     for (const set of [{ refund_status: 'pending' }, { refund: refund('pending') }]) {
-      const refused = await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'failed', { set })).catch((err: Error) => err.message);
+      const refused = await inUnit(api.deps, (unit) => moveTx(unit, tx, 'failed', { set })).catch((err: Error) => err.message);
       expect(refused, Object.keys(set)[0]).to.match(/written by its own machine/);
     }
     expect(await stored(id)).to.deep.equal({ refund_status: null, refund: null });

@@ -13,8 +13,11 @@ import { asJobFailure } from '../../workers/runtime.js';
 import { AppError, PermanentJobError } from '../../shared/errors.js';
 import { InsufficientFundsError } from '../../shared/domain/ledger.js';
 import type { Environment } from '../../shared/domain/chains.js';
-import { loadTransaction, type TransactionRow } from '../../shared/domain/transactions.js';
-import { moveTransaction } from '../../shared/domain/transaction-moves.js';
+import { loadTransaction, scopeOf, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
+import { moveTx } from '../helpers/moves.js';
+import { apply, StalePlanError } from '../../shared/kernel/apply.js';
+import { plan } from '../../shared/kernel/plan.js';
+import { TRANSACTION_VIEWS } from '../../shared/domain/transaction-moves.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
 import { kesBeneficiary, offramp, quote, verifiedWallet } from '../helpers/ramps.js';
 
@@ -197,10 +200,10 @@ describe('the engine: units of work and the one transition function', () => {
     it('a job acting on a row it read before a newer decision changes nothing (compare-and-set)', async () => {
       const seen = await offrampIn('processing');
       // A newer decision: the payout is stalled for the business.
-      const newer = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'test' }));
+      const newer = await inUnit(api.deps, (unit) => moveTx(unit, seen, 'action_required', { set: { stalled_at: 'funded', failure }, reason: 'test' }));
       expect(newer?.from).to.equal('processing');
       // The stale job still holds `processing` and tries to fail it: processing -> failed is allowed, but it is not there any more.
-      const stale = await inUnit(api.deps, (unit) => moveTransaction(unit, seen, 'failed', { set: { failure }, reason: 'stale' }));
+      const stale = await inUnit(api.deps, (unit) => moveTx(unit, seen, 'failed', { set: { failure }, reason: 'stale' }));
       expect(stale).to.equal(null);
       expect(await statusOf(seen.id)).to.equal('action_required');
       const reasons = await api.deps.ds.query(`SELECT reason FROM status_history WHERE resource_id = $1 AND reason IN ('test', 'stale')`, [seen.id]);
@@ -209,18 +212,18 @@ describe('the engine: units of work and the one transition function', () => {
 
     it('action_required goes back only to the step it stalled in (or on to failed)', async () => {
       const tx = await offrampIn('action_required', { stalled_at: 'funded', failure });
-      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'processing'))).to.equal(null);
+      expect(await inUnit(api.deps, (unit) => moveTx(unit, tx, 'processing'))).to.equal(null);
       expect(await statusOf(tx.id)).to.equal('action_required');
-      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))?.from).to.equal('action_required');
+      expect((await inUnit(api.deps, (unit) => moveTx(unit, tx, 'funded')))?.from).to.equal('action_required');
     });
 
     it('a failed transaction is reopened only by a late deposit, never to be retried', async () => {
       const refunded = await offrampIn('failed', { failure, refund: { amount: '10.150000', transaction_hash: null }, refund_status: 'completed' });
       // A stale provider check that still believes the payout is out: refused.
-      expect(await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
+      expect(await inUnit(api.deps, (unit) => moveTx(unit, refunded, 'action_required', { set: { stalled_at: 'funded' }, reason: 'provider_unavailable' }))).to.equal(null);
       expect(await statusOf(refunded.id)).to.equal('failed');
       // USDC that arrived after it failed is left to the business (refunded, never paid out).
-      const late = await inUnit(api.deps, (unit) => moveTransaction(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
+      const late = await inUnit(api.deps, (unit) => moveTx(unit, refunded, 'action_required', { set: { stalled_at: 'created' }, reason: 'late_deposit' }));
       expect(late?.from).to.equal('failed');
     });
 
@@ -237,11 +240,30 @@ describe('the engine: units of work and the one transition function', () => {
       // The guard as the transition's conditional UPDATE checks it (an off-ramp's amounts make no on-ramp view).
       const guard = TRANSACTION_MACHINE.guards!.failed!('funded', 't', undefined);
       const fundable = async (row: TransactionRow) => (await api.deps.ds.query(`SELECT 1 FROM transactions t WHERE t.id = $1 AND ${guard}`, [row.id])).length === 1;
-      expect((await inUnit(api.deps, (unit) => moveTransaction(unit, tx, 'funded')))).to.equal(null); // an off-ramp
+      expect((await inUnit(api.deps, (unit) => moveTx(unit, tx, 'funded')))).to.equal(null); // an off-ramp
       for (const code of ['collection_declined', 'payer_insufficient_funds', 'collection_failed']) expect(await fundable(await as({ failure: { ...timeout, code } })), code).to.equal(true);
       expect(await fundable(await as({ failure: { ...timeout, code: 'provider_unavailable' } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout, refund: { status: 'pending', amount: '1', transaction_hash: null } }))).to.equal(false);
       expect(await fundable(await as({ failure: timeout }))).to.equal(true);
+    });
+
+    it('apply() moves transactions only with what follows their moves (TRANSACTION_VIEWS): rows making the same move together, all or none', async () => {
+      const [a, b] = [await offrampIn('funded'), await offrampIn('funded')];
+      const take = (ids: string[]) => plan(scopeOf(a), 'taken', { moves: ids.map((id) => ({ machine: TRANSACTION_MACHINE, id, from: 'funded', to: 'processing', reason: 'test' })) });
+      // A bare view would skip what follows a transaction's move (a treasury payout's intent or batch): refused, nothing written.
+      const bare = await inUnit(api.deps, (unit) => apply(unit, take([a.id]), new Map([[TRANSACTION_MACHINE, (row: TransactionRow) => transactionView(row)]]))).catch((err: Error) => err.message);
+      expect(bare).to.match(/what follows its move/);
+      expect(await statusOf(a.id)).to.equal('funded');
+      const moved = await inUnit(api.deps, (unit) => apply(unit, take([a.id, b.id]), TRANSACTION_VIEWS));
+      expect([...moved.keys()]).to.deep.equal([a.id, b.id]);
+      expect([await statusOf(a.id), await statusOf(b.id)]).to.deep.equal(['processing', 'processing']);
+      const reasons = await api.deps.ds.query(`SELECT resource_id, from_status, to_status FROM status_history WHERE reason = 'test' AND resource_id = ANY($1::uuid[]) ORDER BY resource_id`, [[a.id, b.id]]);
+      expect(reasons).to.have.length(2);
+      // One of them no longer where the plan read it: the whole plan is stale and the other does not move either.
+      const c = await offrampIn('funded');
+      const stale = await inUnit(api.deps, (unit) => apply(unit, take([c.id, a.id]), TRANSACTION_VIEWS)).catch((err: unknown) => err);
+      expect(stale).to.be.instanceOf(StalePlanError);
+      expect(await statusOf(c.id)).to.equal('funded');
     });
   });
 });

@@ -28,8 +28,13 @@ describe('kernel: debits refused where they are decided (plans apply() posts at 
     expect(p.moves).to.deep.equal([]);
   });
 
-  it('a payout batch: one treasury debit for the total', () => {
+  it('a payout batch: one treasury debit for the total, every item funded from created with its payout job', () => {
     expect(debitOf(batchFundingPlan(scope, 'pb1', 12n), 'treasury', 12n).reference).to.equal('payout-batch-funding-pb1');
+    const p = batchFundingPlan(scope, 'pb1', 12n, [{ transactionId: 't1', payout: job('j1') }, { transactionId: 't2', payout: job('j2') }]);
+    assertPlan(p);
+    expect(p.entries).to.have.length(1);
+    expect(p.moves.map((m) => [m.machine, m.id, m.from, m.to, m.set])).to.deep.equal([[TRANSACTION_MACHINE, 't1', 'created', 'funded', undefined], [TRANSACTION_MACHINE, 't2', 'created', 'funded', undefined]]);
+    expect(p.jobs.map((j) => j.id)).to.deep.equal(['j1', 'j2']);
   });
 
   it('an intent\'s treasury payout: the debit, the transaction funded from created, its payout job', () => {

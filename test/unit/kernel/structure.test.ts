@@ -105,6 +105,14 @@ const SETS_A_STATUS = /(^|[\s,(])\w*status\s*=/;
 /** Files whose `status` columns are no lifecycle: an idempotency record's is the HTTP status of the answer it stores. */
 const NOT_LIFECYCLES = new Set(['shared/db/idempotency-records.ts']);
 
+/**
+ * The calls in `code` that move a transaction's status: transition(), transitionAll() or moveRecord() given
+ * TRANSACTION_MACHINE as their machine, and any moveTransaction( (the writer beside its decision that apply() replaced).
+ */
+export function transactionMovesIn(code: string): string[] {
+  return [...code.matchAll(/\b(transition|transitionAll|moveRecord)\s*(?:<[^>()]*>)?\s*\(\s*[\w.]+\s*,\s*TRANSACTION_MACHINE\b|\b(moveTransaction)\s*\(/g)].map((m) => m[1] ?? m[2]!);
+}
+
 describe('kernel: structure of the sources', () => {
   it('postEntry( is called only by the ledger module and the applier (production code: shared, api, workers, scripts)', () => {
     const callers = ['shared', 'api', 'workers', 'scripts'].flatMap((dir) => sources(join(ROOT, dir)))
@@ -125,6 +133,24 @@ describe('kernel: structure of the sources', () => {
       }
     }
     expect(writers).to.deep.equal([]);
+  });
+
+  it('a transaction\'s status is moved only by apply(): no other transition()/transitionAll()/moveRecord() of TRANSACTION_MACHINE, no moveTransaction(', () => {
+    const movers = ['shared', 'api', 'workers', 'scripts'].flatMap((dir) => sources(join(ROOT, dir))).flatMap((file) => {
+      const rel = relative(ROOT, file);
+      if (rel === 'shared/kernel/apply.ts' || rel === 'shared/domain/transition.ts') return [];
+      return transactionMovesIn(uncommented(readFileSync(file, 'utf8'))).map((call) => `${rel}: ${call}`);
+    });
+    expect(movers.sort()).to.deep.equal([]);
+  });
+
+  it('the transaction-mover check sees every form of such a call, and none of another machine', () => {
+    const text = [
+      'await transition(unit, TRANSACTION_MACHINE, { id });', 'await transition<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, {',
+      'transitionAll<S, R>(\n  unit,\n  TRANSACTION_MACHINE, {', 'moveRecord(unit.em, TRANSACTION_MACHINE, {', 'const moved = await moveTransaction(unit, tx, "failed");',
+      'await transition(unit, SETTLEMENT_MACHINE, { id });', 'await moveRecord(unit.em, REFUND_MACHINE, {}); const m = TRANSACTION_MACHINE;',
+    ].join('\n');
+    expect(transactionMovesIn(text)).to.deep.equal(['transition', 'transition', 'transitionAll', 'moveRecord', 'moveTransaction']);
   });
 
   it('the status-writer check sees every machine\'s column (a transaction\'s refund_status too)', () => {

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { submissionStep } from '../../../shared/kernel/submission.js';
+import { decideSubmission, submissionStep } from '../../../shared/kernel/submission.js';
+import { assertPlan } from '../../../shared/kernel/invariants.js';
+import { TRANSACTION_STATUSES, type TransactionStatus } from '../../../shared/domain/machines.js';
 
 describe('kernel: a managed wallet submission step', () => {
   it('in the sandbox unit, the move to submitting comes before the debit', () => {
@@ -18,5 +20,51 @@ describe('kernel: a managed wallet submission step', () => {
     for (const status of ['action_required', 'awaiting_funds', 'failed', 'completed']) {
       for (const inUnit of [true, false]) expect(submissionStep(status, inUnit)).to.deep.equal({ kind: 'none', reason: `not submittable (${status})` });
     }
+  });
+});
+
+describe('kernel: a managed wallet submission as plans (decideSubmission)', () => {
+  const scope = { businessId: 'b', environment: 'sandbox' as const };
+  const at = (status: TransactionStatus) => ({ id: 'tx1', scope, status });
+  /** Each plan's moves as from -> to: one move per plan, each from where the one before left the row. */
+  const path = (plans: { moves: { from: string | null; to: string; id: string }[] }[]) => plans.map((p) => {
+    expect(p.moves).to.have.length(1);
+    expect(p.moves[0]!.id).to.equal('tx1');
+    return `${p.moves[0]!.from}->${p.moves[0]!.to}`;
+  });
+  const failure = { code: 'insufficient_funds', message: 'The managed wallet holds too little USDC; fund it and retry.' };
+
+  it('take: the moves submissionStep names, one plan each, in order; then it sends (and debits only in the sandbox unit)', () => {
+    const sandbox = decideSubmission(at('created'), { kind: 'take', inUnit: true });
+    sandbox.plans.forEach((p) => assertPlan(p));
+    expect([path(sandbox.plans), sandbox.submits, sandbox.debits]).to.deep.equal([['created->signing', 'signing->submitting'], true, true]);
+    expect(path(decideSubmission(at('signing'), { kind: 'take', inUnit: true }).plans)).to.deep.equal(['signing->submitting']);
+    const already = decideSubmission(at('submitting'), { kind: 'take', inUnit: true });
+    expect([already.plans, already.submits, already.debits]).to.deep.equal([[], true, false]);
+    const live = decideSubmission(at('created'), { kind: 'take', inUnit: false });
+    expect([path(live.plans), live.submits, live.debits]).to.deep.equal([['created->signing'], true, false]);
+  });
+
+  it('take: a row that moved on moves, sends and debits nothing', () => {
+    for (const status of TRANSACTION_STATUSES.filter((s) => !['created', 'signing', 'submitting'].includes(s))) {
+      expect(decideSubmission(at(status), { kind: 'take', inUnit: true }), status).to.deep.equal({ outcome: `not submittable (${status})`, plans: [], submits: false, debits: false });
+    }
+  });
+
+  it('sent: signing -> submitting, a row already submitting records the send as it is, any other moved on', () => {
+    expect(path(decideSubmission(at('signing'), { kind: 'sent' }).plans)).to.deep.equal(['signing->submitting']);
+    expect(decideSubmission(at('submitting'), { kind: 'sent' })).to.deep.equal({ outcome: 'submitted', plans: [], submits: true, debits: false });
+    expect(decideSubmission(at('awaiting_funds'), { kind: 'sent' })).to.deep.equal({ outcome: 'moved on (awaiting_funds)', plans: [], submits: false, debits: false });
+  });
+
+  it('refused: action_required stalled at signing (through signing from created), so a retry resumes at signing', () => {
+    const fromCreated = decideSubmission(at('created'), { kind: 'refused', failure });
+    fromCreated.plans.forEach((p) => assertPlan(p));
+    expect([path(fromCreated.plans), fromCreated.submits]).to.deep.equal([['created->signing', 'signing->action_required'], false]);
+    const stall = fromCreated.plans[1]!.moves[0]!;
+    expect([stall.set, stall.reason]).to.deep.equal([{ stalled_at: 'signing', failure }, 'insufficient_funds']);
+    expect(path(decideSubmission(at('signing'), { kind: 'refused', failure }).plans)).to.deep.equal(['signing->action_required']);
+    // Submitting: its send left and was debited; a refusal now is someone else's stale news.
+    expect(decideSubmission(at('submitting'), { kind: 'refused', failure }).plans).to.deep.equal([]);
   });
 });
