@@ -25,7 +25,7 @@ import { applyEach } from '../kernel/run.js';
 import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
 import { COUNT_NOW, LATE_EXCESS, LATE_REASON, type SettlementFact } from '../kernel/settlements.js';
-import { autoRefundOf, decideSettlementIn } from './settlement-flow.js';
+import { autoRefundOf, decideSettlementIn, type HeldSettlement } from './settlement-flow.js';
 
 export interface StartOfframpInput {
   quote_id: string;
@@ -92,7 +92,7 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
     const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
     const sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), sendRequest(tx, settlement, wallet));
     return await inUnit(deps, async (unit) => {
-      const now = (await loadTransaction(unit.em, tx.id))!;
+      const now = (await lockTransaction(unit, tx.id))!;
       return recordSubmission(unit, deps.config, chain, now, (await settlementOf(unit.em, tx.id, true))!, sent, wallet.address);
     });
   } catch (err) {
@@ -130,7 +130,7 @@ function sendRequest(tx: TransactionRow, settlement: SettlementRow, wallet: { id
 
 /**
  * The sent transfer, in the caller's unit: signing -> submitting (decideSubmission's `sent`, carried out by apply()),
- * its hash on the settlement, the transfer observed.
+ * its hash on the settlement, the transfer observed. `tx` and `locked` are locked by the caller in this unit.
  */
 async function recordSubmission(
   unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, locked: SettlementRow, sent: SentTransfer, from: string,
@@ -139,7 +139,7 @@ async function recordSubmission(
   if (!decided.submits) return decided.outcome;
   let now = tx;
   if (decided.plans.length) {
-    // Live, the row was read unlocked after the send: one that moved on meanwhile is left where it is (nothing written).
+    // Live, the send took place outside any unit: a row that moved on meanwhile is left where it is (nothing written).
     const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS).catch((err: unknown) => {
       if (err instanceof StalePlanError) return null;
       throw err;
@@ -175,6 +175,8 @@ function sendFailure(err: unknown): { code: string; message: string; details: Re
  * A transfer to the deposit address (the sandbox control, the chain watcher, or our own submission): recorded once,
  * then decided by the kernel (settlements.ts `transferCounted`). Paid in full, the settlement starts confirming and the
  * transaction awaits its funds; less stays awaiting_transfer; after the settlement closed, a late deposit.
+ * `current`: the transaction, locked by the caller in this unit as it is now, with `settlement` locked too (neither is
+ * read again); without it both are read and locked by the decision's loader.
  */
 export async function observeTransfer(
   unit: Unit,
@@ -189,11 +191,15 @@ export async function observeTransfer(
   const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
   const { outcome, moved } = await decideSettlementIn(unit, tx.id, {
     kind: 'transfer_counted', isNew, deposit, countNow: !!chain, next: txJobs.confirm(tx, 1, stepDelay(config, tx.environment)), autoRefund: autoRefundOf(config, tx.id),
-  });
+  }, current && { settlement: updated, tx: current });
   if (outcome === LATE_EXCESS) await scheduleExcessReturn(unit, tx);
   else if (outcome === LATE_REASON) await lateDepositReason(unit, config, updated, tx);
   // With the chain at hand, count at once (a transfer may already be deep enough); else the confirmation job does.
-  else if (outcome === COUNT_NOW) await countConfirmations(unit, config, chain!, moved.get(tx.id) as unknown as TransactionRow, updated, 0);
+  else if (outcome === COUNT_NOW) {
+    // Both rows as the decision left them, locked by its loader or by the caller.
+    const now = { settlement: (moved.get(updated.id) as unknown as SettlementRow | undefined) ?? updated, tx: moved.get(tx.id) as unknown as TransactionRow };
+    await countConfirmations(unit, config, chain!, now.tx, now.settlement, 0, now);
+  }
   return updated;
 }
 
@@ -237,9 +243,12 @@ async function lateDepositReason(unit: Unit, config: Config, settlement: Settlem
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */
 export async function confirmSettlement(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, round: number): Promise<string> {
   if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
+  // The settlement, then its transaction, locked (the loader's order): the decision reads neither again.
   const settlement = (await settlementOf(unit.em, tx.id, true))!;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
-  return countConfirmations(unit, config, chain, tx, settlement, round);
+  const locked = (await lockTransaction(unit, tx.id))!;
+  if (locked.status !== 'awaiting_funds') return `not awaiting funds (${locked.status})`;
+  return countConfirmations(unit, config, chain, locked, settlement, round, { settlement, tx: locked });
 }
 
 /**
@@ -247,7 +256,9 @@ export async function confirmSettlement(unit: Unit, config: Config, chain: Chain
  * decision; the kernel decides what the count means: deep enough, confirmed and funded (the payout started here, in
  * the same unit, by payOrReturn); else (or when the chain cannot be read) another check a step later.
  */
-async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number): Promise<string> {
+async function countConfirmations(
+  unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number, held: HeldSettlement,
+): Promise<string> {
   const transfers = await countedTransfers(unit.em, settlement.id);
   const depth = await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt);
   if (depth.state === 'reorged') return rollBack(unit, config, tx, settlement, depth.removed, round);
@@ -260,7 +271,7 @@ async function countConfirmations(unit: Unit, config: Config, chain: ChainAdapte
     const sweep = chain.live ? sweepJob('settlement', settlement.id, minor(settlement.received_amount).toString()) : null;
     fact = { kind: 'depth_counted', confirmations: depth.confirmations, deep: depth.deep, next: next(depth.nextCheckMs), sweep };
   }
-  const { outcome, moved } = await decideSettlementIn(unit, tx.id, fact);
+  const { outcome, moved } = await decideSettlementIn(unit, tx.id, fact, held);
   const funded = moved.get(tx.id) as TransactionRow | undefined;
   if (funded) await payOrReturn(unit, config, chain, funded);
   return outcome;

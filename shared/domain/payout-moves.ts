@@ -17,7 +17,7 @@ type Loaded = PayoutSnapshot & { row: TransactionRow };
 export const OFFRAMP_PAYOUT_FLOW: Flow<Loaded, PayoutFact> = {
   load: async (unit, id) => {
     const row = await lockTransaction(unit, id);
-    return row && { id: row.id, scope: scopeOf(row), status: row.status, payoutEntry: payoutEntry(row), row };
+    return row && loadedOf(row);
   },
   decide: decideOfframpPayout,
   views: TRANSACTION_VIEWS,
@@ -31,12 +31,24 @@ export const OFFRAMP_PAYOUT_FLOW: Flow<Loaded, PayoutFact> = {
  * fails the payout (`unavailable`, `stalled`).
  */
 export async function decidePayoutIn(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact): Promise<string> {
-  const loaded = await OFFRAMP_PAYOUT_FLOW.load(unit, id);
-  if (!loaded) return 'gone';
+  return (await decidePayout(unit, chain, id, fact)).outcome;
+}
+
+/**
+ * decidePayoutIn(), answering the row as the plan left it (locked in this unit) too. `held`: the row, locked by the
+ * caller in this unit as it is now, not read again.
+ */
+export async function decidePayout(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact, held?: TransactionRow): Promise<{ outcome: string; row?: TransactionRow }> {
+  const loaded = held ? loadedOf(held) : await OFFRAMP_PAYOUT_FLOW.load(unit, id);
+  if (!loaded) return { outcome: 'gone' };
   const { row } = loaded;
   const decided: PayoutPlan = decideOfframpPayout(loaded, fact);
   if (decided.refund && !chain) throw new Error(`a payout refusal of ${id} decided without a chain to refund on`);
   const refund = decided.refund ? refundMove(row, await refundOfframp(unit, chain!, row)) : null;
-  await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, OFFRAMP_PAYOUT_FLOW.views);
-  return decided.outcome;
+  const moved = await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, OFFRAMP_PAYOUT_FLOW.views);
+  return { outcome: decided.outcome, row: (moved.get(id) as unknown as TransactionRow | undefined) ?? row };
+}
+
+function loadedOf(row: TransactionRow): Loaded {
+  return { id: row.id, scope: scopeOf(row), status: row.status, payoutEntry: payoutEntry(row), row };
 }

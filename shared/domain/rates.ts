@@ -40,8 +40,9 @@ export const sandboxRateSource: RateSource = {
   async rate(currency: string): Promise<RateQuote> {
     const rate = SANDBOX_RATES[currency];
     if (rate === undefined) throw corridorError('unsupported_corridor', `There is no sandbox rate for ${currency}.`, { currency });
-    // The table never ages: stamp it now so the freshness check that guards live rates passes.
-    return { rate, as_of: new Date().toISOString() };
+    // The table never ages: stamp it with the current second, so the freshness check that guards live rates passes
+    // and the quotes priced within one second are one observation (stored once, not once per quote).
+    return { rate, as_of: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString() };
   },
 };
 

@@ -29,9 +29,12 @@ export async function applyEach(unit: Unit, plans: Plan[], views: Views): Promis
   return moved;
 }
 
-/** decideIn(), answering the rows the plan moved as well. */
-export async function decideAndApply<S, F>(unit: Unit, flow: Flow<S, F>, id: string, fact: F): Promise<Decided> {
-  const snapshot = await flow.load(unit, id);
+/**
+ * decideIn(), answering the rows the plan moved as well. `held`: the snapshot built from rows the caller locked in
+ * this unit and holds as they are now (what the loader would read again), so they are not read twice.
+ */
+export async function decideAndApply<S, F>(unit: Unit, flow: Flow<S, F>, id: string, fact: F, held?: S): Promise<Decided> {
+  const snapshot = held ?? (await flow.load(unit, id));
   if (snapshot === undefined) return { outcome: 'gone', moved: new Map() };
   const p = flow.decide(snapshot, fact);
   return { outcome: p.outcome, moved: await apply(unit, p, flow.views) };
