@@ -138,24 +138,31 @@ async function storeUnlessFresh(q: RateStore, environment: Environment, currency
   lastStored.set(key, { rate: quote.rate, asOf: quote.as_of, at: Date.now() });
 }
 
-/** Workers: a rate straight from the source (or its brief cache), refused when stale, and stored for the web process. */
+/**
+ * Workers: a rate straight from the source (or its brief cache), refused when stale, and stored for the web process.
+ * A cached observation is used while at least half the allowed age is left, so the rate it stores stays fresh long
+ * enough for the request waiting on it to read it. `storeAlways`: a refresh, whose whole purpose is the stored row,
+ * writes it even when this process stored the same observation a moment ago (the row may have been written since).
+ */
 export async function freshRateFromSource(
   q: RateStore, config: Pick<Config, 'rateSourceUrl' | 'rateMaxAgeSeconds' | 'redisPrefix'>, environment: Environment, currency: string, cache?: RateCache,
+  options: { storeAlways?: boolean } = {},
 ): Promise<RateQuote> {
+  const store = options.storeAlways ? storeRate : storeUnlessFresh;
   const key = `${config.redisPrefix}:rate:${environment}:${currency}`;
   if (environment === 'live' && cache) {
     // A cache that is down costs a call to the source, never a price.
     const hit = await cache.get(key).catch(() => null);
     const cached = hit ? (JSON.parse(hit) as RateQuote) : null;
-    if (cached && isFresh(cached, config.rateMaxAgeSeconds)) {
+    if (cached && isFresh(cached, config.rateMaxAgeSeconds / 2)) {
       // The web process reads the stored row, not this cache: a refresh answered from the cache keeps that row fresh too.
-      await storeUnlessFresh(q, environment, currency, cached);
+      await store(q, environment, currency, cached);
       return cached;
     }
   }
   const quote = await rateSourceFor(environment, config.rateSourceUrl).rate(currency);
   if (!isFresh(quote, config.rateMaxAgeSeconds)) throw new StaleRateError(currency, config.rateMaxAgeSeconds);
-  await storeUnlessFresh(q, environment, currency, quote);
+  await store(q, environment, currency, quote);
   if (environment === 'live' && cache) await cache.set(key, JSON.stringify(quote), 'PX', rateCacheMs(config.rateMaxAgeSeconds)).catch(() => undefined);
   return quote;
 }

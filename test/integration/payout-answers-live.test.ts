@@ -10,6 +10,7 @@ import { expectLedgerSound, quote, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
 import { contracts } from '../helpers/chain.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
+import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
 import { CALLBACK_TOKEN, liveExternalOfframp, livePayout, startLiveChainRail, startLiveRail, transferUsdcFrom, type LiveChainRail, type LiveRail } from '../helpers/live-rail.js';
 
 const B2C = '/mpesa/b2c/v3/paymentrequest';
@@ -91,6 +92,24 @@ describe('live M-Pesa: a Result callback alone never sends a payout again', func
     const tx = await settled(id);
     expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
     expect(tx.provider_reference).to.not.equal('TKF0RG3D00');
+    expect(rail.fake.executions.get(id)).to.equal(1);
+  });
+
+  it('a Transaction Status answer to a query asked before the payout went again is not taken for the new request\'s answer', async () => {
+    // Seen in CI: two status checks asked while M-Pesa's record said Failed; the first answer sent the payout again,
+    // the second, arriving after, was counted against the new request and stalled a payout M-Pesa then paid.
+    const { id } = await livePayout(rail, 'mobile_money', { phone_number: '+254712380088', mobile_network: 'safaricom' });
+    await untilStatus(rail.api, rail.key, id, ['processing']);
+    await until(async () => (await (await getDs()).query(`SELECT 1 FROM provider_requests WHERE kind = 'payout' AND reference = $1 AND status = 'pending'`, [id])).length > 0, { what: 'the B2C answer stored' });
+    rail.fake.endPayout(id, '1', 'The balance is insufficient for the transaction.');
+    // One query is held at M-Pesa until the payout has gone again on the other's answer, then answers Failed (its
+    // record when asked): this test's own check and the pool's scheduled one, whichever asks first.
+    rail.fake.beforeStatusAnswer = () => until(() => rail.fake.payoutsTo(id).length === 2, { what: 'the payout sent again', timeoutMs: 20_000 }).then(() => undefined);
+    await checkProviderJob.process({ data: { transactionId: id, round: 1, after: 'held' } } as never, rail.pools.deps);
+    await until(() => rail.fake.payoutsTo(id).length === 2, { what: 'the payout sent again', timeoutMs: 20_000 });
+    const tx = await settled(id);
+    expect(tx.status, JSON.stringify(tx.failure)).to.equal('completed');
+    expect(rail.fake.payoutsTo(id)).to.have.length(2);
     expect(rail.fake.executions.get(id)).to.equal(1);
   });
 

@@ -5,6 +5,6 @@ import { defineJob } from '../job-definition.js';
 export const refreshRateJob = defineJob({
   name: 'rate.refresh',
   async process(job, deps) {
-    return (await freshRateFromSource(deps.ds, deps.config, job.data.environment, job.data.currency, deps.redis)).rate;
+    return (await freshRateFromSource(deps.ds, deps.config, job.data.environment, job.data.currency, deps.redis, { storeAlways: true })).rate;
   },
 });

@@ -8,12 +8,13 @@ import { logger } from '../../logger.js';
 import { getConfig } from '../../config.js';
 import type { MasterKey } from '../../crypto/envelope.js';
 import { sameAmount, toMinor } from '../../domain/money.js';
-import { isFinalOutcome, ProviderError, pulledReference, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
+import { ProviderError, pulledReference, type CollectRequest, type PaymentProvider, type PayoutRequest, type ProviderCallback, type ProviderDeps, type ProviderKind, type ProviderOutcome, type Queryable } from '../provider.js';
 import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-client.js';
 import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
-import { ProviderRequests, type AnswerFacts, type ProviderCapabilities } from '../provider-requests.js';
+import { ProviderRequests, requestRow, type AnswerFacts, type ProviderCapabilities } from '../provider-requests.js';
+import { outcomeOfRow } from '../../kernel/provider-records.js';
 import type { PayoutAnswer } from '../../kernel/payout-answers.js';
 
 type Stored = ProviderOutcome | { status: 'sending'; provider_reference: string | null };
@@ -159,7 +160,8 @@ export class DarajaProvider implements PaymentProvider {
    * `status` callback), so an accepted query is `pending`; a reference M-Pesa does not know is null (safe to send).
    */
   async queryStatus(kind: ProviderKind, reference: string, providerReference?: string): Promise<ProviderOutcome | null> {
-    const stored = await this.stored(kind, reference);
+    const row = await requestRow(this.db, { environment: 'live', kind, reference });
+    const stored = row && outcomeOfRow(row);
     if (kind === 'collection') {
       const checkout = providerReference ?? stored?.provider_reference;
       if (!checkout) return this.pulled(reference);
@@ -176,11 +178,12 @@ export class DarajaProvider implements PaymentProvider {
     if (String(body.ResponseCode ?? '') !== '0' || !queried) {
       throw new AppError('service_unavailable', `M-Pesa's Transaction Status did not answer (${safeDescription(body.errorCode ?? `HTTP ${answer.status}`)}).`);
     }
-    // Only the answers of queries asked since the request last left are about it (an older one may predate a send).
+    // Only the answers of queries asked since the request last left are about it: a query asked about an earlier
+    // request, whose answer came back after the next request left, is not recorded against the next one.
     await this.db.query(
       `UPDATE provider_requests SET status_queries = status_queries || $3::text, updated_at = now()
-        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND status NOT IN ('succeeded', 'declined', 'rejected')`,
-      [kind, reference, queried],
+        WHERE environment = 'live' AND kind = $1 AND reference = $2 AND sends = $4 AND status NOT IN ('succeeded', 'declined', 'rejected')`,
+      [kind, reference, queried, row?.sends ?? 0],
     );
     return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
   }
