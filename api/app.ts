@@ -86,7 +86,7 @@ export function buildApp(deps: AppDeps, options: { extraRoutes?: RouteDef[] } = 
   app.use(DARAJA_CALLBACK_BASE, darajaCallbacks(deps));
   app.use(MOMO_CALLBACK_BASE, momoCallbacks(deps));
   // Matched operations run access checks -> gate -> handler; anything unmatched is counted by the gate, then 404.
-  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, validators, deps, gate(deps)));
+  app.use(BUSINESS_BASE, authenticate(deps, keyCache), parseBody(), businessRouter(allRoutes, document, validators, deps, gate(deps)));
   app.use(notFoundRoute);
   app.use(errorHandler(deps));
   return { app, keyCache, document };

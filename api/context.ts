@@ -1,3 +1,4 @@
+import type { Serialize } from './openapi/serializers.js';
 import type { RouteDef } from './routes/route.js';
 import type { DataSource } from 'typeorm';
 import type { Redis } from 'ioredis';
@@ -74,6 +75,8 @@ export interface RequestState {
   route?: RouteDef;
   /** The transaction this request is about (its path id, or the one it created): on its log lines. */
   transactionId?: string;
+  /** The matched operation's answers, serialized from its OpenAPI response schemas (api/openapi/serializers.ts). */
+  serialize?: Serialize;
 }
 
 declare global {

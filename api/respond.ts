@@ -17,8 +17,9 @@ export async function sendJson(
   replayBody: unknown = body,
 ): Promise<void> {
   const claim = req.state.idempotency;
+  const serialize = req.state.serialize;
   // The unit of work serialized the replay body for its record: the same object is not serialized again.
-  const serialized = (value: unknown) => (claim?.recorded && claim.recordedFrom === value ? claim.recorded.body : JSON.stringify(value));
+  const serialized = (value: unknown) => (claim?.recorded && claim.recordedFrom === value ? claim.recorded.body : serialize ? serialize(status, value) : JSON.stringify(value));
   let payload = serialized(body);
   if (claim) {
     req.state.idempotency = undefined;
@@ -53,7 +54,7 @@ export async function replyInUnit(deps: AppDeps, state: RequestState, work: (uni
     answer: (r) => {
       if (r.status >= 500) return null;
       from = 'replayBody' in r ? r.replayBody : r.body;
-      recorded = { status: r.status, body: JSON.stringify(from) };
+      recorded = { status: r.status, body: state.serialize ? state.serialize(r.status, from) : JSON.stringify(from) };
       return { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, requestId: state.id, ...recorded };
     },
   });

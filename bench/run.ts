@@ -1,12 +1,17 @@
 // npm run bench: the API's request path against a bare Express hello world measured in the same run, in three
 // interleaved rounds (each figure is a ratio to the hello world of its own round, so a noisy machine moves both), with
 // every worker pool running beside the web process as `npm start` runs them. Own database and Redis prefix.
+// BENCH_BASELINES=<rev>[,<rev>...]: each revision's web process too, beside this checkout's, sharing its database, seed
+// and worker pools (for changes to the request path, with no migration between them), every scenario run against each
+// in turn within a round: one run shows what each change did, beside the same hello world. BENCH_ONLY=<regex> runs
+// the scenarios whose name matches.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { seedBench, type Seed } from './seed.js';
+import { checkoutRevision } from './baseline.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -21,15 +26,19 @@ const env: Record<string, string> = {
   RATE_LIMIT_DEFAULT: '100000000',
   SANDBOX_STEP_MS: '0',
 };
+const BASELINES = (process.env.BENCH_BASELINES ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 
 interface Scenario {
   name: string;
   /** Ratio goal to the round's hello world, or a rate goal in requests per second. */
   goal: { ratio?: number; rate?: number; p99Ms?: number };
-  run(seed: Seed): Promise<autocannon.Result>;
+  run(seed: Seed, api: string): Promise<autocannon.Result>;
 }
 
-const api = 'http://127.0.0.1:3902/api/v1/business';
+const PORT = 3902;
+const apiAt = (port: number) => `http://127.0.0.1:${port}/api/v1/business`;
+const api = apiAt(PORT);
 
 function load(url: string, options: Partial<autocannon.Options> = {}): Promise<autocannon.Result> {
   return autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
@@ -56,30 +65,30 @@ function uniqueWrites(key: string, path: string, body: (id: string) => object): 
 
 const auth = (seed: Seed) => ({ headers: { Authorization: `Bearer ${seed.key}` } });
 const scenarios: Scenario[] = [
-  { name: 'GET /account', goal: { ratio: 0.6 }, run: (s) => load(`${api}/account`, auth(s)) },
-  { name: 'GET /customers/{id}', goal: { ratio: 0.4 }, run: (s) => load(`${api}/customers/${s.customerId}`, auth(s)) },
-  { name: 'GET /transactions/{id}', goal: { ratio: 0.4 }, run: (s) => load(`${api}/transactions/${s.transactionId}`, auth(s)) },
-  { name: 'GET /customers (a page of 25)', goal: { ratio: 0.4 }, run: (s) => load(`${api}/customers?limit=25`, auth(s)) },
-  { name: 'GET /transactions (a page of 25)', goal: { ratio: 0.4 }, run: (s) => load(`${api}/transactions?limit=25`, auth(s)) },
+  { name: 'GET /account', goal: { ratio: 0.6 }, run: (s, api) => load(`${api}/account`, auth(s)) },
+  { name: 'GET /customers/{id}', goal: { ratio: 0.4 }, run: (s, api) => load(`${api}/customers/${s.customerId}`, auth(s)) },
+  { name: 'GET /transactions/{id}', goal: { ratio: 0.4 }, run: (s, api) => load(`${api}/transactions/${s.transactionId}`, auth(s)) },
+  { name: 'GET /customers (a page of 25)', goal: { ratio: 0.25 }, run: (s, api) => load(`${api}/customers?limit=25`, auth(s)) },
+  { name: 'GET /transactions (a page of 25)', goal: { ratio: 0.25 }, run: (s, api) => load(`${api}/transactions?limit=25`, auth(s)) },
   {
     name: `GET /customers/{id} at ${FIXED_RATE}/s`,
     goal: { p99Ms: 25 },
-    run: (s) => load(`${api}/customers/${s.customerId}`, { ...auth(s), overallRate: FIXED_RATE, connections: 20 }),
+    run: (s, api) => load(`${api}/customers/${s.customerId}`, { ...auth(s), overallRate: FIXED_RATE, connections: 20 }),
   },
   {
     name: `GET /transactions/{id} at ${FIXED_RATE}/s`,
     goal: { p99Ms: 25 },
-    run: (s) => load(`${api}/transactions/${s.transactionId}`, { ...auth(s), overallRate: FIXED_RATE, connections: 20 }),
+    run: (s, api) => load(`${api}/transactions/${s.transactionId}`, { ...auth(s), overallRate: FIXED_RATE, connections: 20 }),
   },
   {
     name: 'POST /customers',
     goal: { rate: 800, p99Ms: 100 },
-    run: (s) => load(`${api}/customers`, uniqueWrites(s.key, '/api/v1/business/customers', (id) => ({ external_reference: `bench-${id}` }))),
+    run: (s, api) => load(`${api}/customers`, uniqueWrites(s.key, '/api/v1/business/customers', (id) => ({ external_reference: `bench-${id}` }))),
   },
   {
     name: 'POST /quotes',
     goal: { rate: 800, p99Ms: 100 },
-    run: (s) => load(`${api}/quotes`, uniqueWrites(s.key, '/api/v1/business/quotes', () => ({
+    run: (s, api) => load(`${api}/quotes`, uniqueWrites(s.key, '/api/v1/business/quotes', () => ({
       direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '25', beneficiary_id: s.beneficiaryId,
     }))),
   },
@@ -116,11 +125,19 @@ try {
   const workers = await startProcess('workers/main.ts', env, 'workers started');
   started.push(workers);
   const seed = await seedBench(api);
+  // Each baseline's web process: its own port, this run's database, Redis prefix and worker pools.
+  const targets = [{ name: 'this checkout', api }];
+  for (const [i, rev] of BASELINES.entries()) {
+    started.push(await startProcess('api/main.ts', { ...env, PORT: String(PORT + 1 + i) }, 'web listening', [], { cwd: checkoutRevision(rev) }));
+    targets.push({ name: rev, api: apiAt(PORT + 1 + i) });
+  }
+  const chosen = scenarios.filter((s) => !ONLY || ONLY.test(s.name));
+  const runs = chosen.flatMap((scenario) => targets.map((target) => ({ scenario, target, name: targets.length > 1 ? `${scenario.name} | ${target.name}` : scenario.name })));
 
-  const rows: Row[] = [{ name: 'express hello world', rps: [], p50: [], p99: [], ratio: [], failures: 0, goal: {} }, ...scenarios.map((s) => ({ name: s.name, rps: [], p50: [], p99: [], ratio: [], failures: 0, goal: s.goal }))];
+  const rows: Row[] = [{ name: 'express hello world', rps: [], p50: [], p99: [], ratio: [], failures: 0, goal: {} }, ...runs.map((r) => ({ name: r.name, rps: [], p50: [], p99: [], ratio: [], failures: 0, goal: r.scenario.goal }))];
   // Warm-up: JIT and caches in their steady state before anything counts.
   await load('http://127.0.0.1:3901/', { duration: 2 });
-  await load(`${api}/customers/${seed.customerId}`, { ...auth(seed), duration: 2 });
+  for (const target of targets) await load(`${target.api}/customers/${seed.customerId}`, { ...auth(seed), duration: 2 });
   for (let round = 1; round <= ROUNDS; round++) {
     const base = await load('http://127.0.0.1:3901/');
     const record = (row: Row, r: autocannon.Result) => {
@@ -131,7 +148,12 @@ try {
       row.failures += r.non2xx + r.errors + r.timeouts;
     };
     record(rows[0], base);
-    for (const [i, scenario] of scenarios.entries()) record(rows[i + 1], await scenario.run(seed));
+    // Within a scenario the targets take turns going first, so none always meets the machine in the same state.
+    for (const [i, run] of runs.entries()) {
+      const k = (i % targets.length + round) % targets.length;
+      const turn = runs[i - (i % targets.length) + k];
+      record(rows[runs.indexOf(turn) + 1], await turn.scenario.run(seed, turn.target.api));
+    }
     process.stderr.write(`round ${round}/${ROUNDS} done\n`);
   }
 

@@ -119,8 +119,13 @@ export class ProviderRequests {
 
   /** What is stored for the request (its latest answer, or `sending`); null when we never claimed it. */
   async stored(kind: ProviderKind, reference: string): Promise<StoredOutcome | null> {
+    return (await this.storedWithSends(kind, reference))?.outcome ?? null;
+  }
+
+  /** The stored answer and how many requests had left when it was read (a status query is about that one). */
+  async storedWithSends(kind: ProviderKind, reference: string): Promise<{ outcome: StoredOutcome; sends: number } | null> {
     const row = await requestRow(this.db, { environment: 'live', kind, reference });
-    return row && outcomeOfRow(row);
+    return row && { outcome: outcomeOfRow(row), sends: row.sends };
   }
 
   /**

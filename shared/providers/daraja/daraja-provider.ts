@@ -13,8 +13,7 @@ import { DarajaClient, darajaTimestamp, type DarajaAnswer } from './daraja-clien
 import { outcomeOf, safeDescription, stkOutcome } from './result-codes.js';
 import { parseDarajaCallback } from './callbacks.js';
 import { msisdn, payerKey } from './msisdn.js';
-import { ProviderRequests, requestRow, type AnswerFacts, type ProviderCapabilities } from '../provider-requests.js';
-import { outcomeOfRow } from '../../kernel/provider-records.js';
+import { ProviderRequests, type AnswerFacts, type ProviderCapabilities } from '../provider-requests.js';
 import type { PayoutAnswer } from '../../kernel/payout-answers.js';
 
 type Stored = ProviderOutcome | { status: 'sending'; provider_reference: string | null };
@@ -160,8 +159,8 @@ export class DarajaProvider implements PaymentProvider {
    * `status` callback), so an accepted query is `pending`; a reference M-Pesa does not know is null (safe to send).
    */
   async queryStatus(kind: ProviderKind, reference: string, providerReference?: string): Promise<ProviderOutcome | null> {
-    const row = await requestRow(this.db, { environment: 'live', kind, reference });
-    const stored = row && outcomeOfRow(row);
+    const request = await this.requests.storedWithSends(kind, reference);
+    const stored = request?.outcome;
     if (kind === 'collection') {
       const checkout = providerReference ?? stored?.provider_reference;
       if (!checkout) return this.pulled(reference);
@@ -183,7 +182,7 @@ export class DarajaProvider implements PaymentProvider {
     await this.db.query(
       `UPDATE provider_requests SET status_queries = status_queries || $3::text, updated_at = now()
         WHERE environment = 'live' AND kind = $1 AND reference = $2 AND sends = $4 AND status NOT IN ('succeeded', 'declined', 'rejected')`,
-      [kind, reference, queried, row?.sends ?? 0],
+      [kind, reference, queried, request?.sends ?? 0],
     );
     return { status: 'pending', provider_reference: stored?.provider_reference ?? null };
   }
