@@ -46,6 +46,8 @@ await ensureRedis(redisUrl);
 process.env.DATABASE_URL = databaseUrl;
 // One business drives all the load: its key's limit (set when the key is made) would measure itself.
 process.env.RATE_LIMIT_DEFAULT = '100000000';
+// BENCH_VOLUME=1: another tenant's million transactions in the same tables first (bench/volume.ts), made anew each run.
+if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(databaseUrl);
 
 // BENCH_FORMATION=pooler: web and each worker pool as its own process (the Procfile's formation, one dyno each), all
 // through a PgBouncer of this run's own (transaction mode, its defaults) by DATABASE_CONNECTION_POOL_URL, migrations

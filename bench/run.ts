@@ -116,6 +116,8 @@ Object.assign(process.env, env);
   await runMigrations(ds);
   await ds.destroy();
 }
+// BENCH_VOLUME=1: another tenant's million transactions in the same tables first (bench/volume.ts; kept once made).
+if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(env.DATABASE_URL);
 const started: Started[] = [];
 try {
   const hello = await startProcess('bench/hello.ts', { ...env, PORT: '3901' }, 'listening');
