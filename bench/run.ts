@@ -151,10 +151,11 @@ try {
     };
     record(rows[0], base);
     // Within a scenario the targets take turns going first, so none always meets the machine in the same state.
-    for (const [i, run] of runs.entries()) {
-      const k = (i % targets.length + round) % targets.length;
-      const turn = runs[i - (i % targets.length) + k];
-      record(rows[runs.indexOf(turn) + 1], await turn.scenario.run(seed, turn.target.api));
+    for (const [s, scenario] of chosen.entries()) {
+      for (let k = 0; k < targets.length; k++) {
+        const t = (k + round) % targets.length;
+        record(rows[1 + s * targets.length + t], await scenario.run(seed, targets[t].api));
+      }
     }
     process.stderr.write(`round ${round}/${ROUNDS} done\n`);
   }

@@ -11,7 +11,7 @@ import { requireCorridor } from './corridors.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { consumeQuote, insertTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
-import { decidePayout, decidePayoutIn } from './payout-moves.js';
+import { decideAndApplyPayout, decidePayoutIn } from './payout-moves.js';
 import { decideOnrampIn } from './onramp-moves.js';
 import { answerOfSend } from '../kernel/offramp-payouts.js';
 
@@ -30,10 +30,10 @@ export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
  */
 export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
   // The provider took the request and answered: both steps are recorded (processing, then paid or refused), as with a live callback.
-  const taken = await decidePayout(unit, chain, tx.id, { kind: 'sent', outcome });
+  const taken = await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome });
   const answer = answerOfSend(outcome);
   // The row as the first decision left it, locked in this unit: the second reads it from there.
-  return taken.outcome === 'processing' && answer ? (await decidePayout(unit, chain, tx.id, answer, taken.row)).outcome : taken.outcome;
+  return taken.outcome === 'processing' && answer ? (await decideAndApplyPayout(unit, chain, tx.id, answer, taken.row)).outcome : taken.outcome;
 }
 
 /** The payout job's last attempt failed: the business (or an operator) must act; retry resumes at `funded`. */

@@ -31,14 +31,14 @@ export const OFFRAMP_PAYOUT_FLOW: Flow<Loaded, PayoutFact> = {
  * fails the payout (`unavailable`, `stalled`).
  */
 export async function decidePayoutIn(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact): Promise<string> {
-  return (await decidePayout(unit, chain, id, fact)).outcome;
+  return (await decideAndApplyPayout(unit, chain, id, fact)).outcome;
 }
 
 /**
  * decidePayoutIn(), answering the row as the plan left it (locked in this unit) too. `held`: the row, locked by the
  * caller in this unit as it is now, not read again.
  */
-export async function decidePayout(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact, held?: TransactionRow): Promise<{ outcome: string; row?: TransactionRow }> {
+export async function decideAndApplyPayout(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact, held?: TransactionRow): Promise<{ outcome: string; row?: TransactionRow }> {
   const loaded = held ? loadedOf(held) : await OFFRAMP_PAYOUT_FLOW.load(unit, id);
   if (!loaded) return { outcome: 'gone' };
   const { row } = loaded;

@@ -1,3 +1,6 @@
+// npm run bench:serializers: what an answer's serialization costs, JSON.stringify against the serializer compiled from
+// its OpenAPI response schema (api/openapi/serializers.ts), in one process: a transaction (the documented off-ramp
+// example) and a page of 25 (off- and on-ramps alternating), each timed after a warm-up.
 import { buildDocument } from '../api/openapi/document.js';
 import { serializerFor } from '../api/openapi/serializers.js';
 import { routes, schemas } from '../api/routes/index.js';
