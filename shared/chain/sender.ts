@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
-import { encodeFunctionData, erc20Abi, getAddress, keccak256, parseEventLogs, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
+import { encodeFunctionData, erc20Abi, getAddress, keccak256, parseEventLogs, parseTransaction, type Address, type Hex, type PublicClient, type TransactionReceipt } from 'viem';
 import { sendRawTransaction } from 'viem/actions';
 import type { Config } from '../config.js';
 import { CHAIN_IDS, type Chain, type Environment } from '../domain/chains.js';
@@ -26,9 +26,10 @@ import { TRANSFER_EVENT } from './usdc.js';
 // - Chain truth. A send is signed again only on affirmative evidence that it will never be mined: the transaction that
 //   took its nonce was found in its block and its receipt read, and it is none of ours. An RPC error is "unknown",
 //   never "not found" (absentAsNull): the send is checked again on the next poll, never signed again on a failed read.
-// - Funds. USDC is checked at a pinned block, less what this address already has in flight. Native gas is checked
-//   before a USDC send: below GAS_TOPUP_MIN_WEI_<CHAIN> the hot wallet tops the sender up to GAS_TOPUP_TARGET_WEI_<CHAIN>
-//   (itself a send, named after the one it pays for), else InsufficientGasError.
+// - Funds. USDC and native gas are checked under the lock at a pinned block, less what this address's sends in flight
+//   already claim (their USDC; their gas limit at its fee cap and their value). A managed address holding less than
+//   this send needs or GAS_TOPUP_MIN_WEI_<CHAIN> beyond that is topped up by the hot wallet to GAS_TOPUP_TARGET_WEI_<CHAIN>
+//   (itself a send, named after the one it pays for, made outside the lock), then checked again; else InsufficientGasError.
 // - Keys are derived inside signFor for the moment of signing, and never logged, stored or returned.
 
 export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep' | 'withdrawal';
@@ -111,11 +112,14 @@ export async function findSend(q: Pick<DataSource | EntityManager, 'query'>, env
   return rows[0];
 }
 
-/** The address's USDC sends not yet mined, refreshed from their receipts as of `block`: what it has in flight. */
-async function inFlight(em: EntityManager, client: PublicClient, environment: Environment, chain: Chain, from: string, block: bigint): Promise<{ usdc: bigint; native: bigint }> {
+/**
+ * The address's sends not yet mined, refreshed from their receipts as of `block`: the USDC they move, and the most
+ * native they can still cost (each one's gas limit at its fee cap, plus its value), read from the signed bytes.
+ */
+async function inFlight(em: EntityManager, client: PublicClient, environment: Environment, chain: Chain, from: string, block: bigint): Promise<{ usdc: bigint; reserved: bigint }> {
   const rows: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE environment = $1 AND chain = $2 AND from_address = $3 AND status = 'sent'`, [environment, chain, from]);
   let usdc = 0n;
-  let native = 0n;
+  let reserved = 0n;
   for (const row of rows) {
     const receipt = await minedReceipt(client, chain, row);
     if (receipt && receipt.blockNumber <= block) {
@@ -123,9 +127,10 @@ async function inFlight(em: EntityManager, client: PublicClient, environment: En
       continue;
     }
     if (row.asset === 'USDC') usdc += BigInt(row.amount);
-    else native += BigInt(row.amount);
+    const signed = parseTransaction(row.raw_transaction);
+    reserved += (signed.gas ?? 0n) * (signed.maxFeePerGas ?? signed.gasPrice ?? 0n) + (signed.value ?? 0n);
   }
-  return { usdc, native };
+  return { usdc, reserved };
 }
 
 /**
@@ -166,17 +171,45 @@ async function minedReceipt(client: PublicClient, chain: Chain, row: SendRow): P
 export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow | null> {
   const existing = await findSend(deps.ds, input.environment, input.chain, input.reference);
   if (existing) return existing;
-  const client = clientOf(deps, input.chain);
   const account = signFor(deps, input.environment, input.signer);
   const from = account.address.toLowerCase();
-  const token = tokenOf(deps, input.chain);
-  if (input.asset === 'USDC' && input.signer.kind === 'managed') await ensureGas(deps, input, from, client);
+  const topsUp = input.asset === 'USDC' && input.signer.kind === 'managed';
+  if (topsUp) {
+    // A top-up sent for this transfer before (a job that stopped while it was being mined): settled first.
+    const earlier = await findSend(deps.ds, input.environment, input.chain, topUpReference(input));
+    if (earlier?.status === 'sent') await settle(deps, input.chain, earlier);
+  }
+  let signed = await signUnderLock(deps, input, account, topsUp ? 'minimum' : 'need');
+  if ('short' in signed && topsUp) {
+    await topUp(deps, input, from, signed.short);
+    signed = await signUnderLock(deps, input, account, 'need');
+  }
+  if ('short' in signed) {
+    const why = input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : topsUp ? 'the gas top-up did not cover it' : 'the address is short of gas';
+    throw new InsufficientGasError(getAddress(from), signed.short.available, signed.short.needed, why);
+  }
+  const row = signed.row;
+  if (row && row.status === 'sent') await broadcast(deps, input.chain, row);
+  return row;
+}
 
-  const row = await deps.ds.transaction(async (em) => {
+/** Native gas an address holds beyond what its sends in flight reserve, against what this send needs. */
+interface GasShort { available: bigint; needed: bigint }
+
+/**
+ * Under the address's lock: checks funds against what its sends in flight already reserve, then signs and records the
+ * send (or finds it recorded by a process that held the lock first). Gas short of `floor` (this send's own need, or
+ * for a managed wallet's first pass also GAS_TOPUP_MIN_WEI) answers `short` and records nothing.
+ */
+async function signUnderLock(deps: SenderDeps, input: SendInput, account: SigningAccount, floor: 'minimum' | 'need'): Promise<{ row: SendRow | null } | { short: GasShort }> {
+  const client = clientOf(deps, input.chain);
+  const token = tokenOf(deps, input.chain);
+  const from = account.address.toLowerCase();
+  return deps.ds.transaction(async (em) => {
     await lockSender(em, input.environment, input.chain, from);
     // Another process may have sent it while this one waited for the lock.
     const raced = await findSend(em, input.environment, input.chain, input.reference);
-    if (raced) return raced;
+    if (raced) return { row: raced };
     const block = await client.getBlockNumber({ cacheTime: 0 });
     const flight = await inFlight(em, client, input.environment, input.chain, from, block);
     let amount: bigint;
@@ -184,7 +217,7 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
       const balance = await client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [account.address], blockNumber: block });
       const spendable = balance - flight.usdc;
       amount = input.amount === 'all' ? spendable : input.amount;
-      if (input.amount === 'all' && amount <= 0n) return null;
+      if (input.amount === 'all' && amount <= 0n) return { row: null };
       if (spendable < amount) throw new ChainFundsError(getAddress(from), spendable < 0n ? 0n : spendable, amount);
     } else {
       if (input.amount === 'all') throw new RangeError("'all' is for USDC sweeps");
@@ -196,9 +229,13 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
       ? ((await client.estimateGas({ account: account.address, ...call }).catch(() => TRANSFER_GAS_FALLBACK)) * 12n) / 10n
       : NATIVE_GAS;
     const fees = await client.estimateFeesPerGas();
-    const native = await client.getBalance({ address: account.address });
-    const needed = gas * fees.maxFeePerGas + call.value + flight.native;
-    if (native < needed) throw new InsufficientGasError(getAddress(from), native, needed, input.signer.kind === 'treasury' ? 'the treasury hot wallet is short of gas' : 'the gas top-up did not cover it');
+    // What the address holds as of the block its in-flight sends were read at, less the most each of them can still
+    // cost (gas limit at its fee cap, and its value): a second send never counts gas the first has already claimed.
+    const available = (await client.getBalance({ address: account.address, blockNumber: block })) - flight.reserved;
+    const needed = gas * fees.maxFeePerGas + call.value;
+    const min = deps.config.chains[input.chain].gasTopupMinWei;
+    const wanted = floor === 'minimum' && min > needed ? min : needed;
+    if (available < wanted) return { short: { available, needed: wanted } };
     const signed = await signNext(em, client, account, input.environment, input.chain, { ...call, gas }, fees);
     const hdIndex = input.signer.kind === 'managed' ? input.signer.index : null;
     const signedColumns = { nonce: signed.nonce.toString(), transaction_hash: signed.hash, raw_transaction: signed.raw, signed_block: block.toString(), updated_at: NOW };
@@ -225,10 +262,8 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
       id = inserted.id;
     }
     const rows: SendRow[] = await em.query(`SELECT ${ROW} FROM chain_sends WHERE id = $1`, [id]);
-    return rows[0];
+    return { row: rows[0] };
   });
-  if (row && row.status === 'sent') await broadcast(deps, input.chain, row);
-  return row;
 }
 
 /** One sender at a time per address (transaction-scoped): its nonces are handed out in order. */
@@ -273,30 +308,29 @@ async function signNext(
   return { nonce, raw, hash: keccak256(raw) };
 }
 
-/** Before a managed address sends USDC: enough native gas, topped up from the treasury hot wallet when low. */
-async function ensureGas(deps: SenderDeps, input: SendInput, from: string, client: PublicClient): Promise<void> {
-  // A top-up sent for this transfer before (a job that stopped while it was being mined): settled first.
-  const earlier = await findSend(deps.ds, input.environment, input.chain, `gas-${input.reference}`);
-  if (earlier?.status === 'sent') await settle(deps, input.chain, earlier);
-  const { gasTopupMinWei: min, gasTopupTargetWei: target } = deps.config.chains[input.chain];
-  const fees = await client.estimateFeesPerGas();
-  const need = TRANSFER_GAS_FALLBACK * fees.maxFeePerGas;
-  const floor = need > min ? need : min;
-  const balance = await client.getBalance({ address: getAddress(from) });
-  if (balance >= floor) return;
-  if (target === 0n) throw new InsufficientGasError(getAddress(from), balance, floor, 'gas top-ups are off (GAS_TOPUP_TARGET_WEI is 0)');
-  const to = target > floor ? target : floor;
-  let topUp: SendRow | null;
+const topUpReference = (input: SendInput): string => `gas-${input.reference}`;
+
+/**
+ * A managed address short of gas for a USDC send: the treasury hot wallet sends it what brings it to
+ * GAS_TOPUP_TARGET_WEI beyond its sends in flight (or, where the target is less than this send needs, a quarter over
+ * that need, for fees that rise before it is signed), named after the send it pays for, and waits for it to be mined.
+ */
+async function topUp(deps: SenderDeps, input: SendInput, from: string, short: GasShort): Promise<void> {
+  const target = deps.config.chains[input.chain].gasTopupTargetWei;
+  if (target === 0n) throw new InsufficientGasError(getAddress(from), short.available, short.needed, 'gas top-ups are off (GAS_TOPUP_TARGET_WEI is 0)');
+  const roomy = short.needed + short.needed / 4n;
+  const to = target > roomy ? target : roomy;
+  let row: SendRow | null;
   try {
-    topUp = await send(deps, {
-      environment: input.environment, chain: input.chain, reference: `gas-${input.reference}`, purpose: 'gas_topup', signer: { kind: 'treasury' }, to: from, asset: 'native', amount: to - balance,
+    row = await send(deps, {
+      environment: input.environment, chain: input.chain, reference: topUpReference(input), purpose: 'gas_topup', signer: { kind: 'treasury' }, to: from, asset: 'native', amount: to - short.available,
     });
   } catch (err) {
-    if (err instanceof InsufficientGasError) throw new InsufficientGasError(getAddress(from), balance, floor, 'the treasury hot wallet cannot top it up');
+    if (err instanceof InsufficientGasError) throw new InsufficientGasError(getAddress(from), short.available, short.needed, 'the treasury hot wallet cannot top it up');
     throw err;
   }
-  if (topUp) await settle(deps, input.chain, topUp);
-  deps.log.info({ chain: input.chain, environment: input.environment, reference: input.reference, topup_hash: topUp?.transaction_hash }, 'gas topped up from the treasury hot wallet');
+  if (row) await settle(deps, input.chain, row);
+  deps.log.info({ chain: input.chain, environment: input.environment, reference: input.reference, topup_hash: row?.transaction_hash }, 'gas topped up from the treasury hot wallet');
 }
 
 async function broadcast(deps: SenderDeps, chain: Chain, row: SendRow): Promise<void> {

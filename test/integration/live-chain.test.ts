@@ -149,6 +149,38 @@ describe('live chain rails on Anvil', function () {
     expect(await usdcOf(wallet.address)).to.equal(minor('100') - totals);
   });
 
+  it('gas another send of the wallet has reserved is not counted twice: with one transfer in flight, the next is topped up first, and both are mined', async () => {
+    const deps = { ds: await getDs(), config: rail.pools.deps.config, log: rail.pools.deps.log };
+    const wallet = await managedWith('10');
+    const [{ hd_index }]: { hd_index: number }[] = await deps.ds.query(`SELECT hd_index FROM wallets WHERE id = $1`, [wallet.id]);
+    const from = getAddress(wallet.address);
+    const target = privateKeyToAccount(generatePrivateKey()).address;
+    const transfer = (reference: string) => send(deps, { environment: 'live', chain: 'base', reference, purpose: 'offramp_funding', signer: { kind: 'managed', index: hd_index }, to: target, asset: 'USDC', amount: minor('1') });
+    const stamp = Date.now();
+    await anvil.publicClient.request({ method: 'evm_setAutomine' as never, params: [false] as never });
+    let mining: ReturnType<typeof setInterval> | undefined;
+    try {
+      // Gas for one transfer at today's fees, with room to spare, but not for two: the first one's reserve leaves too little.
+      const { maxFeePerGas } = await anvil.publicClient.estimateFeesPerGas();
+      await setEth(from, 100_000n * maxFeePerGas);
+      const first = (await transfer(`test-flight-a-${stamp}`))!;
+      expect(first.status).to.equal('sent');
+      // The second: until it has recorded something (its top-up, or itself), nothing is mined, so the first is in flight.
+      const second = transfer(`test-flight-b-${stamp}`);
+      await until(async () => (await deps.ds.query(`SELECT 1 FROM chain_sends WHERE reference IN ($1, $2)`, [`gas-test-flight-b-${stamp}`, `test-flight-b-${stamp}`])).length > 0, { what: 'the second transfer or its top-up recorded' });
+      mining = setInterval(() => void mine().catch(() => null), 150);
+      const row = (await second)!;
+      const [receiptA, receiptB] = await Promise.all([settle(deps, 'base', first, 15_000), settle(deps, 'base', row, 15_000)]);
+      expect([receiptA.status, receiptB.status]).to.deep.equal(['success', 'success']);
+      const topups: { reference: string }[] = await deps.ds.query(`SELECT reference FROM chain_sends WHERE purpose = 'gas_topup' AND to_address = $1`, [from.toLowerCase()]);
+      expect(topups.map((t) => t.reference)).to.deep.equal([`gas-test-flight-b-${stamp}`]);
+      expect(await usdcOf(target)).to.equal(minor('2'));
+    } finally {
+      clearInterval(mining);
+      await anvil.publicClient.request({ method: 'evm_setAutomine' as never, params: [true] as never });
+    }
+  });
+
   it('short of USDC: action_required insufficient_funds; funded and retried, it is sent once', async () => {
     const wallet = await managedWith('5');
     const tx = await managedOfframp(wallet.id, '20', '+254712345041');
