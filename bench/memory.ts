@@ -4,34 +4,23 @@
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
-import { seedBench } from './seed.js';
+import { benchEnv, prepareBench, seedBench } from './seed.js';
 
 const PER_ROUND = Number(process.env.BENCH_MEMORY_LIFECYCLES ?? 300);
 const ROUNDS = 3;
 /** Growth from the second round to the third beyond this share counts as growing. */
 const TOLERANCE = 0.1;
 const POOLS = ['pricing', 'settlement', 'providers', 'sandbox', 'webhooks'];
-const env: Record<string, string> = {
-  ...(process.env as Record<string, string>),
-  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
-  REDIS_PREFIX: `rampway-memory-${Date.now().toString(36)}`,
-  LOG_LEVEL: 'info',
-  RATE_LIMIT_DEFAULT: '100000000',
-  SANDBOX_STEP_MS: '0',
-};
+const env = benchEnv('rampway-memory', { LOG_LEVEL: 'info' });
 const api = 'http://127.0.0.1:3903/api/v1/business';
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-await ensureDatabase(env.DATABASE_URL);
-await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-Object.assign(process.env, env);
-const { createDataSource, runMigrations } = await import('../shared/db/data-source.js');
+await prepareBench(env);
+const { createDataSource } = await import('../shared/db/data-source.js');
 const ds = createDataSource({ poolSize: 2 });
 await ds.initialize();
-await runMigrations(ds);
 
 const started: Started[] = [];
 try {

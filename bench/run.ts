@@ -8,9 +8,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
-import { seedBench, type Seed } from './seed.js';
+import { benchEnv, prepareBench, seedBench, uniqueWrites, type Seed } from './seed.js';
 import { checkoutRevision } from './baseline.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -18,14 +17,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** The fixed arrival rate at which read latency is judged (p99 under 25 ms is the goal). */
 const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 500);
-const env: Record<string, string> = {
-  ...(process.env as Record<string, string>),
-  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
-  REDIS_PREFIX: `rampway-bench-${Date.now().toString(36)}`,
-  LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-  RATE_LIMIT_DEFAULT: '100000000',
-  SANDBOX_STEP_MS: '0',
-};
+const env = benchEnv('rampway-bench');
 const BASELINES = (process.env.BENCH_BASELINES ?? '').split(',').map((r) => r.trim()).filter(Boolean);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 
@@ -42,25 +34,6 @@ const api = apiAt(PORT);
 
 function load(url: string, options: Partial<autocannon.Options> = {}): Promise<autocannon.Result> {
   return autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
-}
-
-let writes = 0;
-/** Every request its own Idempotency-Key (and body), as a client creating many resources sends them. */
-function uniqueWrites(key: string, path: string, body: (id: string) => object): Partial<autocannon.Options> {
-  return {
-    requests: [{
-      setupRequest: (req: autocannon.Request) => {
-        const id = `${process.pid}-${Date.now().toString(36)}-${(writes += 1)}`;
-        return {
-          ...req,
-          method: 'POST',
-          path,
-          headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': `bench-${id}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify(body(id)),
-        };
-      },
-    }] as unknown as autocannon.Request[],
-  };
 }
 
 const auth = (seed: Seed) => ({ headers: { Authorization: `Bearer ${seed.key}` } });
@@ -106,16 +79,7 @@ interface Row {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-await ensureDatabase(env.DATABASE_URL);
-await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-Object.assign(process.env, env);
-{
-  const { createDataSource, runMigrations } = await import('../shared/db/data-source.js');
-  const ds = createDataSource({ poolSize: 2 });
-  await ds.initialize();
-  await runMigrations(ds);
-  await ds.destroy();
-}
+await prepareBench(env);
 // BENCH_VOLUME=1: another tenant's million transactions in the same tables first (bench/volume.ts; kept once made).
 if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(env.DATABASE_URL);
 const started: Started[] = [];

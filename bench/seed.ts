@@ -1,5 +1,7 @@
 // What the benchmark reads: a business with a key, customers and completed off-ramps, made through the API itself.
 import { randomUUID } from 'node:crypto';
+import type autocannon from 'autocannon';
+import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 
 export interface Seed {
   key: string;
@@ -23,6 +25,31 @@ export function apiCaller(api: string, key: string) {
     if (res.status >= 300) throw new Error(`seeding: ${method} ${path} answered ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
+}
+
+/** A benchmark's environment: its own database and Redis prefix, no rate limit in the way, the sandbox without delays. */
+export function benchEnv(prefix: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench',
+    REDIS_PREFIX: `${prefix}-${Date.now().toString(36)}`,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    RATE_LIMIT_DEFAULT: '100000000',
+    SANDBOX_STEP_MS: '0',
+    ...overrides,
+  };
+}
+
+/** The benchmark's database made and migrated, Redis reachable, and `env` made this process's own. */
+export async function prepareBench(env: Record<string, string>): Promise<void> {
+  await ensureDatabase(env.DATABASE_URL);
+  await ensureRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  Object.assign(process.env, env);
+  const { createDataSource, runMigrations } = await import('../shared/db/data-source.js');
+  const ds = createDataSource({ poolSize: 2 });
+  await ds.initialize();
+  await runMigrations(ds);
+  await ds.destroy();
 }
 
 export async function seedBench(api: string): Promise<Seed> {
@@ -61,4 +88,23 @@ export async function seedBench(api: string): Promise<Seed> {
     }
   }
   return { key, customerId: customers[0].id, beneficiaryId: beneficiary.id, transactionId: transactions[0] };
+}
+
+let writes = 0;
+/** Every request its own Idempotency-Key (and body), as a client creating many resources sends them. */
+export function uniqueWrites(key: string, path: string, body: (id: string) => object): Partial<autocannon.Options> {
+  return {
+    requests: [{
+      setupRequest: (req: autocannon.Request) => {
+        const id = `${process.pid}-${Date.now().toString(36)}-${(writes += 1)}`;
+        return {
+          ...req,
+          method: 'POST',
+          path,
+          headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': `bench-${id}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify(body(id)),
+        };
+      },
+    }] as unknown as autocannon.Request[],
+  };
 }

@@ -18,17 +18,40 @@ export function xpubId(xpub: string): string {
   return createHash('sha256').update(xpub).digest('hex').slice(0, 16);
 }
 
+/**
+ * Where this process's next claim starts looking, per environment and key: past the last index it claimed. A claim
+ * deletes its row, and until VACUUM runs the index still holds every claimed entry before the live ones: a scan from
+ * the start walked all of them (2.4 ms of PostgreSQL's time per claim after 11,000 creates), a cost that grew with
+ * every create. One claim in FULL_SCAN_EVERY still starts from the beginning, so a row a rolled-back create left
+ * behind an index already passed is handed out too.
+ */
+const claimFrom = new Map<string, { next: number; claims: number }>();
+const FULL_SCAN_EVERY = 64;
+
 /** The next address for a managed wallet or deposit address: a pooled one, or one derived now. */
 export async function claimAddress(em: EntityManager, environment: Environment, xpub: string): Promise<ClaimedAddress> {
-  const claimed: { hd_index: number; address: `0x${string}` }[] = await em.query(
-    planOnce(`WITH claimed AS (
-       DELETE FROM hd_address_pool WHERE hd_index = (
-         SELECT hd_index FROM hd_address_pool WHERE environment = $1 AND xpub_id = $2 ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
-       RETURNING hd_index, address)
-     SELECT hd_index, address FROM claimed`),
-    [environment, xpubId(xpub)],
-  );
-  if (claimed[0]) return { index: claimed[0].hd_index, address: claimed[0].address };
+  const id = xpubId(xpub);
+  const hint = claimFrom.get(`${environment}:${id}`) ?? { next: 0, claims: 0 };
+  claimFrom.set(`${environment}:${id}`, hint);
+  hint.claims += 1;
+  const claim = async (from: number) => {
+    const rows: { hd_index: number; address: `0x${string}` }[] = await em.query(
+      planOnce(`WITH claimed AS (
+         DELETE FROM hd_address_pool WHERE hd_index = (
+           SELECT hd_index FROM hd_address_pool WHERE environment = $1 AND xpub_id = $2 AND hd_index >= $3 ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING hd_index, address)
+       SELECT hd_index, address FROM claimed`),
+      [environment, id, from],
+    );
+    return rows[0];
+  };
+  const from = hint.claims % FULL_SCAN_EVERY === 0 ? 0 : hint.next;
+  // Nothing past the hint: a row before it (left by a rolled-back create) is still looked for.
+  const claimed = (await claim(from)) ?? (from > 0 ? await claim(0) : undefined);
+  if (claimed) {
+    hint.next = Math.max(hint.next, claimed.hd_index + 1);
+    return { index: claimed.hd_index, address: claimed.address };
+  }
   const index = await allocateHdIndex(em);
   return { index, address: managedWalletAddress(xpub, index) };
 }

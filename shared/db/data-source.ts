@@ -4,6 +4,7 @@ import pg from 'pg';
 import { DataSource, MigrationExecutor } from 'typeorm';
 import { getConfig } from '../config.js';
 import { PreparingClient } from './prepared-client.js';
+import { transactionClient } from './transaction-client.js';
 
 const root = join(import.meta.dirname, '..', '..');
 // Compiled (dist/, npm run build) the entities and migrations are .js beside this file; under tsx, .ts.
@@ -23,25 +24,15 @@ export interface DataSourceOptions {
   statementTimeoutMs?: number;
 }
 
-/** TypeORM opens every transaction with this text (PostgresQueryRunner.startTransaction). */
-const BEGIN = 'START TRANSACTION';
-
 /**
- * The pool's client: each transaction TypeORM opens gets the statement timeout in the same round trip
- * (`START TRANSACTION; SET LOCAL statement_timeout = N`, one simple query). Nothing is sent at connection start but
- * what PgBouncer tracks (user, database, application_name): a transaction-mode pooler refuses other startup
- * parameters, and would lose a session SET the moment the transaction ends.
+ * The pool's client: each transaction TypeORM opens gets the statement timeout (`SET LOCAL statement_timeout = N`)
+ * with its opening, sent in front of its first statement, and a unit of work's COMMIT goes with its last
+ * (transaction-client.ts). Nothing is sent at connection start but what PgBouncer tracks (user, database,
+ * application_name): a transaction-mode pooler refuses other startup parameters, and would lose a session SET the
+ * moment the transaction ends.
  */
 function clientClass(prepare: boolean, statementTimeoutMs: number): typeof pg.Client {
-  const begin = `${BEGIN}; SET LOCAL statement_timeout = ${Math.trunc(statementTimeoutMs)}`;
-  const Base: typeof pg.Client = prepare ? PreparingClient : pg.Client;
-  return class TimedClient extends Base {
-    // pg's query() has many overloads; only TypeORM's plain `START TRANSACTION` is rewritten.
-    override query(...args: any[]): any {
-      if (args[0] === BEGIN && (args.length === 1 || args[1] === undefined)) args[0] = begin;
-      return (super.query as (...a: any[]) => any)(...args);
-    }
-  };
+  return transactionClient(prepare ? PreparingClient : pg.Client, statementTimeoutMs);
 }
 
 /** The URL, its SSL and whether prepared statements are used, for these options. */

@@ -42,11 +42,6 @@ export function recordParams(answer: DurableAnswer | null | undefined): unknown[
   return answer ? [answer.scopeKey, answer.fingerprint, answer.status, answer.body, answer.requestId] : [null, null, null, null, null];
 }
 
-/** In a unit: the record, raising the key's unique violation (isRecordConflict) when an earlier request holds it. */
-export async function insertRecordInUnit(em: Pick<EntityManager, 'query'>, answer: DurableAnswer): Promise<void> {
-  await em.query(planOnce(recordInsert(1)), recordParams(answer));
-}
-
 /** On its own (an answer that wrote nothing): true when stored, false when an earlier request holds the key. */
 export async function insertRecord(q: Queryable, answer: DurableAnswer): Promise<boolean> {
   const rows: unknown[] = await q.query(planOnce(`${recordInsert(1)} ON CONFLICT (scope_key) DO NOTHING RETURNING 1`), recordParams(answer));

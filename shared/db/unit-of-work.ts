@@ -9,7 +9,8 @@ import type { EventType } from '../domain/machines.js';
 import { postAtCommit, type EntryInput } from '../domain/ledger.js';
 import { isStalePlan, planOnce } from './prepared-client.js';
 import { endpointTakes, webhookJobs } from '../webhooks/fan-out.js';
-import { insertRecordInUnit, recordInsert, recordParams, type DurableAnswer } from './idempotency-records.js';
+import { recordInsert, recordParams, type DurableAnswer } from './idempotency-records.js';
+import { commitWith } from './transaction-client.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
 export interface UnitDeps {
@@ -57,13 +58,15 @@ const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
  * request holds fails the statement, and the unit with it (idempotency-records.ts, isRecordConflict).
  */
 async function writeEventsAndJobs(
-  em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[], answer: DurableAnswer | null,
+  em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[], answer: DurableAnswer | null, last: boolean,
 ): Promise<StagedJob[]> {
+  // The unit's last statement carries its COMMIT (transaction-client.ts): one round trip for both.
+  const run = (text: string, params: unknown[]) => (last ? commitWith(em, text, params) : em.query(text, params));
   if (!events.length && !jobs.length) {
-    if (answer) await insertRecordInUnit(em, answer);
+    if (answer) await run(planOnce(recordInsert(1)), recordParams(answer));
     return [];
   }
-  const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null }[] = await em.query(
+  const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null }[] = await run(
     planOnce(`WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
        -- When they were written (clock_timestamp, not the transaction's start: a unit that waited for another's lock on
@@ -148,7 +151,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>, opti
         postings.push({ scope, entry });
       },
     });
-    const staged = await writeEventsAndJobs(em, events, jobs, options.answer?.(result) ?? null);
+    const staged = await writeEventsAndJobs(em, events, jobs, options.answer?.(result) ?? null, postings.length === 0);
     await postAtCommit(em, postings);
     return { result, staged };
   });

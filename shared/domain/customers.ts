@@ -6,6 +6,7 @@ import { claimAddress } from '../chain/address-pool.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 /** The chain a managed wallet reports as its own; its address serves every supported chain. */
 export const MANAGED_WALLET_HOME_CHAIN = 'base';
@@ -57,7 +58,7 @@ export function customerView(row: CustomerRow): Record<string, unknown> {
 
 export async function findCustomer(db: DataSource | EntityManager, scope: EventScope, id: string): Promise<CustomerRow> {
   const rows: CustomerRow[] = await db.query(
-    `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.id = $1 AND c.business_id = $2 AND c.environment = $3`,
+    planOnce(`SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE ${byIdInScope('c')}`),
     [id, scope.businessId, scope.environment],
   );
   if (!rows[0]) throw AppError.notFound('customer');

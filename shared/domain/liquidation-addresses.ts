@@ -15,6 +15,7 @@ import { assertActiveCustomer } from './customers.js';
 import { rampCorridor } from './quotes.js';
 import { LIQUIDATION_ADDRESS_MACHINE, type RecordStatus } from './machines.js';
 import { NOW, recordCreation, transition } from './transition.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 // Liquidation addresses (CONTRACT section 16): a permanent deposit address tied to a beneficiary, HD-derived from the
 // environment's xpub like a settlement's (the web process never holds a seed). The chain watcher matches it in the
@@ -91,7 +92,7 @@ async function requireLivePayout(em: EntityManager, config: Config, scope: Event
 export async function createLiquidationAddress(unit: Unit, config: Config, scope: EventScope, input: CreateLiquidationAddressInput): Promise<LiquidationAddressRow> {
   const { xpub } = walletOf(config, scope.environment, 'Live liquidation addresses');
   const [beneficiary]: { status: string; currency: string; payment_method: string }[] = await unit.em.query(
-    `SELECT status, currency, payment_method FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3 FOR SHARE`, [input.beneficiary_id, scope.businessId, scope.environment],
+    planOnce(`SELECT status, currency, payment_method FROM beneficiaries WHERE ${byIdInScope()} FOR SHARE`), [input.beneficiary_id, scope.businessId, scope.environment],
   );
   if (!beneficiary) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
   if (beneficiary.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be paid.', { beneficiary_id: input.beneficiary_id });

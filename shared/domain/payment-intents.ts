@@ -22,6 +22,7 @@ import { wholeFiatRail } from './pricing.js';
 import { recordCreation } from './transition.js';
 import { decideIntent, type IntentFact, type IntentSnapshot } from '../kernel/intents.js';
 import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
+import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 // Payment intents (CONTRACT section 8): a business asks for a fiat amount; its payer pays by mobile money (a
 // collection the providers pool requests) or in USDC to the intent's own deposit address. The USDC price is fixed at
@@ -231,12 +232,12 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
     throw new AppError('amount_out_of_range', 'A payment intent may ask for at most the value of 1000000000 USDC.', { currency, max_usdc: '1000000000' });
   }
   if (input.customer?.id) {
-    const found: unknown[] = await unit.em.query(`SELECT 1 FROM customers WHERE id = $1 AND business_id = $2 AND environment = $3`, [input.customer.id, scope.businessId, scope.environment]);
+    const found: unknown[] = await unit.em.query(planOnce(`SELECT 1 FROM customers WHERE ${byIdInScope()}`), [input.customer.id, scope.businessId, scope.environment]);
     if (!found.length) throw new AppError('not_found', 'No such customer.', { param: 'customer.id' });
   }
   const beneficiaryId = input.settlement.beneficiary_id ?? null;
   if (beneficiaryId) {
-    const rows: { status: string }[] = await unit.em.query(`SELECT status FROM beneficiaries WHERE id = $1 AND business_id = $2 AND environment = $3`, [
+    const rows: { status: string }[] = await unit.em.query(planOnce(`SELECT status FROM beneficiaries WHERE ${byIdInScope()}`), [
       beneficiaryId, scope.businessId, scope.environment,
     ]);
     if (!rows[0]) throw new AppError('not_found', 'No such beneficiary.', { param: 'settlement.beneficiary_id' });

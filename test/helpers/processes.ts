@@ -12,11 +12,14 @@ export interface Started {
 
 /**
  * Starts `script` and resolves once its stdout shows `ready`; stdout keeps draining so logging never blocks it.
- * `cwd`: another checkout to run it from (a benchmark's baseline revision); `logFile`: where its output is kept.
+ * `cwd`: another checkout to run it from (a benchmark's baseline revision); `logFile`: where its output is kept;
+ * `nodeArgs`: Node's own options (a profiler's, which NODE_OPTIONS refuses).
  */
-export function startProcess(script: string, env: Record<string, string>, ready: string, args: string[] = [], { logFile, cwd }: { logFile?: string; cwd?: string } = {}): Promise<Started> {
+export function startProcess(
+  script: string, env: Record<string, string>, ready: string, args: string[] = [], { logFile, cwd, nodeArgs = [] }: { logFile?: string; cwd?: string; nodeArgs?: string[] } = {},
+): Promise<Started> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'inherit'] });
     let seen = '';
     const onData = (d: Buffer) => {
       seen = (seen + d).slice(-4096);

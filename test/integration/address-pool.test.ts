@@ -91,6 +91,24 @@ describe('the pool of pre-derived addresses', function () {
     expect(await pooled()).to.have.length(2);
   });
 
+  it('a claim starts past the last one this process made (the claimed entries before it are dead until VACUUM); a row a rolled-back create left behind is still handed out', async () => {
+    const ds = await getDs();
+    await refillAddressPool(ds, 'sandbox', sandboxXpub(), 40);
+    const rows = await pooled();
+    const claim = () => ds.transaction((em) => claimAddress(em, 'sandbox', sandboxXpub()));
+    for (let i = 0; i < 30; i++) await claim();
+    // The first row back in the pool, as a create that claimed it and rolled back late would leave it.
+    await ds.query(`INSERT INTO hd_address_pool (hd_index, environment, xpub_id, address) VALUES ($1, 'sandbox', $2, $3)`, [rows[0].hd_index, xpubId(sandboxXpub()), rows[0].address]);
+    // Not read from the start of the index: the next one past the last claim.
+    expect((await claim()).index).to.equal(rows[30].hd_index);
+    // Once nothing is left past it (or on a periodic full scan), the row behind is handed out too.
+    const later: number[] = [];
+    for (let i = 0; i < 10; i++) later.push((await claim()).index);
+    expect(later).to.include(rows[0].hd_index);
+    expect(new Set(later).size).to.equal(10);
+    expect(await pooled()).to.deep.equal([]);
+  });
+
   it('the pricing pool keeps ADDRESS_POOL_SIZE addresses derived for each configured environment', async () => {
     const pools = await startPools(['pricing'], { env: { ADDRESS_POOL_SIZE: '30' } });
     try {
