@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/errors.js';
 import { TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
-import { settlementOf, settlementView } from '../../shared/domain/settlements.js';
-import { findTransaction, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
+import { settlementView } from '../../shared/domain/settlements.js';
+import { findTransaction, findTransactionWithSettlement, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
 import { requestRefund, type RefundRequest } from '../../shared/domain/refunds.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
@@ -127,9 +127,8 @@ export const routes: RouteDef[] = [
     description: 'An off-ramp embeds its `settlement`, as its creation answer does (the object `GET /transactions/{id}/settlement` returns).',
     responses: { '200': { description: 'The transaction.', schema: ref('Transaction') } },
     handler: async ({ deps, auth, params }) => {
-      const tx = await findTransaction(deps.ds, auth, byId(params));
-      const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
-      return { status: 200, body: transactionView(tx, settlement ? { settlement: settlementView(settlement) } : {}) };
+      const { tx, settlement } = await findTransactionWithSettlement(deps.ds, auth, byId(params));
+      return { status: 200, body: transactionView(tx, tx.direction === 'offramp' && settlement ? { settlement: settlementView(settlement) } : {}) };
     },
   },
   {
@@ -142,9 +141,8 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     responses: { '200': { description: 'The settlement.', schema: ref('Settlement') } },
     handler: async ({ deps, auth, params }) => {
-      const tx = await findTransaction(deps.ds, auth, byId(params));
-      const settlement = tx.direction === 'offramp' ? await settlementOf(deps.ds, tx.id) : undefined;
-      if (!settlement) throw new AppError('not_found', 'An on-ramp has no settlement.');
+      const { tx, settlement } = await findTransactionWithSettlement(deps.ds, auth, byId(params));
+      if (tx.direction !== 'offramp' || !settlement) throw new AppError('not_found', 'An on-ramp has no settlement.');
       return { status: 200, body: settlementView(settlement) };
     },
   },

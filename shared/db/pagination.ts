@@ -117,17 +117,17 @@ export function scopedWhere(
 }
 
 /**
- * One row of a business environment by id (`from` is `table alias`; the alias owns business_id and environment),
+ * One row of a business environment by id (`from` is `table alias`, or a join whose `alias` owns business_id and environment),
  * locked FOR UPDATE when asked; 404 `not_found` naming `resource` otherwise.
  */
 export async function findScoped<R>(
   db: Pick<DataSource | EntityManager, 'query'>,
-  spec: { from: string; columns: string; resource: string },
+  spec: { from: string; columns: string; resource: string; alias?: string },
   scope: { businessId: string; environment: string },
   id: string,
   lock = false,
 ): Promise<R> {
-  const alias = spec.from.split(' ').pop();
+  const alias = spec.alias ?? spec.from.split(' ').pop();
   const rows: R[] = await db.query(
     planOnce(`SELECT ${spec.columns} FROM ${spec.from} WHERE ${byIdInScope(alias)}${lock ? ' FOR UPDATE' : ''}`),
     [id, scope.businessId, scope.environment],

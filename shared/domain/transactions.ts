@@ -14,6 +14,7 @@ import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
+import { JOINED_SETTLEMENT_COLUMNS, joinedSettlement, type SettlementRow } from './settlements.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -142,6 +143,14 @@ export function transactionView(row: TransactionRow, extra: { settlement?: Recor
 
 export function findTransaction(q: Queryable, scope: EventScope, id: string, lock = false): Promise<TransactionRow> {
   return findScoped(q, { from: 'transactions t', columns: TRANSACTION_COLUMNS, resource: 'transaction' }, scope, id, lock);
+}
+
+/** A transaction with its settlement (an off-ramp's; none for an on-ramp), read in one statement. */
+export async function findTransactionWithSettlement(q: Queryable, scope: EventScope, id: string): Promise<{ tx: TransactionRow; settlement?: SettlementRow }> {
+  const row = await findScoped<TransactionRow & Record<string, unknown>>(
+    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT_COLUMNS}`, resource: 'transaction' }, scope, id,
+  );
+  return { tx: row, settlement: joinedSettlement(row) };
 }
 
 /** For jobs, which carry ids only. */
