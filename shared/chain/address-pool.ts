@@ -28,12 +28,24 @@ export function xpubId(xpub: string): string {
 const claimFrom = new Map<string, { next: number; claims: number }>();
 const FULL_SCAN_EVERY = 64;
 
-/** The next address for a managed wallet or deposit address: a pooled one, or one derived now. */
-export async function claimAddress(em: EntityManager, environment: Environment, xpub: string): Promise<ClaimedAddress> {
+/** Where this process's next claim of `xpub`'s addresses starts (0: from the beginning), counted as one claim. */
+export function claimStart(environment: Environment, xpub: string): { xpubId: string; from: number } {
   const id = xpubId(xpub);
   const hint = claimFrom.get(`${environment}:${id}`) ?? { next: 0, claims: 0 };
   claimFrom.set(`${environment}:${id}`, hint);
   hint.claims += 1;
+  return { xpubId: id, from: hint.claims % FULL_SCAN_EVERY === 0 ? 0 : hint.next };
+}
+
+/** A claim of `index` made elsewhere (a create's own statement): the next one starts past it. */
+export function claimed(environment: Environment, xpub: string, index: number): void {
+  const hint = claimFrom.get(`${environment}:${xpubId(xpub)}`);
+  if (hint) hint.next = Math.max(hint.next, index + 1);
+}
+
+/** The next address for a managed wallet or deposit address: a pooled one, or one derived now. */
+export async function claimAddress(em: EntityManager, environment: Environment, xpub: string): Promise<ClaimedAddress> {
+  const { xpubId: id, from } = claimStart(environment, xpub);
   const claim = async (from: number) => {
     const rows: { hd_index: number; address: `0x${string}` }[] = await em.query(
       planOnce(`WITH claimed AS (
@@ -45,12 +57,11 @@ export async function claimAddress(em: EntityManager, environment: Environment, 
     );
     return rows[0];
   };
-  const from = hint.claims % FULL_SCAN_EVERY === 0 ? 0 : hint.next;
   // Nothing past the hint: a row before it (left by a rolled-back create) is still looked for.
-  const claimed = (await claim(from)) ?? (from > 0 ? await claim(0) : undefined);
-  if (claimed) {
-    hint.next = Math.max(hint.next, claimed.hd_index + 1);
-    return { index: claimed.hd_index, address: claimed.address };
+  const row = (await claim(from)) ?? (from > 0 ? await claim(0) : undefined);
+  if (row) {
+    claimed(environment, xpub, row.hd_index);
+    return { index: row.hd_index, address: row.address };
   }
   const index = await allocateHdIndex(em);
   return { index, address: managedWalletAddress(xpub, index) };

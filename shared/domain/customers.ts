@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import { assertActiveCustomer } from './customer-status.js';
 import { walletOf } from '../chain/hd-wallet.js';
-import { claimAddress } from '../chain/address-pool.js';
+import { claimAddress, claimed, claimStart } from '../chain/address-pool.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
@@ -65,6 +65,12 @@ export async function findCustomer(db: DataSource | EntityManager, scope: EventS
   return rows[0];
 }
 
+/**
+ * An active wallet of the business ($1, $2) at `address` (lowercased): found by the address's own index. As plain
+ * conditions, a plan made without statistics walked the business's wallets (8,568 of them in the benchmark, 13 ms).
+ */
+const HELD_BY_BUSINESS = (address: string) => `lower(address) = ${address} AND (business_id = $1 AND environment = $2 AND status = 'active') IS TRUE`;
+
 /** Addresses an index may be skipped for before something is badly wrong (each skip is one registered external wallet). */
 const MAX_INDEX_SKIPS = 16;
 
@@ -79,7 +85,7 @@ async function insertManagedWallet(em: EntityManager, xpub: string, scope: Event
     const inserted: unknown[] = await em.query(
       `INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
        SELECT $1, $2, $3, 'managed_wallet', $4, $5, $6, 'managed'
-        WHERE NOT EXISTS (SELECT 1 FROM wallets WHERE business_id = $1 AND environment = $2 AND status = 'active' AND lower(address) = lower($5))
+        WHERE NOT EXISTS (SELECT 1 FROM wallets WHERE ${HELD_BY_BUSINESS('lower($5)')})
        RETURNING id`,
       [scope.businessId, scope.environment, customerId, MANAGED_WALLET_HOME_CHAIN, address, index],
     );
@@ -106,14 +112,37 @@ export async function createCustomer(
   input: CreateCustomerInput,
 ): Promise<{ created: boolean; customer: CustomerRow }> {
   const { xpub } = walletOf({ wallets }, scope.environment, 'Live managed wallets');
-  const inserted: { id: string }[] = await em.query(
-    `INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (business_id, environment, external_reference) DO NOTHING RETURNING id`,
-    [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {})],
+  const start = claimStart(scope.environment, xpub);
+  // One statement: the customer, a pooled address claimed for it (one no active wallet of the business holds), its
+  // wallet, and the answer's row. A reference already used inserts nothing (read below); an empty pool past the
+  // claim's start or a held address leaves the customer without a wallet, given one by the fuller path next.
+  const [row]: (CustomerRow & { hd_index: number | null })[] = await em.query(
+    planOnce(`WITH c AS (
+       INSERT INTO customers (business_id, environment, external_reference, display_name, metadata) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (business_id, environment, external_reference) DO NOTHING
+       RETURNING id, external_reference, display_name, metadata, status, archived_at, created_at, updated_at),
+     claimed AS (
+       DELETE FROM hd_address_pool p WHERE p.hd_index = (
+         SELECT hd_index FROM hd_address_pool WHERE environment = $2 AND xpub_id = $6 AND hd_index >= $7 AND EXISTS (SELECT 1 FROM c)
+          ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+         AND NOT EXISTS (SELECT 1 FROM wallets WHERE ${HELD_BY_BUSINESS('lower(p.address)')})
+       RETURNING p.hd_index, p.address),
+     w AS (
+       INSERT INTO wallets (business_id, environment, customer_id, type, chain, address, hd_index, ownership_status)
+       SELECT $1, $2, c.id, 'managed_wallet', $8, claimed.address, claimed.hd_index, 'managed' FROM c, claimed
+       RETURNING id, address, chain, ownership_status, status, hd_index)
+     SELECT ${CUSTOMER_COLUMNS}, w.hd_index FROM c LEFT JOIN w ON true`),
+    [scope.businessId, scope.environment, input.external_reference, input.display_name ?? null, JSON.stringify(input.metadata ?? {}),
+      start.xpubId, start.from, MANAGED_WALLET_HOME_CHAIN],
   );
-  if (inserted[0]) {
-    await insertManagedWallet(em, xpub, scope, inserted[0].id);
-    return { created: true, customer: await findCustomer(em, scope, inserted[0].id) };
+  if (row?.wallet_id) {
+    claimed(scope.environment, xpub, row.hd_index!);
+    const { hd_index: _index, ...customer } = row;
+    return { created: true, customer };
+  }
+  if (row) {
+    await insertManagedWallet(em, xpub, scope, row.id);
+    return { created: true, customer: await findCustomer(em, scope, row.id) };
   }
   const existing: CustomerRow[] = await em.query(
     `SELECT ${CUSTOMER_COLUMNS} FROM ${CUSTOMER_FROM} WHERE c.business_id = $1 AND c.environment = $2 AND c.external_reference = $3`,

@@ -6,6 +6,10 @@ import { createDataSource } from '../../shared/db/data-source.js';
 import { commitWith } from '../../shared/db/transaction-client.js';
 import { inUnit, type UnitDeps } from '../../shared/db/unit-of-work.js';
 import { getDs } from '../helpers/shared.js';
+import { makeBusiness } from '../helpers/factories.js';
+import { refillAddressPool } from '../../shared/chain/address-pool.js';
+import { createCustomer } from '../../shared/domain/customers.js';
+import { getConfig } from '../../shared/config.js';
 
 /**
  * Transactions open with their first statement and a unit commits with its last (shared/db/transaction-client.ts),
@@ -109,5 +113,23 @@ describe('transactions without round trips of their own', () => {
     expect(await rows()).to.deep.equal([]);
     await one.query(`INSERT INTO ${table} (a) VALUES ($1)`, [8]);
     expect(await rows()).to.deep.equal([8]);
+  });
+
+  it('a customer\'s create is two round trips: the customer, its claimed address, wallet and answer in one statement with the opening; its record with the COMMIT', async () => {
+    const biz = await makeBusiness();
+    const scope = { businessId: biz.businessId, environment: 'sandbox' as const };
+    await refillAddressPool(ds, 'sandbox', getConfig().wallets.sandbox.xpub, 5);
+    const create = (reference: string) => inUnit(unitDeps(), (unit) => createCustomer(unit.em, getConfig().wallets, scope, { external_reference: reference }), { answer: answer });
+    roundTrips = 0;
+    const made = await create('two-trips');
+    expect(roundTrips).to.equal(2);
+    expect(made.created).to.equal(true);
+    const [wallet] = await ds.query(`SELECT address, hd_index FROM wallets WHERE customer_id = $1`, [made.customer.id]);
+    expect(made.customer).to.include({ external_reference: 'two-trips', wallet_address: wallet.address, wallet_ownership_status: 'managed', wallet_status: 'active' });
+    expect(await ds.query(`SELECT 1 FROM hd_address_pool WHERE hd_index = $1`, [wallet.hd_index])).to.deep.equal([]);
+    // The reference again: nothing created, the same customer answered.
+    const again = await create('two-trips');
+    expect(again).to.deep.include({ created: false });
+    expect(again.customer.id).to.equal(made.customer.id);
   });
 });
