@@ -25,6 +25,8 @@ interface Case {
   prepare(biz: Biz): Promise<Prepared>;
   /** How many of the resource the business has (what a second run would add to). */
   rows(biz: Biz): Promise<number>;
+  /** The resource's own moves ended (events written by a job that waits, which draining the queues does not wait for). */
+  settled?(biz: Biz): Promise<unknown>;
 }
 
 const count = async (sql: string, params: unknown[]) => Number((await (await getDs()).query(sql, params))[0].n);
@@ -54,6 +56,7 @@ describe('idempotency records survive Redis losing them', function () {
   const post = (biz: Biz, path: string, idem: string, body: object) => api.http.post(`${BASE}${path}`).set(writeHeaders(biz.key, idem)).send(body);
   /** Rows, jobs and events: a replay or a refused request adds to none of them. */
   const snapshot = async (c: Case, biz: Biz) => {
+    await c.settled?.(biz);
     await drainQueues(pools);
     return {
       rows: await c.rows(biz),
@@ -146,6 +149,8 @@ describe('idempotency records survive Redis losing them', function () {
         return { path: '/treasury/withdrawals', body: { wallet_id: wallet.id, amount: '10' }, other: { wallet_id: wallet.id, amount: '11' } };
       },
       rows: ofBusiness('treasury_withdrawals'),
+      // A withdrawal's completion is written by a delayed job (its confirmation): counted once it has ended.
+      settled: (biz) => until(async () => (await count(`SELECT count(*) AS n FROM treasury_withdrawals WHERE business_id = $1 AND status = 'pending'`, [biz.businessId])) === 0, { what: 'the withdrawal ended' }),
     },
     {
       name: 'POST /transactions/{id}/refund',
