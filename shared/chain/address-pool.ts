@@ -43,6 +43,13 @@ export function claimed(environment: Environment, xpub: string, index: number): 
   if (hint) hint.next = Math.max(hint.next, index + 1);
 }
 
+/**
+ * The first pooled index of the environment and key (parameters named as SQL text) at or past `from`, locked for the
+ * claiming transaction and skipping those others hold; `also`: a further condition (a create's own statement).
+ */
+export const nextPooled = (environment: string, xpubId: string, from: string, also = 'true') =>
+  `SELECT hd_index FROM hd_address_pool WHERE environment = ${environment} AND xpub_id = ${xpubId} AND hd_index >= ${from} AND ${also} ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED`;
+
 /** The next address for a managed wallet or deposit address: a pooled one, or one derived now. */
 export async function claimAddress(em: EntityManager, environment: Environment, xpub: string): Promise<ClaimedAddress> {
   const { xpubId: id, from } = claimStart(environment, xpub);
@@ -50,7 +57,7 @@ export async function claimAddress(em: EntityManager, environment: Environment, 
     const rows: { hd_index: number; address: `0x${string}` }[] = await em.query(
       planOnce(`WITH claimed AS (
          DELETE FROM hd_address_pool WHERE hd_index = (
-           SELECT hd_index FROM hd_address_pool WHERE environment = $1 AND xpub_id = $2 AND hd_index >= $3 ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+           ${nextPooled('$1', '$2', '$3')})
          RETURNING hd_index, address)
        SELECT hd_index, address FROM claimed`),
       [environment, id, from],

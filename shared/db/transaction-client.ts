@@ -74,7 +74,7 @@ export function transactionClient(Base: typeof pg.Client, statementTimeoutMs: nu
       }
       if (!this.opened) return (super.query as (...a: any[]) => any)(...args);
       this.opened = false;
-      if (plain && (text === 'COMMIT' || text === 'ROLLBACK')) return Promise.resolve(answered(text === 'COMMIT' ? 'COMMIT' : 'ROLLBACK'));
+      if (plain && (text === 'COMMIT' || text === 'ROLLBACK')) return Promise.resolve(answered(text));
       if (typeof text === 'string' && Array.isArray(values) && values.length > 0 && args.length === 2 && this.idle()) return this.batched(text, values, opening, []);
       // Plain text cannot share a batch: the opening goes first, on its own.
       return (super.query(opening.join('; ')) as Promise<unknown>).then(() => (super.query as (...a: any[]) => any)(...args));

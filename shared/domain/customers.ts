@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../errors.js';
 import { assertActiveCustomer } from './customer-status.js';
 import { walletOf } from '../chain/hd-wallet.js';
-import { claimAddress, claimed, claimStart } from '../chain/address-pool.js';
+import { claimAddress, claimed, claimStart, nextPooled } from '../chain/address-pool.js';
 import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
@@ -123,8 +123,7 @@ export async function createCustomer(
        RETURNING id, external_reference, display_name, metadata, status, archived_at, created_at, updated_at),
      claimed AS (
        DELETE FROM hd_address_pool p WHERE p.hd_index = (
-         SELECT hd_index FROM hd_address_pool WHERE environment = $2 AND xpub_id = $6 AND hd_index >= $7 AND EXISTS (SELECT 1 FROM c)
-          ORDER BY hd_index LIMIT 1 FOR UPDATE SKIP LOCKED)
+         ${nextPooled('$2', '$6', '$7', 'EXISTS (SELECT 1 FROM c)')})
          AND NOT EXISTS (SELECT 1 FROM wallets WHERE ${HELD_BY_BUSINESS('lower(p.address)')})
        RETURNING p.hd_index, p.address),
      w AS (
