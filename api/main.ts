@@ -6,6 +6,9 @@ import { watchKeyChanges } from './middleware/api-key-cache.js';
 import { createWorkerRedis } from '../shared/queues/connections.js';
 import { configureFor } from '../shared/config.js';
 import { NEEDS } from '../shared/config-processes.js';
+import { catchStopSignals } from '../shared/stop-signals.js';
+
+const signals = catchStopSignals();
 
 configureFor(NEEDS.web, 'the web process');
 
@@ -43,5 +46,4 @@ async function shutdown(signal: string): Promise<void> {
   server.closeIdleConnections();
   setInterval(() => server.closeIdleConnections(), 100).unref();
 }
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
+signals.drainWith((signal) => void shutdown(signal));

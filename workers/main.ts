@@ -10,6 +10,9 @@ import { poolsFromArgs, startWorkers } from './runtime.js';
 import { serveWorkerMetrics } from './metrics-server.js';
 import { operatorFailures } from '../api/middleware/basic-auth.js';
 import { installScripts } from '../api/middleware/redis-scripts.js';
+import { catchStopSignals } from '../shared/stop-signals.js';
+
+const signals = catchStopSignals();
 
 const pools = poolsFromArgs(process.argv.slice(2).flatMap((a) => a.split(',')).filter(Boolean));
 // Only the settlement pool signs: a worker process without it never reads WALLET_SEED / WALLET_SEED_LIVE.
@@ -26,6 +29,8 @@ const queues = createQueues(createWorkerRedis(config.redisUrl), config.redisPref
 void whenReady(connection).then((ready) => ready || log.warn('waiting for Redis; jobs start once it answers'));
 let metricsRedis: ReturnType<typeof createApiRedis> | undefined;
 const runtime = startWorkers({ pools, deps: { config, ds, queues, log }, connection });
+let stopping = false;
+signals.drainWith((signal) => void shutdown(signal));
 if (config.workerMetricsPort) {
   // Metrics are for operators only: without their credentials the port answers /health alone.
   if (!config.adminUser || !config.adminPassword) log.warn('ADMIN_USER / ADMIN_PASSWORD are unset: the worker port serves /health only, no metrics');
@@ -35,7 +40,6 @@ if (config.workerMetricsPort) {
   await serveWorkerMetrics({ port: config.workerMetricsPort, user: config.adminUser, password: config.adminPassword, queues, log, failures });
 }
 
-let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
@@ -54,5 +58,3 @@ async function shutdown(signal: string): Promise<void> {
   log.info('workers stopped');
   process.exit(0);
 }
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));

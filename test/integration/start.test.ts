@@ -233,6 +233,28 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     }
   });
 
+  it('a web or worker process told to stop while it boots ends with 0, not killed by the signal', async () => {
+    const net = await import('node:net');
+    // A database that accepts connections and never answers: each process stays in its boot until the signal.
+    const sockets: import('node:net').Socket[] = [];
+    const silent = net.createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const databaseUrl = `postgres://postgres@127.0.0.1:${(silent.address() as import('node:net').AddressInfo).port}/rampway`;
+    try {
+      for (const script of ['api/main.ts', 'workers/main.ts']) {
+        const connected = sockets.length;
+        const child = spawn('node_modules/.bin/tsx', [script, 'pricing'], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(24000 + (process.pid % 20000)) }, stdio: 'ignore' });
+        const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+        expect(await within(async () => sockets.length > connected, 30_000), `${script} reached its database`).to.equal(true);
+        child.kill('SIGTERM');
+        expect(await exit, script).to.deep.equal({ code: 0, signal: null });
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
   it('SIGTERM drains a web process holding keep-alive connections within seconds', async () => {
     const http = await import('node:http');
     const port = String(22000 + (process.pid % 20000));
