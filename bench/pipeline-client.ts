@@ -6,7 +6,12 @@
 // can say whether it is capacity (clients waited in queues) or latency (clients waited for the lifecycle's own steps).
 // Beside the figure: where the CPU went per process (web, worker, settlement, PostgreSQL, Redis) and per lifecycle the
 // database transactions, row writes, BullMQ jobs and Redis commands. Own database and Redis prefix. BENCH_FORMATION=pooler
-// runs web and each pool as its own process through a PgBouncer (npm run bench:pooler runs both, one after the other).
+// runs web and each pool as its own process through a PgBouncer (npm run bench:pooler runs both, one after the other);
+// BENCH_FORMATION=scaled runs two of each (two web processes, the clients taking turns between them, and two processes
+// of every pool), all through one PgBouncer: the Procfile's formation at two dynos of each kind.
+// BENCH_WAIT=poll: the clients (400 by default) register no webhook endpoint and poll GET /transactions/{id} every
+// BENCH_POLL_MS (250) until the off-ramp ends. Statements per lifecycle are counted when PostgreSQL has
+// pg_stat_statements loaded (shared_preload_libraries); each of issue 39's goals is printed with its figure and met or not.
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -18,7 +23,9 @@ import pg from 'pg';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { checkoutRevision, runScript } from './baseline.js';
 
-const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
+const WAIT = process.env.BENCH_WAIT === 'poll' ? 'poll' : 'webhook';
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 250);
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? (WAIT === 'poll' ? 400 : 200));
 const LIFECYCLES = Number(process.env.BENCH_CLIENT_LIFECYCLES ?? 3000);
 const STEP_MS = process.env.BENCH_STEP_MS ?? '20';
 const PORT = Number(process.env.BENCH_PORT ?? 3921);
@@ -26,7 +33,6 @@ const HOOK_PORT = PORT + 1;
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/rampway_bench_client';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `rampway-client-bench-${Date.now().toString(36)}`;
-const api = `http://127.0.0.1:${PORT}/api/v1/business`;
 // BENCH_REVISION=<git revision>: the service of that revision (a worktree of its own, bench/baseline.ts) instead of
 // this checkout's, measured by this client: a figure "before" (the kernel issue's pipeline at 0f16dc5) against "after".
 const root = process.env.BENCH_REVISION ? checkoutRevision(process.env.BENCH_REVISION) : join(import.meta.dirname, '..');
@@ -52,7 +58,11 @@ if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVo
 // BENCH_FORMATION=pooler: web and each worker pool as its own process (the Procfile's formation, one dyno each), all
 // through a PgBouncer of this run's own (transaction mode, its defaults) by DATABASE_CONNECTION_POOL_URL, migrations
 // direct as the release phase runs them. Otherwise the service as npm start runs it (web, worker, settlement).
-const FORMATION = process.env.BENCH_FORMATION === 'pooler' ? 'pooler' : 'npm-start';
+const FORMATION = process.env.BENCH_FORMATION === 'pooler' || process.env.BENCH_FORMATION === 'scaled' ? process.env.BENCH_FORMATION : 'npm-start';
+const COPIES = FORMATION === 'scaled' ? 2 : 1;
+// The web processes' ports (PORT + 1 is the webhook receiver's); the clients take turns between them.
+const webPorts = Array.from({ length: COPIES }, (_, i) => (i === 0 ? PORT : PORT + 1 + i));
+const apis = webPorts.map((port) => `http://127.0.0.1:${port}/api/v1/business`);
 const serviceEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_PREFIX: prefix, PORT: String(PORT), SANDBOX_STEP_MS: STEP_MS, WEBHOOKS_ALLOW_LOOPBACK: 'true' };
 /** Resolves when every line in `ready` has been seen the given number of times on the children's output. */
 function whenReady(children: ReturnType<typeof spawn>[], ready: [string, number][]): Promise<void> {
@@ -100,9 +110,14 @@ async function startPooledFormation(): Promise<Running> {
   // The release phase: migrations, direct.
   execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/migrate.ts')], { cwd: root, env: serviceEnv, stdio: 'ignore' });
   const env = { ...serviceEnv, DATABASE_CONNECTION_POOL_URL: bouncer.url };
-  const node = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const children = [{ name: 'web', proc: node(['api/main.ts']) }, ...POOLS.map((pool) => ({ name: pool, proc: node(['workers/main.ts', pool]) }))];
-  await whenReady(children.map((c) => c.proc), [['"web listening"', 1], ['"workers started"', POOLS.length]]);
+  const node = (args: string[], extra: Record<string, string> = {}) => spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each copy of a process is named apart (web, web 2, pricing, pricing 2, ...); its CPU counts under its kind.
+  const copy = (name: string, i: number) => (i ? `${name} ${i + 1}` : name);
+  const children = Array.from({ length: COPIES }, (_, i) => [
+    { name: copy('web', i), proc: node(['api/main.ts'], { PORT: String(webPorts[i]) }) },
+    ...POOLS.map((pool) => ({ name: copy(pool, i), proc: node(['workers/main.ts', pool]) })),
+  ]).flat();
+  await whenReady(children.map((c) => c.proc), [['"web listening"', COPIES], ['"workers started"', POOLS.length * COPIES]]);
   const clients = await bouncer.show('CLIENTS');
   process.stdout.write(`  PgBouncer lists ${clients.filter((c) => c.application_name === 'rampway').length} clients of the service once it is up\n`);
   return {
@@ -138,7 +153,7 @@ function cpuSeconds(pid: number): number {
  */
 async function cpuByProcess(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const p of serviceProcesses()) out[p.name] = (out[p.name] ?? 0) + cpuSeconds(p.pid);
+  for (const p of serviceProcesses()) out[p.name.replace(/ \d+$/, '')] = (out[p.name.replace(/ \d+$/, '')] ?? 0) + cpuSeconds(p.pid);
   const backends = (await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)).rows.map((r) => Number(r.pid));
   for (const pid of backends) out[`pg:${pid}`] = cpuSeconds(pid);
   out.redis = pids('redis-server').reduce((s, pid) => s + cpuSeconds(pid), 0);
@@ -158,8 +173,9 @@ const db = new pg.Client({ connectionString: databaseUrl });
 await db.connect();
 const redis = new Redis(redisUrl);
 
+let turn = 0;
 async function call(key: string, method: string, path: string, body?: object): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${api}${path}`, {
+  const res = await fetch(`${apis[turn++ % apis.length]}${path}`, {
     method,
     headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...(method === 'GET' ? {} : { 'Idempotency-Key': randomUUID() }) },
     body: body ? JSON.stringify(body) : undefined,
@@ -193,7 +209,8 @@ await new Promise<void>((resolve) => hooks.listen(HOOK_PORT, '127.0.0.1', resolv
 // The service's own admin command (its revision's), as an operator runs it.
 const biz = JSON.parse(await runScript(root, 'scripts/admin.ts', ['create-business', '--name', 'Client bench', '--json'], { ...serviceEnv, LOG_LEVEL: 'silent' } as Record<string, string>));
 const key = biz.keys.find((k: { environment: string }) => k.environment === 'sandbox')!.key;
-await ok(key, 'POST', '/webhook-endpoints', { url: `http://127.0.0.1:${HOOK_PORT}/hooks`, events: ['transaction.completed', 'transaction.failed'] });
+// A polling client needs no webhook; a webhook-driven one hears of the off-ramp's end only.
+if (WAIT === 'webhook') await ok(key, 'POST', '/webhook-endpoints', { url: `http://127.0.0.1:${HOOK_PORT}/hooks`, events: ['transaction.completed', 'transaction.failed'] });
 const beneficiary = await ok(key, 'POST', '/beneficiaries', {
   currency: 'KES', payment_method: 'mobile_money', account_holder_name: 'Bench Payee', details: { phone_number: '+254722480163', mobile_network: 'safaricom' },
 });
@@ -206,6 +223,9 @@ for (let i = 0; i < CLIENTS; i += 20) {
   }));
 }
 
+/** Where a client stops waiting: the off-ramp has ended, or waits for someone to act. */
+const ENDED = ['completed', 'failed', 'action_required'];
+
 /** One off-ramp as a client runs it: quote (waiting for its price if it comes later), create, wait for the webhook. */
 async function lifecycle(wallet: string): Promise<{ ms: number; status: string }> {
   const started = performance.now();
@@ -215,6 +235,13 @@ async function lifecycle(wallet: string): Promise<{ ms: number; status: string }
     quote = await ok(key, 'GET', `/quotes/${quote.id}`);
   }
   const tx = await ok(key, 'POST', '/offramps', { quote_id: quote.id, funding_source: { wallet_id: wallet } });
+  if (WAIT === 'poll') {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      const now = await ok(key, 'GET', `/transactions/${tx.id}`);
+      if (ENDED.includes(now.status)) return { ms: performance.now() - started, status: now.status };
+    }
+  }
   const status = await new Promise<string>((resolve) => {
     const seen = early.get(tx.id);
     if (seen) return resolve(seen);
@@ -222,7 +249,7 @@ async function lifecycle(wallet: string): Promise<{ ms: number; status: string }
     // A webhook that never comes is not waited for forever: the API is asked, slowly.
     const poll = setInterval(async () => {
       const now = await call(key, 'GET', `/transactions/${tx.id}`);
-      if (['completed', 'failed', 'action_required'].includes(now.body.status)) resolve(now.body.status);
+      if (ENDED.includes(now.body.status)) resolve(now.body.status);
     }, 30_000);
     waiting.set(tx.id, (s) => {
       clearInterval(poll);
@@ -266,6 +293,19 @@ async function redisCalls(): Promise<Record<string, number>> {
   const info = await redis.info('commandstats');
   return Object.fromEntries([...info.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)].map((m) => [m[1], Number(m[2])]));
 }
+// Statements the service ran in this database, from pg_stat_statements when the server loads it (transaction control
+// such as BEGIN and COMMIT, and this benchmark's own readings of pg_stat views, left out); null when it does not.
+const countsStatements = (await db.query(`SELECT current_setting('shared_preload_libraries') ~ 'pg_stat_statements' AS loaded`)).rows[0].loaded as boolean;
+if (countsStatements) await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+/** The service's statements so far, each text with its calls (this database's, transaction control left out). */
+async function statementCounts(): Promise<Map<string, number> | null> {
+  if (!countsStatements) return null;
+  const { rows } = await db.query(`SELECT query, sum(calls) AS n FROM pg_stat_statements
+    WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND query !~* '^\\s*(BEGIN|START TRANSACTION|COMMIT|ROLLBACK|SET LOCAL|SAVEPOINT|RELEASE)' AND query !~ 'pg_stat_|pg_backend_pid'
+    GROUP BY query`);
+  return new Map(rows.map((r) => [r.query as string, Number(r.n)]));
+}
 async function dbCounters(): Promise<{ xacts: number; tables: Record<string, number> }> {
   const [{ xacts }] = (await db.query(`SELECT xact_commit + xact_rollback AS xacts FROM pg_stat_database WHERE datname = current_database()`)).rows;
   const tables = Object.fromEntries((await db.query(`SELECT relname, n_tup_ins + n_tup_upd + n_tup_del AS w FROM pg_stat_user_tables`)).rows.map((r) => [r.relname, Number(r.w)]));
@@ -274,12 +314,14 @@ async function dbCounters(): Promise<{ xacts: number; tables: Record<string, num
 const jobs0 = await jobCounts();
 const calls0 = await redisCalls();
 const db0 = await dbCounters();
+const statements0 = await statementCounts();
 const cpu0 = await cpuByProcess();
 const loaded = await run(CLIENTS, LIFECYCLES);
 const cpu1 = await cpuByProcess();
 // pg_stat counters are sent by each backend when its transaction ends and flushed about once a second.
 await new Promise((r) => setTimeout(r, 1500));
 const db1 = await dbCounters();
+const statements1 = await statementCounts();
 const jobs = (await jobCounts()) - jobs0;
 const calls1 = await redisCalls();
 const byCommand = Object.entries(calls1).map(([c, n]) => [c, n - (calls0[c] ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
@@ -294,21 +336,56 @@ const loadedP50 = pct(loaded.latencies, 0.5);
 // Little's law: clients / throughput is the time each lifecycle took; far above the floor, they waited for capacity.
 const kind = loadedP50 > 2 * floorMs ? 'capacity (under load a lifecycle took far longer than alone: the clients waited for the service)' : 'latency (a lifecycle took about as long as alone: more clients would go faster)';
 
+const byStatement = statements0 && statements1
+  ? [...statements1].map(([text, n]) => [text, (n - (statements0.get(text) ?? 0)) / LIFECYCLES] as const).filter(([, n]) => n >= 0.05).sort((a, b) => b[1] - a[1])
+  : null;
+// What the deferred integrity triggers run at COMMIT (a ledger entry balanced, a settlement's received amount equal to
+// its transfers) pg_stat_statements lists as statements of their own; they are PostgreSQL's work, not statements the
+// service sends, so they are counted apart: a text found in a trigger function's body.
+const triggerBodies = countsStatements
+  ? ((await db.query(`SELECT string_agg(prosrc, ' ') AS src FROM pg_proc WHERE prorettype = 'trigger'::regtype AND pronamespace = 'public'::regnamespace`)).rows[0].src as string ?? '').replace(/\s+/g, ' ')
+    // PL/pgSQL's SELECT ... INTO reaches PostgreSQL without its INTO.
+    .replace(/ INTO \w+(, \w+)* /gi, ' ')
+  : '';
+const inTrigger = (text: string) => triggerBodies.includes(text.replace(/\s+/g, ' ').split('$')[0].trim());
+const statements = byStatement && byStatement.filter(([text]) => !inTrigger(text)).reduce((sum, [, n]) => sum + n, 0);
+const triggerStatements = byStatement && byStatement.filter(([text]) => inTrigger(text)).reduce((sum, [, n]) => sum + n, 0);
+const transactions = (db1.xacts - db0.xacts) / LIFECYCLES;
+const cpuMs = (cpuTotal * 1000) / LIFECYCLES;
+// Issue 39's goals for a lifecycle, judged on this run's figures (a figure not measured is not met).
+const goal = (name: string, figure: number | null, unit: string, target: number, atMost = false) =>
+  ({ name, goal: `${atMost ? '<=' : '>='} ${target}${unit}`, figure: figure === null ? null : Number(figure.toFixed(1)), met: figure !== null && (atMost ? figure <= target : figure >= target) });
+const goals = [
+  goal(`lifecycles, ${WAIT === 'poll' ? `polling with ${CLIENTS} clients` : `webhook-driven, ${CLIENTS} clients`}`, perSecond, '/s', WAIT === 'poll' ? 120 : 150),
+  goal('lifecycles, the end goal', perSecond, '/s', 300),
+  goal('CPU per lifecycle across the processes', cpuMs, ' ms', 10, true),
+  goal('statements sent per lifecycle', statements, '', 30, true),
+  goal('database transactions per lifecycle', transactions, '', 6, true),
+];
+const formation = {
+  'npm-start': 'npm start (web, worker, settlement processes)',
+  pooler: 'web and each of the five pools its own process, all through PgBouncer (transaction mode, defaults)',
+  scaled: 'two web processes and two of each of the five pools, all through one PgBouncer (transaction mode, defaults)',
+}[FORMATION];
 const lines = [
-  `pipeline as a client sees it: ${FORMATION === 'pooler' ? 'web and each of the five pools its own process, all through PgBouncer (transaction mode, defaults)' : 'npm start (web, worker, settlement processes)'}, SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, webhook)`,
+  `pipeline as a client sees it: ${formation}, SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, ${WAIT === 'poll' ? `GET every ${POLL_MS} ms until it ends` : 'webhook'})`,
   `  alone: one lifecycle p50 ${floorMs.toFixed(0)} ms`,
   `  lifecycles completed          ${perSecond.toFixed(1).padStart(7)} /s (${loaded.completed}/${LIFECYCLES} completed in ${loaded.seconds.toFixed(1)} s; goal 300/s); e2e p50 ${(loadedP50 / 1000).toFixed(2)} s, p99 ${(pct(loaded.latencies, 0.99) / 1000).toFixed(2)} s`,
   `  the figure is ${kind}`,
   `  CPU per lifecycle (ms): ${Object.entries(cpu).map(([k, v]) => `${k} ${((v * 1000) / LIFECYCLES).toFixed(1)}`).join(', ')}; total ${((cpuTotal * 1000) / LIFECYCLES).toFixed(1)} ms (${(cpuTotal / loaded.seconds).toFixed(2)} cores busy)`,
-  `  per lifecycle: ${((db1.xacts - db0.xacts) / LIFECYCLES).toFixed(1)} database transactions, ${(jobs / LIFECYCLES).toFixed(1)} BullMQ jobs, ${(calls / LIFECYCLES).toFixed(0)} Redis commands`,
+  `  per lifecycle: ${transactions.toFixed(1)} database transactions, ${statements === null ? 'statements not counted (pg_stat_statements is not in shared_preload_libraries)' : `${statements.toFixed(1)} statements sent (and ${triggerStatements!.toFixed(1)} run by deferred integrity triggers at commit)`}, ${(jobs / LIFECYCLES).toFixed(1)} BullMQ jobs, ${(calls / LIFECYCLES).toFixed(0)} Redis commands`,
   `  Redis commands per lifecycle by command: ${byCommand.slice(0, 8).map(([c, n]) => `${c} ${(n / LIFECYCLES).toFixed(0)}`).join(', ')}`,
   `  row writes per lifecycle by table: ${writes.map(([t, w]) => `${t} ${w.toFixed(1)}`).join(', ')}`,
+  // BENCH_STATEMENTS=1: each statement text with its calls per lifecycle, most called first.
+  ...(process.env.BENCH_STATEMENTS === '1' && byStatement ? ['  statements per lifecycle by text:', ...byStatement.map(([text, n]) => `    ${n.toFixed(2).padStart(6)}  ${inTrigger(text) ? '(trigger) ' : ''}${text.replace(/\s+/g, ' ').slice(0, 150)}`)] : []),
+  '  goals:',
+  ...goals.map((g) => `    ${g.name.padEnd(48)} ${g.goal.padEnd(9)} ${String(g.figure ?? 'not measured').padStart(12)}  ${g.met ? 'met' : 'not met'}`),
   '',
 ];
 process.stdout.write(lines.join('\n'));
 const resultsFile = join(import.meta.dirname, 'results.json');
 const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
-results[FORMATION === 'pooler' ? 'pipeline_client_pooler' : 'pipeline_client'] = {
+results[['pipeline_client', FORMATION === 'npm-start' ? '' : FORMATION, WAIT === 'poll' ? 'poll' : ''].filter(Boolean).join('_')] = {
   measured_at: new Date().toISOString(),
   clients: CLIENTS,
   lifecycles: LIFECYCLES,
@@ -320,9 +397,14 @@ results[FORMATION === 'pooler' ? 'pipeline_client_pooler' : 'pipeline_client'] =
   alone_p50_ms: Math.round(floorMs),
   bound_by: kind.split(' ')[0],
   cpu_ms_per_lifecycle: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(((v * 1000) / LIFECYCLES).toFixed(1))])),
-  db_transactions_per_lifecycle: Number(((db1.xacts - db0.xacts) / LIFECYCLES).toFixed(1)),
+  wait: WAIT,
+  formation: FORMATION,
+  db_transactions_per_lifecycle: Number(transactions.toFixed(1)),
+  statements_per_lifecycle: statements === null ? null : Number(statements.toFixed(1)),
+  trigger_statements_per_lifecycle: triggerStatements === null ? null : Number(triggerStatements.toFixed(1)),
   jobs_per_lifecycle: Number((jobs / LIFECYCLES).toFixed(1)),
   redis_commands_per_lifecycle: Math.round(calls / LIFECYCLES),
+  goals,
 };
 writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
 

@@ -3,6 +3,22 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 const ENV = `environment text NOT NULL CHECK (environment IN ('sandbox', 'live'))`;
 const CHAIN_LIST = `('base', 'polygon', 'arbitrum', 'optimism', 'avalanche')`;
 
+/** The deferred check that a journal entry balances (its first form; 1764700000000 reads it in one statement). */
+export const LEDGER_ENTRY_BALANCED = `
+      CREATE FUNCTION ledger_entry_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        entry uuid;
+      BEGIN
+        IF TG_TABLE_NAME = 'journal_entries' THEN entry := NEW.id; ELSE entry := NEW.entry_id; END IF;
+        IF (SELECT count(*) FROM ledger_postings WHERE entry_id = entry) < 2 THEN
+          RAISE EXCEPTION 'journal entry % has fewer than two postings', entry USING ERRCODE = '23514';
+        END IF;
+        IF EXISTS (SELECT 1 FROM ledger_postings WHERE entry_id = entry GROUP BY asset HAVING sum(amount) <> 0) THEN
+          RAISE EXCEPTION 'journal entry % does not balance to zero per asset', entry USING ERRCODE = '23514';
+        END IF;
+        RETURN NULL;
+      END $$`;
+
 export class CustomersWalletsLedger1763800001000 implements MigrationInterface {
   name = 'CustomersWalletsLedger1763800001000';
 
@@ -121,20 +137,7 @@ export class CustomersWalletsLedger1763800001000 implements MigrationInterface {
     await q.query(`CREATE INDEX ledger_postings_entry_idx ON ledger_postings (entry_id)`);
 
     // Checked at commit, so an entry and its postings can be inserted in any order within one transaction.
-    await q.query(`
-      CREATE FUNCTION ledger_entry_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
-      DECLARE
-        entry uuid;
-      BEGIN
-        IF TG_TABLE_NAME = 'journal_entries' THEN entry := NEW.id; ELSE entry := NEW.entry_id; END IF;
-        IF (SELECT count(*) FROM ledger_postings WHERE entry_id = entry) < 2 THEN
-          RAISE EXCEPTION 'journal entry % has fewer than two postings', entry USING ERRCODE = '23514';
-        END IF;
-        IF EXISTS (SELECT 1 FROM ledger_postings WHERE entry_id = entry GROUP BY asset HAVING sum(amount) <> 0) THEN
-          RAISE EXCEPTION 'journal entry % does not balance to zero per asset', entry USING ERRCODE = '23514';
-        END IF;
-        RETURN NULL;
-      END $$`);
+    await q.query(LEDGER_ENTRY_BALANCED);
     for (const table of ['journal_entries', 'ledger_postings']) {
       await q.query(`
         CREATE CONSTRAINT TRIGGER ${table}_balanced AFTER INSERT ON ${table}

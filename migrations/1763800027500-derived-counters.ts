@@ -9,11 +9,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 // - payment_intents.confirmed_amount = the same over its confirmed deposits.
 // A unit that breaks one fails at commit with 23514 (check_violation), naming the row and both sums; nothing of it is
 // written.
-export class DerivedCounters1763800027500 implements MigrationInterface {
-  name = 'DerivedCounters1763800027500';
-
-  async up(q: QueryRunner): Promise<void> {
-    await q.query(`
+/** The deferred check of a settlement's received_amount (its first form; 1764700000000 reads it in one statement). */
+export const SETTLEMENT_RECEIVED_MATCHES_TRANSFERS = `
       CREATE FUNCTION settlement_received_matches_transfers() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE
         sid uuid;
@@ -31,7 +28,13 @@ export class DerivedCounters1763800027500 implements MigrationInterface {
           RAISE EXCEPTION 'settlement % holds received_amount %, its transfers sum to %', sid, stored, summed USING ERRCODE = 'check_violation';
         END IF;
         RETURN NULL;
-      END $$`);
+      END $$`;
+
+export class DerivedCounters1763800027500 implements MigrationInterface {
+  name = 'DerivedCounters1763800027500';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(SETTLEMENT_RECEIVED_MATCHES_TRANSFERS);
     await q.query(`CREATE CONSTRAINT TRIGGER settlement_received_from_transfers AFTER INSERT OR UPDATE OR DELETE ON settlement_transfers
       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION settlement_received_matches_transfers()`);
     await q.query(`CREATE CONSTRAINT TRIGGER settlement_received_stored AFTER INSERT OR UPDATE OF received_amount ON settlements

@@ -6,6 +6,7 @@ import { chainFor } from '../chain/sandbox-chain.js';
 import { ChainFundsError, InsufficientGasError } from '../chain/sender.js';
 import { rewindCursor } from '../chain/cursor.js';
 import type { EventScope } from './events.js';
+import type { Environment } from './chains.js';
 import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
@@ -241,14 +242,17 @@ async function lateDepositReason(unit: Unit, config: Config, settlement: Settlem
 }
 
 /** Confirmations counted from the chain; at the required number the settlement is confirmed and the payout starts. */
-export async function confirmSettlement(unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, round: number): Promise<string> {
-  if (tx.status !== 'awaiting_funds') return `not awaiting funds (${tx.status})`;
-  // The settlement, then its transaction, locked (the loader's order): the decision reads neither again.
-  const settlement = (await settlementOf(unit.em, tx.id, true))!;
+export async function confirmSettlement(
+  unit: Unit, config: Config, chainOf: (environment: Environment) => ChainAdapter, transactionId: string, round: number,
+): Promise<string> {
+  // The settlement, then its transaction, locked (the loader's order), read first in the unit: the decision reads
+  // neither again, and the job reads nothing before it.
+  const settlement = await settlementOf(unit.em, transactionId, true);
+  if (!settlement) return 'gone';
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
-  const locked = (await lockTransaction(unit, tx.id))!;
+  const locked = (await lockTransaction(unit, transactionId))!;
   if (locked.status !== 'awaiting_funds') return `not awaiting funds (${locked.status})`;
-  return countConfirmations(unit, config, chain, locked, settlement, round, { settlement, tx: locked });
+  return countConfirmations(unit, config, chainOf(locked.environment), locked, settlement, round, { settlement, tx: locked });
 }
 
 /**

@@ -187,7 +187,7 @@ describe('chain truth on Anvil', function () {
       const height = toHex(block.number);
       proxy.setRewrite((method, params, result) =>
         (method === 'eth_getBlockByNumber' && (params as unknown[])[0] === height && result ? { ...(result as object), hash: keccak256(toHex(`fork-${block.hash}`)) } : result));
-      expect(await inUnit(d, async (unit) => confirmSettlement(unit, config, chain, (await loadTransaction(unit.em, created.id))!, 1))).to.equal('reorg: awaiting transfer again');
+      expect(await inUnit(d, async (unit) => confirmSettlement(unit, config, () => chain, created.id, 1))).to.equal('reorg: awaiting transfer again');
       expect(await statusOf()).to.equal('created');
       expect((await clearing()).net).to.equal(0n);
       // The original block comes back, the same hash: the transfer is counted again and posts again.

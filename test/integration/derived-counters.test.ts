@@ -6,6 +6,7 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 import { expectLedgerSound, fund, kesBeneficiary, offramp, quote, untilStatus, verifiedWallet } from '../helpers/ramps.js';
 import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
+import { IntegrityChecksOneStatement1764700000000 } from '../../migrations/1764700000000-integrity-checks-one-statement.js';
 
 // A counter stored beside the facts it sums is tied to them by the database (migrations/*-derived-counters.ts): a
 // settlement's received_amount to its transfers, a payment intent's received and confirmed amounts to its deposits.
@@ -61,5 +62,29 @@ describe('counters are what their facts sum to, checked by the database at commi
     await refusedAtCommit(`UPDATE payment_intents SET confirmed_amount = confirmed_amount + 0.000001 WHERE id = $1`, [res.body.id], /its deposits count/);
     await refusedAtCommit(`UPDATE payment_intents SET received_amount = 0 WHERE id = $1`, [res.body.id], /its deposits count/);
     await refusedAtCommit(`UPDATE treasury_deposits SET late_payment = true WHERE payment_intent_id = $1`, [res.body.id], /its deposits count 0 and 0/);
+  });
+
+  it('each check reads its row in one statement (issue 39); the migration\'s down puts back the two-statement form', async () => {
+    const ds = await getDs();
+    const runner = ds.createQueryRunner();
+    await runner.startTransaction();
+    try {
+      const bodies = async () => Object.fromEntries((await runner.query(`SELECT proname, prosrc FROM pg_proc WHERE proname IN ('ledger_entry_balanced', 'settlement_received_matches_transfers')`))
+        .map((r: { proname: string; prosrc: string }) => [r.proname, r.prosrc]));
+      const statements = (body: string) => body.match(/\bSELECT\b/g)!.length - (body.match(/\(SELECT\b/g)?.length ?? 0);
+      const now = await bodies();
+      expect(statements(now.ledger_entry_balanced), 'ledger check').to.equal(1);
+      expect(statements(now.settlement_received_matches_transfers), 'settlement check').to.equal(1);
+      const migration = new IntegrityChecksOneStatement1764700000000();
+      await migration.down(runner);
+      const first = await bodies();
+      expect(first.ledger_entry_balanced).to.include('IF EXISTS (SELECT 1 FROM ledger_postings');
+      expect(first.settlement_received_matches_transfers).to.include('SELECT received_amount INTO stored');
+      await migration.up(runner);
+      expect(await bodies()).to.deep.equal(now);
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
   });
 });

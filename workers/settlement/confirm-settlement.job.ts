@@ -9,9 +9,7 @@ import { defineJob } from '../job-definition.js';
 export const confirmSettlementJob = defineJob({
   name: 'settlement.confirm',
   async process(job, deps) {
-    const tx = await loadTransaction(deps.ds, job.data.transactionId);
-    if (!tx) return 'gone';
-    return inUnit(deps, (unit) => confirmSettlement(unit, deps.config, chainFor(tx.environment, deps.config), tx, job.data.round));
+    return inUnit(deps, (unit) => confirmSettlement(unit, deps.config, (environment) => chainFor(environment, deps.config), job.data.transactionId, job.data.round));
   },
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
