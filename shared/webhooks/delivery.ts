@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { JobRequest, Queues } from '../queues/producer.js';
 import { jobId, type JobPayloads } from '../queues/registry.js';
-import { signingSecrets, type EndpointStatus } from './endpoints.js';
+import { LIVE_SECRETS_JOIN, SIGNING_SECRET_COLUMNS, signingSecrets, type EndpointStatus } from './endpoints.js';
 import { endpointTakes, webhookJobs } from './fan-out.js';
 
 export { webhookJobs };
@@ -64,16 +64,20 @@ interface MessageRow {
   event_sequence: string;
   event_created_at: string;
   event_data: Record<string, unknown>;
+  /** The endpoint's live secrets as read, sealed (signingSecrets opens them). */
+  secretRows: Record<string, unknown>[];
 }
 
+/** The message, its endpoint and event, and the endpoint's signing secrets (still sealed), in one statement. */
 async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undefined> {
-  const rows: MessageRow[] = await q.query(
+  const rows: (MessageRow & Record<string, unknown>)[] = await q.query(
     planOnce(`SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status, w.failing_since AS endpoint_failing_since,
-            e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data
-       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id WHERE m.id = $1`),
+            e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data,
+            ${SIGNING_SECRET_COLUMNS}
+       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id ${LIVE_SECRETS_JOIN} WHERE m.id = $1`),
     [id],
   );
-  return rows[0];
+  return rows[0] && { ...rows[0], secretRows: rows };
 }
 
 /** The signed request: `webhook-signature` carries one `v1,` signature per live secret (two during a rotation). */
@@ -163,7 +167,7 @@ export async function deliverMessage(deps: DeliveryDeps, data: JobPayloads['webh
     rememberBusiness(message.endpoint_id, message.business_id);
     businessSlot ??= await takeBusiness(message.business_id);
     const body = JSON.stringify(eventView({ id: message.event_id, type: message.event_type, sequence: message.event_sequence, created_at: message.event_created_at, data: message.event_data }));
-    const headers = signedHeaders(await signingSecrets(deps.ds, deps.config.encryptionKeys, message.endpoint_id), message.event_id, body);
+    const headers = signedHeaders(signingSecrets(message.secretRows, deps.config.encryptionKeys), message.event_id, body);
     result = await send({ url: message.url, headers, body, timeoutMs: deps.config.webhooks.timeoutMs, policy: endpointPolicy(deps.config, message.environment) });
   } finally {
     await Promise.all([slot?.release(), businessSlot?.release()]);

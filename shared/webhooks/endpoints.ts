@@ -87,13 +87,18 @@ async function addSecret(unit: Unit, keys: readonly MasterKey[], endpoint: { id:
 }
 
 /** The secrets that sign a delivery now: the current one, and a rotated one until it expires. */
-export async function signingSecrets(q: Queryable, keys: readonly MasterKey[], endpointId: string): Promise<string[]> {
-  const rows: Record<string, unknown>[] = await q.query(
-    planOnce(`SELECT id, business_id, environment, ${sealedColumnList('secret')} FROM webhook_secrets
-      WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC`),
-    [endpointId],
-  );
-  return rows.map((r) => openJson<string>(sealedFromRow(r, 'secret'), keys, rowAad(SECRETS, 'secret', r as { id: string; business_id: string; environment: string })));
+/**
+ * An endpoint's live secrets (two during a rotation), newest first, read in the same statement as what they sign: a
+ * query joins them with this (its endpoint as `w`), one row per secret, and adds SIGNING_SECRET_COLUMNS.
+ */
+export const LIVE_SECRETS_JOIN = `LEFT JOIN webhook_secrets s ON s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())`;
+export const SIGNING_SECRET_COLUMNS = `s.id AS secret_row_id, s.business_id AS secret_business_id, s.environment AS secret_environment, s.created_at AS secret_created_at, ${sealedColumnList('secret')}`;
+
+/** The secrets of rows read with LIVE_SECRETS_JOIN, opened, newest first (none when the join found none). */
+export function signingSecrets(rows: Record<string, unknown>[], keys: readonly MasterKey[]): string[] {
+  return rows.filter((r) => r.secret_row_id !== null)
+    .sort((a, b) => (b.secret_created_at as Date).getTime() - (a.secret_created_at as Date).getTime())
+    .map((r) => openJson<string>(sealedFromRow(r, 'secret'), keys, rowAad(SECRETS, 'secret', { id: r.secret_row_id as string, business_id: r.secret_business_id as string, environment: r.secret_environment as string })));
 }
 
 export interface CreateEndpointInput {
