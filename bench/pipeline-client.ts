@@ -37,14 +37,29 @@ const prefix = `rampway-client-bench-${Date.now().toString(36)}`;
 // this checkout's, measured by this client: a figure "before" (the kernel issue's pipeline at 0f16dc5) against "after".
 const root = process.env.BENCH_REVISION ? checkoutRevision(process.env.BENCH_REVISION) : join(import.meta.dirname, '..');
 
-// An empty database each run: a table that grows from run to run would make one run's figures incomparable with the next.
+// A database made anew each run: a table that grows from run to run would make one run's figures incomparable with the
+// next. BENCH_VOLUME=1: made as a copy of `<name>_volume`, which holds another tenant's million transactions, 100,000
+// customers and their ledger (bench/volume.ts fills it the first time, about half an hour; kept for later runs).
 {
   const admin = new URL(databaseUrl);
   const name = decodeURIComponent(admin.pathname.slice(1));
   admin.pathname = '/postgres';
+  const quoted = (db: string) => `"${db.replace(/"/g, '""')}"`;
+  const volume = new URL(databaseUrl);
+  volume.pathname = `/${encodeURIComponent(`${name}_volume`)}`;
+  if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(volume.toString());
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect().catch((err: Error) => { throw new Error(`PostgreSQL is unreachable at ${admin.host}: ${err.message}`); });
-  await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`).finally(() => client.end());
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${quoted(name)} WITH (FORCE)`);
+    if (process.env.BENCH_VOLUME === '1') {
+      const began = performance.now();
+      await client.query(`CREATE DATABASE ${quoted(name)} TEMPLATE ${quoted(`${name}_volume`)}`);
+      process.stdout.write(`  database copied from ${name}_volume in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
+    }
+  } finally {
+    await client.end();
+  }
 }
 await ensureDatabase(databaseUrl);
 await ensureRedis(redisUrl);
@@ -52,8 +67,6 @@ await ensureRedis(redisUrl);
 process.env.DATABASE_URL = databaseUrl;
 // One business drives all the load: its key's limit (set when the key is made) would measure itself.
 process.env.RATE_LIMIT_DEFAULT = '100000000';
-// BENCH_VOLUME=1: another tenant's million transactions in the same tables first (bench/volume.ts), made anew each run.
-if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(databaseUrl);
 
 // BENCH_FORMATION=pooler: web and each worker pool as its own process (the Procfile's formation, one dyno each), all
 // through a PgBouncer of this run's own (transaction mode, its defaults) by DATABASE_CONNECTION_POOL_URL, migrations
@@ -133,7 +146,7 @@ async function startPooledFormation(): Promise<Running> {
     },
   };
 }
-const service = FORMATION === 'pooler' ? await startPooledFormation() : await startNpmStart();
+const service = FORMATION === 'npm-start' ? await startNpmStart() : await startPooledFormation();
 const serviceProcesses = () => service.processes();
 const pids = (name: string) => execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
 const TICK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
@@ -385,7 +398,7 @@ const lines = [
 process.stdout.write(lines.join('\n'));
 const resultsFile = join(import.meta.dirname, 'results.json');
 const results = existsSync(resultsFile) ? JSON.parse(readFileSync(resultsFile, 'utf8')) : {};
-results[['pipeline_client', FORMATION === 'npm-start' ? '' : FORMATION, WAIT === 'poll' ? 'poll' : ''].filter(Boolean).join('_')] = {
+results[['pipeline_client', FORMATION === 'npm-start' ? '' : FORMATION, WAIT === 'poll' ? 'poll' : '', process.env.BENCH_VOLUME === '1' ? 'volume' : ''].filter(Boolean).join('_')] = {
   measured_at: new Date().toISOString(),
   clients: CLIENTS,
   lifecycles: LIFECYCLES,

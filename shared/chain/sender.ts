@@ -29,7 +29,8 @@ import { TRANSFER_EVENT } from './usdc.js';
 // - Funds. USDC and native gas are checked under the lock at a pinned block, less what this address's sends in flight
 //   already claim (their USDC; their gas limit at its fee cap and their value). A managed address holding less than
 //   this send needs or GAS_TOPUP_MIN_WEI_<CHAIN> beyond that is topped up by the hot wallet to GAS_TOPUP_TARGET_WEI_<CHAIN>
-//   (itself a send, named after the one it pays for, made outside the lock), then checked again; else InsufficientGasError.
+//   (itself a send, named after the one it pays for, made outside the lock), then checked again (and topped up again, a
+//   few times at most, when another send of the address claimed the top-up first); else InsufficientGasError.
 // - Keys are derived inside signFor for the moment of signing, and never logged, stored or returned.
 
 export type SendPurpose = 'offramp_funding' | 'onramp_delivery' | 'refund' | 'gas_topup' | 'sweep' | 'withdrawal';
@@ -180,8 +181,11 @@ export async function send(deps: SenderDeps, input: SendInput): Promise<SendRow 
     if (earlier?.status === 'sent') await settle(deps, input.chain, earlier);
   }
   let signed = await signUnderLock(deps, input, account, topsUp ? 'minimum' : 'need');
-  if ('short' in signed && topsUp) {
-    await topUp(deps, input, from, signed.short);
+  // Another send of the address may be signed between a top-up and this send's check and claim what the top-up brought:
+  // topped up again, GAS_TOPUP_ROUNDS times at most, each top-up under a reference of its own (a restarted job finds
+  // each one already sent, and waits for it, rather than sending it twice).
+  for (let round = 1; 'short' in signed && topsUp && round <= GAS_TOPUP_ROUNDS; round++) {
+    await topUp(deps, input, from, signed.short, round);
     signed = await signUnderLock(deps, input, account, 'need');
   }
   if ('short' in signed) {
@@ -308,14 +312,16 @@ async function signNext(
   return { nonce, raw, hash: keccak256(raw) };
 }
 
-const topUpReference = (input: SendInput): string => `gas-${input.reference}`;
+/** Top-ups one send may need when the address's other sends keep claiming the gas before it is signed. */
+const GAS_TOPUP_ROUNDS = 3;
+const topUpReference = (input: SendInput, round = 1): string => (round === 1 ? `gas-${input.reference}` : `gas-${input.reference}-${round}`);
 
 /**
  * A managed address short of gas for a USDC send: the treasury hot wallet sends it what brings it to
  * GAS_TOPUP_TARGET_WEI beyond its sends in flight (or, where the target is less than this send needs, a quarter over
  * that need, for fees that rise before it is signed), named after the send it pays for, and waits for it to be mined.
  */
-async function topUp(deps: SenderDeps, input: SendInput, from: string, short: GasShort): Promise<void> {
+async function topUp(deps: SenderDeps, input: SendInput, from: string, short: GasShort, round: number): Promise<void> {
   const target = deps.config.chains[input.chain].gasTopupTargetWei;
   if (target === 0n) throw new InsufficientGasError(getAddress(from), short.available, short.needed, 'gas top-ups are off (GAS_TOPUP_TARGET_WEI is 0)');
   const roomy = short.needed + short.needed / 4n;
@@ -323,7 +329,7 @@ async function topUp(deps: SenderDeps, input: SendInput, from: string, short: Ga
   let row: SendRow | null;
   try {
     row = await send(deps, {
-      environment: input.environment, chain: input.chain, reference: topUpReference(input), purpose: 'gas_topup', signer: { kind: 'treasury' }, to: from, asset: 'native', amount: to - short.available,
+      environment: input.environment, chain: input.chain, reference: topUpReference(input, round), purpose: 'gas_topup', signer: { kind: 'treasury' }, to: from, asset: 'native', amount: to - short.available,
     });
   } catch (err) {
     if (err instanceof InsufficientGasError) throw new InsufficientGasError(getAddress(from), short.available, short.needed, 'the treasury hot wallet cannot top it up');

@@ -72,36 +72,42 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
  * `signing`, where the adapter finds the transfer already sent (its reference) rather than sending it twice. Where
  * the adapter sends in a unit of work (the sandbox), all of it is one unit: it commits whole or not at all.
  */
-export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: TransactionRow): Promise<string> {
+export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Environment) => ChainAdapter, transactionId: string): Promise<string> {
+  // Read as the first unit's first statement, locked (a job reads nothing before it): its environment names the chain.
+  let tx: TransactionRow | undefined;
   try {
-    if (chain.sendInUnit) {
-      const sendInUnit = chain.sendInUnit;
-      return await inUnit(deps, async (unit) => {
-        const taken = await takeSubmissionStep(unit, tx, { kind: 'take', inUnit: true });
-        if (!taken.decided.submits) return taken.decided.outcome;
-        const settlement = (await settlementOf(unit.em, tx.id, true))!;
-        const wallet = await usableWallet(unit.em, scopeOf(tx), tx.wallet_id!, tx.chain);
-        // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
-        const sent = taken.decided.debits ? await sendInUnit(unit, scopeOf(tx), sendRequest(tx, settlement, wallet)) : submittedOf(settlement);
-        if (!sent) return 'submitting with no recorded send';
-        return recordSubmission(unit, deps.config, chain, taken.row, settlement, sent, wallet.address);
-      });
-    }
-    const taken = await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, { kind: 'take', inUnit: false }));
-    if (!taken.decided.submits) return taken.decided.outcome;
-    const settlement = (await settlementOf(deps.ds, tx.id))!;
-    const wallet = await usableWallet(deps.ds.manager, scopeOf(tx), tx.wallet_id!, tx.chain);
-    const sent = await chain.sendFromManagedWallet(deps, scopeOf(tx), sendRequest(tx, settlement, wallet));
+    const first = await inUnit(deps, async (unit) => {
+      const row = await lockTransaction(unit, transactionId);
+      if (!row) return { outcome: 'gone' };
+      tx = row;
+      const chain = chainOf(row.environment);
+      const taken = await decideSubmissionStep(unit, row, { kind: 'take', inUnit: Boolean(chain.sendInUnit) });
+      if (!taken.decided.submits) return { outcome: taken.decided.outcome };
+      if (!chain.sendInUnit) return { chain };
+      const settlement = (await settlementOf(unit.em, row.id, true))!;
+      const wallet = await usableWallet(unit.em, scopeOf(row), row.wallet_id!, row.chain);
+      // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
+      const sent = taken.decided.debits ? await chain.sendInUnit(unit, scopeOf(row), sendRequest(row, settlement, wallet)) : submittedOf(settlement);
+      if (!sent) return { outcome: 'submitting with no recorded send' };
+      return { outcome: await recordSubmission(unit, deps.config, chain, taken.row, settlement, sent, wallet.address) };
+    });
+    if (!first.chain) return first.outcome!;
+    // Live: the send goes to the chain and is waited for outside any unit of work.
+    const { chain } = first;
+    const row = tx!;
+    const settlement = (await settlementOf(deps.ds, row.id))!;
+    const wallet = await usableWallet(deps.ds.manager, scopeOf(row), row.wallet_id!, row.chain);
+    const sent = await chain.sendFromManagedWallet(deps, scopeOf(row), sendRequest(row, settlement, wallet));
     return await inUnit(deps, async (unit) => {
-      const now = (await lockTransaction(unit, tx.id))!;
-      return recordSubmission(unit, deps.config, chain, now, (await settlementOf(unit.em, tx.id, true))!, sent, wallet.address);
+      const now = (await lockTransaction(unit, row.id))!;
+      return recordSubmission(unit, deps.config, chain, now, (await settlementOf(unit.em, row.id, true))!, sent, wallet.address);
     });
   } catch (err) {
     const failure = sendFailure(err);
-    if (!failure) throw err;
+    if (!failure || !tx) throw err;
     // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing to
     // action_required, as a send refused after its own move to signing, so a retry resumes at signing either way.
-    await inUnit(deps, (unit) => takeSubmissionStep(unit, tx, { kind: 'refused', failure }));
+    await inUnit(deps, (unit) => takeSubmissionStep(unit, tx!, { kind: 'refused', failure }));
     return failure.code;
   }
 }
@@ -114,6 +120,11 @@ export async function submitOfframp(deps: ChainDeps, chain: ChainAdapter, tx: Tr
 async function takeSubmissionStep(unit: Unit, tx: TransactionRow, fact: SubmissionFact): Promise<{ row: TransactionRow; decided: SubmissionDecision }> {
   const row = await lockTransaction(unit, tx.id);
   if (!row) return { row: tx, decided: { outcome: 'gone', plans: [], submits: false, debits: false } };
+  return decideSubmissionStep(unit, row, fact);
+}
+
+/** The same, for a row its caller has just read locked in this unit. */
+async function decideSubmissionStep(unit: Unit, row: TransactionRow, fact: SubmissionFact): Promise<{ row: TransactionRow; decided: SubmissionDecision }> {
   const decided = decideSubmission({ id: row.id, scope: scopeOf(row), status: row.status }, fact);
   const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS);
   return { row: (moved.get(row.id) as unknown as TransactionRow | undefined) ?? row, decided };

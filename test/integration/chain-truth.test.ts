@@ -143,7 +143,7 @@ describe('chain truth on Anvil', function () {
       expect(outcome).to.equal('send in flight (signing)');
       expect((await loadTransaction(ds, id))!.status).to.equal('signing');
       // The send decides: it leaves the wallet and the transaction moves on with it.
-      expect(await submitOfframp(d, chainFor('sandbox', d.config), signing)).to.equal('submitted');
+      expect(await submitOfframp(d, () => chainFor('sandbox', d.config), signing.id)).to.equal('submitted');
       const now = (await loadTransaction(ds, id))!;
       expect(now.status).to.be.oneOf(['awaiting_funds', 'funded']);
       const settlement = (await rail.api.http.get(`${BASE}/transactions/${id}/settlement`).set(bearer(key))).body;

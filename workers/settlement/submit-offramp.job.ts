@@ -9,9 +9,7 @@ import { defineJob } from '../job-definition.js';
 export const submitOfframpJob = defineJob({
   name: 'offramp.submit',
   async process(job, deps) {
-    const tx = await loadTransaction(deps.ds, job.data.transactionId);
-    if (!tx) return 'gone';
-    return submitOfframp(deps, chainFor(tx.environment, deps.config), tx);
+    return submitOfframp(deps, (environment) => chainFor(environment, deps.config), job.data.transactionId);
   },
   async onFinalFailure(job, err, deps) {
     const tx = await loadTransaction(deps.ds, job.data.transactionId);
