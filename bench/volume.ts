@@ -33,8 +33,13 @@ import { freePort, startProcess, stopProcess, type Started } from '../test/helpe
 import { apiCaller } from './seed.js';
 
 export const VOLUME_BUSINESS = 'Volume Co';
-/** Rows the fill leaves alone: derived or process state (address pool, rates, cursors), recomputed stripes, the tenants. */
-const NOT_COPIED = new Set(['hd_address_pool', 'exchange_rates', 'chain_cursors', 'ledger_balance_stripes', 'schema_migrations', 'businesses', 'api_keys']);
+/**
+ * Rows the fill leaves alone: derived or process state (address pool, rates, cursors), recomputed stripes, the tenants,
+ * and what the service keeps for a day only: idempotency records (the purge, IDEMPOTENCY_TTL_SECONDS) and dispatched
+ * outbox rows (the outbox cleanup, 24 hours). Copies of those spread over months would be deleted, millions at a time,
+ * while a measurement runs (a first million-row run spent most of its PostgreSQL time on that backlog).
+ */
+const NOT_COPIED = new Set(['hd_address_pool', 'exchange_rates', 'chain_cursors', 'ledger_balance_stripes', 'schema_migrations', 'businesses', 'api_keys', 'idempotency_records', 'outbox_jobs']);
 /** Triggers off while copying: per-row balance updates and per-entry checks, redone in bulk below. */
 const LEDGER_TRIGGERS: [string, string][] = [
   ['ledger_postings', 'ledger_postings_same_transaction'], ['ledger_postings', 'ledger_postings_apply'], ['ledger_postings', 'ledger_postings_balanced'],
