@@ -24,7 +24,7 @@ export async function sendJson(
   if (claim) {
     req.state.idempotency = undefined;
     let stored = replayBody === body ? payload : serialized(replayBody);
-    const outcome = await recordDurably(deps, claim, status, stored, req.state.id, req.state.log);
+    const outcome = await recordDurably(deps, claim, status, stored, req.state.id, req.state);
     if (outcome.kind === 'earlier') return answerEarlier(req, res, deps, claim, outcome.answer);
     if (outcome.kind === 'committed') {
       // The answer its unit committed stands: what a replay will show is what this request shows.
@@ -32,11 +32,23 @@ export async function sendJson(
       payload = stored;
       headers = {};
     }
-    await finishIdempotency(deps, claim, status, stored, req.state.id, req.state.log);
+    await finishIdempotency(deps, claim, status, stored, req.state.id, req.state);
   }
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.status(status).type('application/json').send(payload);
+  sendPayload(req, res, status, payload);
+}
+
+/**
+ * A serialized JSON answer, written as Express's `send` would write it here (no ETag, no 204 among our answers),
+ * without its per-request work on headers we already know.
+ */
+export function sendPayload(req: Request, res: Response, status: number, payload: string): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(payload));
+  if (req.method === 'HEAD') res.end();
+  else res.end(payload);
 }
 
 /**
@@ -82,16 +94,16 @@ export async function answerRecorded(req: Request, res: Response, deps: AppDeps)
  * byte for byte, or 422 when this is another request under its key.
  */
 async function answerEarlier(req: Request, res: Response, deps: AppDeps, claim: IdempotencyClaim, earlier: DurableAnswer): Promise<void> {
-  await finishIdempotency(deps, claim, earlier.status, earlier.body, earlier.requestId, req.state.log, earlier.fingerprint);
+  await finishIdempotency(deps, claim, earlier.status, earlier.body, earlier.requestId, req.state, earlier.fingerprint);
   if (res.headersSent) return;
   if (earlier.fingerprint !== claim.fingerprint) {
     const err = new AppError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.');
     const { status } = httpAnswerOf(err);
-    res.status(status).type('application/json').send(JSON.stringify(errorEnvelope(err.code, err.message, req.state.id, err.details)));
+    sendPayload(req, res, status, JSON.stringify(errorEnvelope(err.code, err.message, req.state.id, err.details)));
     return;
   }
   req.state.log.info({ replayOf: earlier.requestId }, 'idempotent replay (from PostgreSQL)');
   res.setHeader('X-Request-Id', earlier.requestId);
   res.setHeader('Idempotent-Replayed', 'true');
-  res.status(earlier.status).type('application/json').send(earlier.body);
+  sendPayload(req, res, earlier.status, earlier.body);
 }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
@@ -51,9 +52,11 @@ function handle(route: RouteDef, validator: OperationValidator, serialize: Seria
     try {
       req.state.serialize = serialize;
       if (req.state.bodyError) throw bodyError(req.state.bodyError);
-      rejectUnstorableText(req.query, 'query');
+      // Express parses the query string again on every read of req.query: once here.
+      const rawQuery = req.query as Record<string, unknown>;
+      rejectUnstorableText(rawQuery, 'query');
       const params = checkParams(validator, { ...req.params }, 'path');
-      const query = checkParams(validator, { ...(req.query as Record<string, unknown>) }, 'query');
+      const query = checkParams(validator, { ...rawQuery }, 'query');
       let body: unknown = req.body;
       if (route.body) {
         if (body === undefined && Number(req.headers['content-length'] ?? 0) > 0 && !req.is('application/json')) {
@@ -67,16 +70,20 @@ function handle(route: RouteDef, validator: OperationValidator, serialize: Seria
       // Every log line about a transaction carries its id (the worker pools do the same from their job's data).
       const transactionId = txParam ? (params as Record<string, string>)[txParam] : undefined;
       if (transactionId) req.state.transactionId = transactionId;
-      const log = transactionId ? req.state.log.child({ transactionId }) : req.state.log;
+      // Its logger is built on first use, as the request's is: most requests never log but their access line.
+      let log: Logger | undefined;
       const ctx = {
-        deps, auth: req.state.auth!, body, query, params, requestId: req.state.id, log,
+        deps, auth: req.state.auth!, body, query, params, requestId: req.state.id,
+        get log(): Logger {
+          return (log ??= transactionId ? req.state.log.child({ transactionId }) : req.state.log);
+        },
         reply: (work: (unit: Unit) => Promise<Reply>) => replyInUnit(deps, req.state, work),
       };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
-        await sendCsv(deps, ctx.auth.keyId, log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
+        await sendCsv(deps, ctx.auth.keyId, ctx.log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
           // Headers are gone once the first row left: the client sees a cut answer, never a wrong one.
           if (!res.headersSent) throw err;
-          log.error({ err: (err as Error).message }, 'CSV export cut short');
+          ctx.log.error({ err: (err as Error).message }, 'CSV export cut short');
           res.destroy();
         });
         return;

@@ -77,6 +77,8 @@ try {
     { name: 'GET /account', url: `${api}/account`, opts: auth, target: web },
     { name: 'GET /customers/{id}', url: `${api}/customers/${seed.customerId}`, opts: auth, target: web },
     { name: 'GET /transactions/{id}', url: `${api}/transactions/${seed.transactionId}`, opts: auth, target: web },
+    { name: 'GET /customers (a page of 25)', url: `${api}/customers?limit=25`, opts: auth, target: web },
+    { name: 'GET /transactions (a page of 25)', url: `${api}/transactions?limit=25`, opts: auth, target: web },
     { name: 'POST /customers', url: api, opts: uniqueWrites(seed.key, '/api/v1/business/customers', (id) => ({ external_reference: `cpu-${id}` })), target: web },
   ];
   const groups = {

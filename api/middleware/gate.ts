@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { AppDeps } from '../context.js';
 import { AppError } from '../../shared/errors.js';
 import { leaseSize, RateLeases, type LeaseHeaders } from './rate-leases.js';
+import { sendPayload } from '../respond.js';
 import { recordScopeKey } from '../../shared/db/idempotency-records.js';
 import { canonicalJson, fingerprint, idempotencyRedisKey, startRenewing, inFlightRecord, newClaim, type IdempotencyRecord } from './idempotency-store.js';
 
@@ -114,13 +115,13 @@ export function gate(deps: AppDeps) {
       req.state.log.info({ replayOf: record.rid }, 'idempotent replay');
       if (record.rid) res.setHeader('X-Request-Id', record.rid);
       res.setHeader('Idempotent-Replayed', 'true');
-      res.status(record.st!).type('application/json').send(record.b);
+      sendPayload(req, res, record.st!, record.b!);
       return;
     }
     if (claim) {
       req.state.idempotency = claim;
       // Renewed until the answer is settled (every path, errors included, ends in sendJson).
-      startRenewing(deps, claim, req.state.log);
+      startRenewing(deps, claim, req.state);
     }
     next();
   };

@@ -3,6 +3,9 @@ import type { Logger } from 'pino';
 import type { AppDeps, IdempotencyClaim } from '../context.js';
 import { deleteRecord, insertRecord, readRecord, updateRecord, type DurableAnswer } from '../../shared/db/idempotency-records.js';
 
+/** Where a request's logger comes from, read only when a line is written (a request's state builds it on first use). */
+export type Logs = { readonly log: Logger };
+
 // Record kept under the key: in flight { s: 'f', fp, t } or done { s: 'd', fp, t, st, b, rid }.
 export interface IdempotencyRecord {
   s: 'f' | 'd';
@@ -42,12 +45,12 @@ export function newClaim(redisKey: string, scopeKey: Buffer, fp: string): Idempo
  * Keeps the in-flight lock alive while the request runs, so a slow request is never run a second time
  * by a retry that arrives after IDEMPOTENCY_LOCK_MS. A crashed process stops renewing and the lock expires.
  */
-export function startRenewing(deps: AppDeps, claim: IdempotencyClaim, log: Logger): void {
+export function startRenewing(deps: AppDeps, claim: IdempotencyClaim, logs: Logs): void {
   const every = Math.max(50, Math.floor(deps.config.idempotencyLockMs / 3));
   claim.renewal = setInterval(() => {
     deps.scripts.renew(claim.redisKey, claim.token, deps.config.idempotencyLockMs).then(
-      (ok) => ok === 0 && log.error('lost the in-flight idempotency lock while the request was still running'),
-      (err: unknown) => log.warn({ err: (err as Error).message }, 'could not renew the in-flight idempotency lock'),
+      (ok) => ok === 0 && logs.log.error('lost the in-flight idempotency lock while the request was still running'),
+      (err: unknown) => logs.log.warn({ err: (err as Error).message }, 'could not renew the in-flight idempotency lock'),
     );
   }, every);
   claim.renewal.unref();
@@ -67,7 +70,7 @@ interface Settlement {
   mode: 'store' | 'release';
   record: string;
   status: number;
-  log: Logger;
+  logs: Logs;
   /** Past this, a late store would be older than the retention period: it is dropped. */
   until: number;
 }
@@ -98,7 +101,7 @@ export class UnsettledRecords {
     if (this.pending.size >= MAX_UNSETTLED) {
       const [oldestKey, oldest] = this.pending.entries().next().value as [string, Settlement];
       this.pending.delete(oldestKey);
-      oldest.log.error({ status: oldest.status }, 'too many idempotent answers waiting for Redis; the oldest is no longer retried');
+      oldest.logs.log.error({ status: oldest.status }, 'too many idempotent answers waiting for Redis; the oldest is no longer retried');
     }
     this.pending.set(item.claim.redisKey, item);
     this.timer ??= setInterval(() => void this.flush(), SETTLE_RETRY_MS).unref();
@@ -116,8 +119,8 @@ export class UnsettledRecords {
         const outcome = await settle(this.deps, item).catch(() => null);
         if (outcome === null) break; // Redis still unreachable: the next tick tries again
         this.pending.delete(key);
-        if (outcome === -1) item.log.error({ status: item.status }, 'idempotency key was claimed by another request before this answer could be recorded');
-        else item.log.warn({ status: item.status, mode: item.mode }, 'idempotent answer recorded after Redis came back');
+        if (outcome === -1) item.logs.log.error({ status: item.status }, 'idempotency key was claimed by another request before this answer could be recorded');
+        else item.logs.log.warn({ status: item.status, mode: item.mode }, 'idempotent answer recorded after Redis came back');
       }
     } finally {
       this.flushing = false;
@@ -147,19 +150,19 @@ function settle(deps: Pick<AppDeps, 'scripts' | 'config'>, item: Settlement): Pr
  * earlier request's record read back from PostgreSQL is cached.
  */
 export async function finishIdempotency(
-  deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger, fp = claim.fingerprint,
+  deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, logs: Logs, fp = claim.fingerprint,
 ): Promise<void> {
   const record: IdempotencyRecord = { s: 'd', fp, t: claim.token, st: status, b: body, rid: requestId };
   const item: Settlement = {
-    claim, mode: status >= 500 ? 'release' : 'store', record: JSON.stringify(record), status, log, until: Date.now() + deps.config.idempotencyCacheSeconds * 1000,
+    claim, mode: status >= 500 ? 'release' : 'store', record: JSON.stringify(record), status, logs, until: Date.now() + deps.config.idempotencyCacheSeconds * 1000,
   };
   stopRenewing(claim);
   try {
     const outcome = await settle(deps, item);
-    if (outcome === -1) log.error({ status }, 'idempotency claim was taken over by another request before this one finished');
-    if (outcome === 2) log.warn({ status }, 'idempotency claim had vanished (Redis lost it); the answer is stored now');
+    if (outcome === -1) logs.log.error({ status }, 'idempotency claim was taken over by another request before this one finished');
+    if (outcome === 2) logs.log.warn({ status }, 'idempotency claim had vanished (Redis lost it); the answer is stored now');
   } catch (err) {
-    log.error({ err: (err as Error).message }, 'could not record the idempotent response; retrying until Redis answers');
+    logs.log.error({ err: (err as Error).message }, 'could not record the idempotent response; retrying until Redis answers');
     deps.unsettled.add(item);
   }
 }
@@ -181,7 +184,7 @@ export type DurableOutcome =
  * stores nothing. PostgreSQL unreachable for an answer that wrote nothing: Redis keeps it; for an answer that cannot
  * replace the committed one, the committed one is sent.
  */
-export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, log: Logger): Promise<DurableOutcome> {
+export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, status: number, body: string, requestId: string, logs: Logs): Promise<DurableOutcome> {
   const answer: DurableAnswer = { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, status, body, requestId };
   const committed = claim.recorded;
   if (committed) {
@@ -189,7 +192,7 @@ export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, stat
     // A 5xx stores nothing (CONTRACT §3): the record is withdrawn and the key released, as for a quote whose pricing
     // failed after it was written (its own row says failed; a retry prices a new one).
     const changed = await (status < 500 ? updateRecord(deps.ds, answer) : deleteRecord(deps.ds, answer)).catch((err: unknown) => {
-      log.error({ err: (err as Error).message }, 'could not change the idempotency record; the committed answer is sent');
+      logs.log.error({ err: (err as Error).message }, 'could not change the idempotency record; the committed answer is sent');
       return false;
     });
     return changed ? { kind: 'ours' } : { kind: 'committed', ...committed };
@@ -200,7 +203,7 @@ export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, stat
     const earlier = await readRecord(deps.ds, claim.scopeKey);
     return earlier ? { kind: 'earlier', answer: earlier } : { kind: 'ours' };
   } catch (err) {
-    log.error({ err: (err as Error).message }, 'could not store the idempotent answer in PostgreSQL; Redis caches it');
+    logs.log.error({ err: (err as Error).message }, 'could not store the idempotent answer in PostgreSQL; Redis caches it');
     return { kind: 'ours' };
   }
 }

@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/errors.js';
 import { TRANSACTION_STATUSES } from '../../shared/domain/machines.js';
 import { settlementView } from '../../shared/domain/settlements.js';
-import { findTransaction, findTransactionWithSettlement, TRANSACTION_COLUMNS, transactionView, type TransactionRow } from '../../shared/domain/transactions.js';
+import { findTransaction, findTransactionWithSettlement, TRANSACTION_COLUMNS, TRANSACTION_VIEW_COLUMNS, transactionView, type TransactionRow, type TransactionViewRow } from '../../shared/domain/transactions.js';
 import { retryTransaction } from '../../shared/domain/transaction-actions.js';
 import { requestRefund, type RefundRequest } from '../../shared/domain/refunds.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
@@ -102,7 +102,7 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, query }) => {
       const q = query as ListQuery;
       const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
-      const page = await listPage<TransactionRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
+      const page = await listPage<TransactionViewRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_VIEW_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
       return { status: 200, body: page };
     },
     csv: {

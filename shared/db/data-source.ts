@@ -5,6 +5,7 @@ import { DataSource, MigrationExecutor } from 'typeorm';
 import { getConfig } from '../config.js';
 import { PreparingClient } from './prepared-client.js';
 import { transactionClient } from './transaction-client.js';
+import { shareRowShapes } from './row-shapes.js';
 
 const root = join(import.meta.dirname, '..', '..');
 // Compiled (dist/, npm run build) the entities and migrations are .js beside this file; under tsx, .ts.
@@ -32,6 +33,8 @@ export interface DataSourceOptions {
  * moment the transaction ends.
  */
 function clientClass(prepare: boolean, statementTimeoutMs: number): typeof pg.Client {
+  // Every result with a column list seen before reuses its empty row (row-shapes.ts).
+  shareRowShapes();
   return transactionClient(prepare ? PreparingClient : pg.Client, statementTimeoutMs);
 }
 

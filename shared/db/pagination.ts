@@ -84,7 +84,7 @@ export async function listPage<R extends { id: string; cursor_ts: string }, T>(
   view: (row: R) => T,
 ): Promise<Page<T>> {
   const built = pageSql(spec, query);
-  const rows: R[] = await db.query(built.sql, built.params);
+  const rows: R[] = await db.query(planOnce(built.sql), built.params);
   return toPage(rows, built.limit, view);
 }
 
@@ -153,7 +153,7 @@ export async function* allRows<R extends { id: string; cursor_ts: string }, T>(
   let left = EXPORT_MAX_ROWS;
   while (left > 0) {
     const built = pageSql(spec, { limit: Math.min(batch, left), starting_after: after });
-    const rows: R[] = await db.query(built.sql, built.params);
+    const rows: R[] = await db.query(planOnce(built.sql), built.params);
     const kept = rows.slice(0, built.limit);
     for (const row of await expand(kept)) {
       if (left-- <= 0) return;

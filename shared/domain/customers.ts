@@ -32,7 +32,10 @@ export { assertActiveCustomer };
 /** Columns and FROM clause of a customer with its managed wallet; `c` is the customer, `w` the wallet. */
 export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.metadata, c.status, c.archived_at, c.created_at, c.updated_at,
   w.id AS wallet_id, w.address AS wallet_address, w.chain AS wallet_chain, w.ownership_status AS wallet_ownership_status, w.status AS wallet_status`;
-export const CUSTOMER_FROM = `customers c JOIN wallets w ON w.customer_id = c.id AND w.type = 'managed_wallet'`;
+// The managed wallet is found for each customer by its unique index, whatever the planner knows: LIMIT 1 keeps the
+// subquery a lookup per customer row. Joined plainly, a planner without statistics (a table never analyzed) read the
+// whole index for every customer of a page: 2,800 buffers for 25 rows with 150 customers, growing with the table.
+export const CUSTOMER_FROM = `customers c JOIN LATERAL (SELECT * FROM wallets w WHERE w.customer_id = c.id AND w.type = 'managed_wallet' LIMIT 1) w ON true`;
 
 export function customerView(row: CustomerRow): Record<string, unknown> {
   return {

@@ -84,6 +84,18 @@ export const TRANSACTION_COLUMNS = `t.id, t.business_id, t.environment, t.direct
   t.beneficiary_id, t.wallet_id, t.wallet_address, t.customer_id, t.payment_intent_id, t.payout_batch_id, t.payout_batch_index, t.funding_type, t.liquidation_address_id, t.payer_phone_redacted, t.payer_network, t.provider_reference, t.receipt,
   t.destination_transaction_hash, t.failure, t.refund, t.refund_status, t.refund_address, t.refund_due_at, t.stalled_at, t.retry_count, t.forced_outcome, t.completed_at, t.created_at, t.updated_at`;
 
+/** What the view (transactionView) reads of a row: an answer's read selects these and no more. */
+const VIEW_FIELDS = [
+  'id', 'direction', 'status', 'quote_id', 'external_reference', 'chain', 'currency', 'exchange_rate', 'source_amount', 'total_required',
+  'destination_amount', 'provider_fee', 'platform_fee', 'beneficiary_id', 'wallet_id', 'wallet_address', 'customer_id', 'payment_intent_id',
+  'payout_batch_id', 'funding_type', 'liquidation_address_id', 'payer_phone_redacted', 'payer_network', 'provider_reference', 'receipt',
+  'destination_transaction_hash', 'failure', 'refund', 'refund_status', 'refund_address', 'completed_at', 'created_at', 'updated_at',
+] as const satisfies readonly (keyof TransactionRow)[];
+export type TransactionViewRow = Pick<TransactionRow, (typeof VIEW_FIELDS)[number]>;
+const NUMERIC_FIELDS = new Set(['exchange_rate', 'source_amount', 'total_required', 'destination_amount', 'provider_fee', 'platform_fee']);
+/** The columns of TRANSACTION_COLUMNS the view reads, in its form (numerics as text). */
+export const TRANSACTION_VIEW_COLUMNS = VIEW_FIELDS.map((f) => `t.${f}${NUMERIC_FIELDS.has(f) ? '::text' : ''}`).join(', ');
+
 export const scopeOf = (row: { business_id: string; environment: 'sandbox' | 'live' }): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
 const amount = renderAmount;
@@ -99,7 +111,7 @@ function refundView(refund: RefundState | null): Record<string, unknown> | null 
 }
 
 /** The transaction as the API, events and webhooks show it. */
-export function transactionView(row: TransactionRow, extra: { settlement?: Record<string, unknown> } = {}): Record<string, unknown> {
+export function transactionView(row: TransactionViewRow, extra: { settlement?: Record<string, unknown> } = {}): Record<string, unknown> {
   const units = sidesOf(row.direction, row.currency);
   const offramp = row.direction === 'offramp';
   return {
@@ -145,10 +157,10 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
   return findScoped(q, { from: 'transactions t', columns: TRANSACTION_COLUMNS, resource: 'transaction' }, scope, id, lock);
 }
 
-/** A transaction with its settlement (an off-ramp's; none for an on-ramp), read in one statement. */
-export async function findTransactionWithSettlement(q: Queryable, scope: EventScope, id: string): Promise<{ tx: TransactionRow; settlement?: SettlementRow }> {
-  const row = await findScoped<TransactionRow & Record<string, unknown>>(
-    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT_COLUMNS}`, resource: 'transaction' }, scope, id,
+/** A transaction as its view reads it, with its settlement (an off-ramp's; none for an on-ramp), in one statement. */
+export async function findTransactionWithSettlement(q: Queryable, scope: EventScope, id: string): Promise<{ tx: TransactionViewRow; settlement?: SettlementRow }> {
+  const row = await findScoped<TransactionViewRow & Record<string, unknown>>(
+    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT_COLUMNS}`, resource: 'transaction' }, scope, id,
   );
   return { tx: row, settlement: joinedSettlement(row) };
 }
