@@ -35,4 +35,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form everywhere: node is PID 1 and receives SIGTERM itself, so it drains.
-CMD ["node", "--enable-source-maps", "dist/api/main.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "dist/api/main.js"]

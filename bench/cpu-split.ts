@@ -7,6 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { benchEnv, prepareBench, seedBench, uniqueWrites } from './seed.js';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -65,7 +66,7 @@ try {
   started.push(hello);
   // BENCH_PROFILE_DIR=<dir>: the web process writes a V8 CPU profile there when it stops (node --cpu-prof).
   const nodeArgs = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const web = await startProcess('api/main.ts', { ...env, PORT: '3902' }, 'web listening', [], { nodeArgs });
+  const web = await startProcess('api/main.ts', { ...env, PORT: '3902' }, 'web listening', [], { nodeArgs: [...WEB_NODE_FLAGS, ...nodeArgs] });
   started.push(web);
   const workers = await startProcess('workers/main.ts', env, 'workers started');
   started.push(workers);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { benchEnv, prepareBench, seedBench } from './seed.js';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const PER_ROUND = Number(process.env.BENCH_MEMORY_LIFECYCLES ?? 300);
 const ROUNDS = 3;
@@ -24,7 +25,7 @@ await ds.initialize();
 
 const started: Started[] = [];
 try {
-  started.push(await startProcess('api/main.ts', { ...env, PORT: '3903' }, 'web listening'));
+  started.push(await startProcess('api/main.ts', { ...env, PORT: '3903' }, 'web listening', [], { nodeArgs: [...WEB_NODE_FLAGS] }));
   for (const pool of POOLS) started.push(await startProcess('workers/main.ts', env, 'workers started', [pool]));
   const seed = await seedBench(api);
   const call = async (method: string, path: string, body?: object) => {

@@ -22,6 +22,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureDatabase, ensureRedis } from '../scripts/preflight.js';
 import { checkoutRevision, runScript } from './baseline.js';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const WAIT = process.env.BENCH_WAIT === 'poll' ? 'poll' : 'webhook';
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 250);
@@ -129,7 +130,7 @@ async function startPooledFormation(): Promise<Running> {
   // Each copy of a process is named apart (web, web 2, pricing, pricing 2, ...); its CPU counts under its kind.
   const copy = (name: string, i: number) => (i ? `${name} ${i + 1}` : name);
   const children = Array.from({ length: COPIES }, (_, i) => [
-    { name: copy('web', i), proc: node(['api/main.ts'], { PORT: String(webPorts[i]) }) },
+    { name: copy('web', i), proc: node([...WEB_NODE_FLAGS, 'api/main.ts'], { PORT: String(webPorts[i]) }) },
     ...POOLS.map((pool) => ({ name: copy(pool, i), proc: node(['workers/main.ts', pool]) })),
   ]).flat();
   await whenReady(children.map((c) => c.proc), [['"web listening"', COPIES], ['"workers started"', POOLS.length * COPIES]]);

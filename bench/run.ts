@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { benchEnv, prepareBench, seedBench, uniqueWrites, type Seed } from './seed.js';
 import { checkoutRevision } from './baseline.js';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -88,7 +89,7 @@ const started: Started[] = [];
 try {
   const hello = await startProcess('bench/hello.ts', { ...env, PORT: '3901' }, 'listening');
   started.push(hello);
-  const web = await startProcess('api/main.ts', { ...env, PORT: '3902' }, 'web listening');
+  const web = await startProcess('api/main.ts', { ...env, PORT: '3902' }, 'web listening', [], { nodeArgs: [...WEB_NODE_FLAGS] });
   started.push(web);
   const workers = await startProcess('workers/main.ts', env, 'workers started');
   started.push(workers);

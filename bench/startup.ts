@@ -1,14 +1,15 @@
 // npm run bench:startup: a web dyno's time from start to its first answered request, and its memory at rest, run as
 // development runs it (node --import tsx api/main.ts, the sources compiled in memory) and as production runs it (the
-// Procfile's node dist/api/main.js, after npm run build). Each way RUNS times, alternating; the medians go into
+// Procfile's node dist/api/main.js with its flags, after npm run build). Each way RUNS times, alternating; the medians go into
 // docs/performance.md. Needs local PostgreSQL (migrated: npm run migrate) and Redis; builds dist/ first.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const RUNS = Number(process.env.RUNS ?? 7);
 const PORT = 24000 + (process.pid % 1000);
-const WAYS = { tsx: ['--import', 'tsx', 'api/main.ts'], dist: ['--enable-source-maps', 'dist/api/main.js'] } as const;
+const WAYS = { tsx: ['--import', 'tsx', ...WEB_NODE_FLAGS, 'api/main.ts'], dist: ['--enable-source-maps', ...WEB_NODE_FLAGS, 'dist/api/main.js'] } as const;
 
 execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
 

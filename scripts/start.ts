@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { configureFor, getConfig, holdWalletSeeds, type Config } from '../shared/config.js';
 import { needsOf } from '../shared/config-processes.js';
 import { POOLS } from '../shared/queues/registry.js';
+import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 import { createDataSource, runMigrations } from '../shared/db/data-source.js';
 import { ensureDatabase, ensureRedis, PreflightError } from './preflight.js';
 
@@ -95,7 +96,7 @@ const entry = (path: string) => join(import.meta.dirname, '..', `${path}.${compi
 const loader = compiled ? ['--enable-source-maps'] : ['--import', 'tsx'];
 
 const PROCESSES: [name: string, args: string[], env: NodeJS.ProcessEnv][] = [
-  ['web', [entry('api/main')], publicOnly],
+  ['web', [...WEB_NODE_FLAGS, entry('api/main')], publicOnly],
   ['worker', [entry('workers/main'), POOLS.filter((pool) => pool !== 'settlement').join(',')], publicOnly],
   // The one process that signs (deposit sweeps, off-ramp funding, treasury sends).
   ['settlement', [entry('workers/main'), 'settlement'], process.env],

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { testDatabaseUrl, testRedisUrl } from '../env.js';
 import { until } from '../helpers/until.js';
 import { walletKeyEnv } from '../helpers/wallets.js';
+import { WEB_NODE_FLAGS } from '../../shared/web-flags.js';
 
 const SANDBOX_SEED = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 const LIVE_SEED = 'legal winner thank year wave sausage worth useful legal winner thank yellow';
@@ -138,7 +139,9 @@ describe("the Procfile's processes from dist/, in production, given only what co
   const procfile = Object.fromEntries(readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
 
   it('runs compiled JavaScript, never tsx', () => {
-    for (const [name, line] of Object.entries(procfile)) expect(line, name).to.match(/^node --enable-source-maps dist\/\S+\.js( [a-z]+)?$/);
+    for (const [name, line] of Object.entries(procfile)) expect(line, name).to.match(/^node --enable-source-maps( --[a-z-]+=\d+)* dist\/\S+\.js( [a-z]+)?$/);
+    // The web dyno runs with the flags npm start and the benchmarks give it (shared/web-flags.ts).
+    expect(procfile.web).to.equal(`node --enable-source-maps ${WEB_NODE_FLAGS.join(' ')} dist/api/main.js`);
     const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
     expect(pkg.dependencies).to.not.have.property('tsx');
     expect(pkg.devDependencies).to.have.property('tsx');

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { WEB_NODE_FLAGS } from '../../shared/web-flags.js';
 
 // No Docker engine here: the file is checked as data (what `docker compose config` would read), nothing is run.
 const root = join(import.meta.dirname, '..', '..');
@@ -35,6 +36,7 @@ describe('docker-compose.yml', () => {
     expect(services.admin.entrypoint).to.deep.equal(['node', '--enable-source-maps', 'dist/scripts/admin.js']);
     // Exec form: node is PID 1 and receives SIGTERM itself; compiled JavaScript, never tsx.
     for (const name of ['web', 'workers', 'migrate']) expect(services[name].command, name).to.be.an('array').and.include('--enable-source-maps');
+    expect(services.web.command).to.deep.equal(['node', '--enable-source-maps', ...WEB_NODE_FLAGS, 'dist/api/main.js']);
     for (const name of ['web', 'workers', 'migrate', 'admin']) expect(JSON.stringify([services[name].command, services[name].entrypoint]), name).to.not.include('tsx');
   });
 
@@ -70,7 +72,7 @@ describe('Dockerfile', () => {
     const user = [...final.body.matchAll(/^USER (\S+)$/gm)].at(-1)?.[1];
     expect(user).to.be.a('string').and.not.oneOf(['root', '0']);
     const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(final.body)![1]) as string[];
-    expect(cmd).to.deep.equal(['node', '--enable-source-maps', 'dist/api/main.js']);
+    expect(cmd).to.deep.equal(['node', '--enable-source-maps', ...WEB_NODE_FLAGS, 'dist/api/main.js']);
     expect(final.body).to.match(/^HEALTHCHECK [^\n]*\\\n\s+CMD \[.*\/health/m);
     expect(dockerfile.replace(/^#.*$/gm, '')).to.not.match(/tsx/);
   });
