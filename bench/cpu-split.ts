@@ -81,6 +81,11 @@ try {
     { name: 'GET /customers (a page of 25)', url: `${api}/customers?limit=25`, opts: auth, target: web },
     { name: 'GET /transactions (a page of 25)', url: `${api}/transactions?limit=25`, opts: auth, target: web },
     { name: 'POST /customers', url: api, opts: uniqueWrites(seed.key, '/api/v1/business/customers', (id) => ({ external_reference: `cpu-${id}` })), target: web },
+    {
+      name: 'POST /quotes', url: api, target: web, opts: uniqueWrites(seed.key, '/api/v1/business/quotes', () => ({
+        direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', source_amount: '25', beneficiary_id: seed.beneficiaryId,
+      })),
+    },
   ];
   const groups = {
     web: () => treeOf(web.child.pid!),

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { inUnit, type Unit } from '../db/unit-of-work.js';
 import type { JobRequest, Queues } from '../queues/producer.js';
 import { jobId, type JobPayloads } from '../queues/registry.js';
-import { LIVE_SECRETS_JOIN, SIGNING_SECRET_COLUMNS, signingSecrets, type EndpointStatus } from './endpoints.js';
+import { LIVE_SECRETS_JOIN, SECRETS_NEWEST_FIRST, SIGNING_SECRET_COLUMNS, signingSecrets, type EndpointStatus } from './endpoints.js';
 import { endpointTakes, webhookJobs } from './fan-out.js';
 
 export { webhookJobs };
@@ -74,7 +74,7 @@ async function loadMessage(q: Queryable, id: string): Promise<MessageRow | undef
     planOnce(`SELECT m.id, m.business_id, m.environment, m.status, m.round, m.endpoint_id, w.url, w.status AS endpoint_status, w.failing_since AS endpoint_failing_since,
             e.id AS event_id, e.type AS event_type, e.seq::text AS event_sequence, ${eventCreatedAt('e.created_at')} AS event_created_at, e.data AS event_data,
             ${SIGNING_SECRET_COLUMNS}
-       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id ${LIVE_SECRETS_JOIN} WHERE m.id = $1`),
+       FROM webhook_messages m JOIN webhook_endpoints w ON w.id = m.endpoint_id JOIN events e ON e.id = m.event_id ${LIVE_SECRETS_JOIN} WHERE m.id = $1 ORDER BY ${SECRETS_NEWEST_FIRST}`),
     [id],
   );
   return rows[0] && { ...rows[0], secretRows: rows };

@@ -86,18 +86,18 @@ async function addSecret(unit: Unit, keys: readonly MasterKey[], endpoint: { id:
   return secret;
 }
 
-/** The secrets that sign a delivery now: the current one, and a rotated one until it expires. */
 /**
- * An endpoint's live secrets (two during a rotation), newest first, read in the same statement as what they sign: a
- * query joins them with this (its endpoint as `w`), one row per secret, and adds SIGNING_SECRET_COLUMNS.
+ * The secrets that sign a delivery now (the current one, and a rotated one until it expires), read in the same
+ * statement as what they sign: a query joins them with this (its endpoint as `w`), one row per secret, adds
+ * SIGNING_SECRET_COLUMNS and orders its rows by SECRETS_NEWEST_FIRST.
  */
 export const LIVE_SECRETS_JOIN = `LEFT JOIN webhook_secrets s ON s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())`;
-export const SIGNING_SECRET_COLUMNS = `s.id AS secret_row_id, s.business_id AS secret_business_id, s.environment AS secret_environment, s.created_at AS secret_created_at, ${sealedColumnList('secret')}`;
+export const SIGNING_SECRET_COLUMNS = `s.id AS secret_row_id, s.business_id AS secret_business_id, s.environment AS secret_environment, ${sealedColumnList('secret')}`;
+export const SECRETS_NEWEST_FIRST = 's.created_at DESC';
 
-/** The secrets of rows read with LIVE_SECRETS_JOIN, opened, newest first (none when the join found none). */
+/** The secrets of rows read with LIVE_SECRETS_JOIN (newest first), opened, in their order (none when the join found none). */
 export function signingSecrets(rows: Record<string, unknown>[], keys: readonly MasterKey[]): string[] {
   return rows.filter((r) => r.secret_row_id !== null)
-    .sort((a, b) => (b.secret_created_at as Date).getTime() - (a.secret_created_at as Date).getTime())
     .map((r) => openJson<string>(sealedFromRow(r, 'secret'), keys, rowAad(SECRETS, 'secret', { id: r.secret_row_id as string, business_id: r.secret_business_id as string, environment: r.secret_environment as string })));
 }
 

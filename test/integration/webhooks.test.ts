@@ -310,8 +310,13 @@ describe('events and signed webhooks', function () {
     expect(rotated.body.secret).to.match(/^whsec_/).and.not.equal(ep.secret);
     await emit();
     const [got] = await r.until(1);
-    expect((got.headers['webhook-signature'] as string).split(' ')).to.have.length(2);
+    const first = (got.headers['webhook-signature'] as string).split(' ');
+    expect(first).to.have.length(2);
     for (const secret of [ep.secret, rotated.body.secret]) expect(() => new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).to.not.throw();
+    // Newest first: the new secret's signature leads, the rotated-out one follows until it expires.
+    const at = new Date(Number(got.headers['webhook-timestamp']) * 1000);
+    const id = got.headers['webhook-id'] as string;
+    expect(first).to.deep.equal([rotated.body.secret, ep.secret].map((secret) => new Webhook(secret).sign(id, at, got.body)));
     expect(Date.parse(rotated.body.updated_at)).to.be.greaterThan(Date.parse(ep.updated_at));
     // A replay of the rotation (same Idempotency-Key) does not show the secret again: it was never stored outside the database.
     const headers = writeHeaders(key);
