@@ -1,5 +1,5 @@
 // Beneficiaries: reusable payout destinations. `details` are checked against the corridor, sealed at rest
-// (shared/crypto/envelope.ts) and only ever leave this module redacted, except to loadActiveBeneficiary's callers.
+// (shared/crypto/envelope.ts) and only ever leave this module redacted, except to loadActiveBeneficiary's and joinedBeneficiary's callers.
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import { assertActiveCustomer } from './customers.js';
@@ -140,6 +140,22 @@ export async function archiveBeneficiary(unit: Unit, tenant: Tenant, id: string)
   const row = await findRow(unit.em, tenant, id);
   if (!row) throw AppError.notFound('beneficiary');
   return row;
+}
+
+/** A beneficiary's columns, sealed details included, read beside another table's (`b` joined): `beneficiary__<column>`. */
+export const BENEFICIARY_PREFIX = 'beneficiary__';
+const JOINED = (column: string) => `${BENEFICIARY_PREFIX}${column}`;
+const JOINED_NAMES = [...BENEFICIARY_COLUMNS.split(', '), ...sealedColumnList(SEALED).split(', ')];
+export const JOINED_BENEFICIARY_COLUMNS = JOINED_NAMES.map((c) => `b.${c} AS ${JOINED(c)}`).join(', ');
+
+/**
+ * The beneficiary read with JOINED_BENEFICIARY_COLUMNS, as loadActiveBeneficiary answers it for a payout under way
+ * (archived or not); undefined when the join found none.
+ */
+export function joinedBeneficiary(row: Record<string, unknown>, keys: readonly MasterKey[]): ActiveBeneficiary | undefined {
+  if (row[JOINED('id')] === null || row[JOINED('id')] === undefined) return undefined;
+  const own = Object.fromEntries(JOINED_NAMES.map((c) => [c, row[JOINED(c)]])) as SealedRow;
+  return { beneficiary: withoutSealed(own), corridor: requireCorridor(own.currency, own.payment_method, 'offramp'), details: decryptDetails(own, keys) };
 }
 
 /**

@@ -12,6 +12,10 @@ import { until } from '../helpers/until.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
 import { loadTransaction } from '../../shared/domain/transactions.js';
+import { joinedBeneficiary } from '../../shared/domain/beneficiaries.js';
+import { getConfig } from '../../shared/config.js';
+import { loadPayout } from '../../workers/providers/payout-request.js';
+import type { WorkerDeps } from '../../workers/job-definition.js';
 
 describe('off-ramps end to end in sandbox', function () {
   this.timeout(30_000);
@@ -274,6 +278,32 @@ describe('off-ramps end to end in sandbox', function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(409);
     expect(res.body.error.code).to.equal('resource_archived');
     expect((await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key))).body.status).to.equal('available');
+  });
+
+  it('the payout job reads the off-ramp and its beneficiary in one statement: the transaction alone, the details opened, archived or not', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '20');
+    const own = await kesBeneficiary(api, key, '+254722480177');
+    const res = await offramp(api, key, (await offrampQuote('10', own)).id, customer.wallet.id);
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const deps = { ds: await getDs(), config: getConfig() } as unknown as WorkerDeps;
+    const read = async () => {
+      const payout = (await loadPayout(deps, res.body.id))!;
+      return { payout, beneficiary: joinedBeneficiary(payout.row, deps.config.encryptionKeys)! };
+    };
+    const { payout, beneficiary } = await read();
+    // The transaction as loadTransaction reads it, without the beneficiary's (sealed) columns beside it.
+    expect(Object.keys(payout.tx)).to.deep.equal(Object.keys((await loadTransaction(deps.ds, res.body.id))!));
+    expect(payout.tx).to.include({ id: res.body.id, beneficiary_id: own });
+    expect(beneficiary.beneficiary).to.include({ id: own, status: 'active', account_holder_name: 'Amina W' });
+    expect(Object.keys(beneficiary.beneficiary).filter((k) => k.startsWith('details'))).to.deep.equal([]);
+    expect(beneficiary.details).to.deep.equal({ phone_number: '+254722480177', mobile_network: 'safaricom' });
+    // Archived while the payout is under way: it still reaches the beneficiary it was started for.
+    expect((await api.http.delete(`${BASE}/beneficiaries/${own}`).set(writeHeaders(key))).status).to.equal(200);
+    const after = await read();
+    expect(after.beneficiary.beneficiary.status).to.equal('archived');
+    expect(after.beneficiary.details).to.deep.equal(beneficiary.details);
+    await untilStatus(api, key, res.body.id, ['completed']);
   });
 });
 

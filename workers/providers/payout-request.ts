@@ -1,12 +1,37 @@
-import { loadActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
-import { scopeOf, type TransactionRow } from '../../shared/domain/transactions.js';
+import { BENEFICIARY_PREFIX, JOINED_BENEFICIARY_COLUMNS, joinedBeneficiary, type ActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
+import { scopeOf, TRANSACTION_COLUMNS, type TransactionRow } from '../../shared/domain/transactions.js';
+import { planOnce } from '../../shared/db/prepared-client.js';
+import { AppError } from '../../shared/errors.js';
 import { type ProviderOutcome } from '../../shared/providers/provider.js';
 import { providerFor } from '../../shared/providers/providers.js';
 import type { WorkerDeps } from '../job-definition.js';
 
+/** A payout to make: the off-ramp, and its beneficiary's row (sealed) read in the same statement. */
+export interface PayoutToMake {
+  tx: TransactionRow;
+  /** The row with JOINED_BENEFICIARY_COLUMNS: opened only when the payout is requested. */
+  row: Record<string, unknown>;
+}
+
+/** The off-ramp as it is now and the beneficiary it pays, read together (undefined: no such transaction). */
+export async function loadPayout(deps: WorkerDeps, transactionId: string): Promise<PayoutToMake | undefined> {
+  const [row]: (TransactionRow & Record<string, unknown>)[] = await deps.ds.query(
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY_COLUMNS}
+       FROM transactions t LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment
+      WHERE t.id = $1`),
+    [transactionId],
+  );
+  if (!row) return undefined;
+  // The transaction alone: the beneficiary's sealed columns stay with the row they were read in.
+  const tx = Object.fromEntries(Object.entries(row).filter(([column]) => !column.startsWith(BENEFICIARY_PREFIX))) as unknown as TransactionRow;
+  return { tx, row };
+}
+
 /** Asks the provider to pay an off-ramp out, with our transaction id as the reference (a repeat is the same payout). */
-export async function requestPayout(deps: WorkerDeps, tx: TransactionRow): Promise<ProviderOutcome> {
-  const beneficiary = await loadActiveBeneficiary(deps.ds, deps.config.encryptionKeys, scopeOf(tx), tx.beneficiary_id!, { allowArchived: true });
+export async function requestPayout(deps: WorkerDeps, { tx, row }: PayoutToMake): Promise<ProviderOutcome> {
+  // A payout already under way still reaches the beneficiary it was started for, archived since or not.
+  const beneficiary: ActiveBeneficiary | undefined = joinedBeneficiary(row, deps.config.encryptionKeys);
+  if (!beneficiary) throw AppError.notFound('beneficiary');
   return providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }, tx.currency).payout({
     reference: tx.id,
     scope: scopeOf(tx),

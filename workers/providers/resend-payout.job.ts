@@ -4,7 +4,7 @@ import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { decidePayoutIn } from '../../shared/domain/payout-moves.js';
 import { ProviderError } from '../../shared/providers/provider.js';
 import { defineJob } from '../job-definition.js';
-import { requestPayout } from './payout-request.js';
+import { loadPayout, requestPayout } from './payout-request.js';
 
 /**
  * M-Pesa took a payout and answered it with a temporary result (our float short, busy): after a backoff the same
@@ -13,9 +13,10 @@ import { requestPayout } from './payout-request.js';
 export const resendPayoutJob = defineJob({
   name: 'payout.resend',
   async process(job, deps) {
-    const tx = await loadTransaction(deps.ds, job.data.transactionId);
-    if (!tx || tx.status !== 'processing') return `not processing (${tx?.status ?? 'gone'})`;
-    const outcome = await requestPayout(deps, tx);
+    const payout = await loadPayout(deps, job.data.transactionId);
+    if (payout?.tx.status !== 'processing') return `not processing (${payout?.tx.status ?? 'gone'})`;
+    const { tx } = payout;
+    const outcome = await requestPayout(deps, payout);
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'M-Pesa is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {
       await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `s${job.data.send}` }, outcome, scopeOf(tx), tx.currency);

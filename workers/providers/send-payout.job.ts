@@ -4,7 +4,7 @@ import { applyPayoutOutcome, forcedSuccess, payoutUnavailable } from '../../shar
 import { awaitResult } from '../../shared/domain/provider-results.js';
 import { loadTransaction, scopeOf } from '../../shared/domain/transactions.js';
 import { ProviderError } from '../../shared/providers/provider.js';
-import { requestPayout } from './payout-request.js';
+import { loadPayout, requestPayout } from './payout-request.js';
 import { defineJob } from '../job-definition.js';
 
 /**
@@ -14,9 +14,10 @@ import { defineJob } from '../job-definition.js';
 export const sendPayoutJob = defineJob({
   name: 'payout.send',
   async process(job, deps) {
-    const tx = await loadTransaction(deps.ds, job.data.transactionId);
-    if (!tx || tx.status !== 'funded') return `not funded (${tx?.status ?? 'gone'})`;
-    const outcome = forcedSuccess(tx) ?? (await requestPayout(deps, tx));
+    const payout = await loadPayout(deps, job.data.transactionId);
+    if (payout?.tx.status !== 'funded') return `not funded (${payout?.tx.status ?? 'gone'})`;
+    const { tx } = payout;
+    const outcome = forcedSuccess(tx) ?? (await requestPayout(deps, payout));
     if (outcome.status === 'temporary_failure') throw new ProviderError(outcome.failure?.message ?? 'The provider is temporarily unavailable.', outcome.failure?.code);
     return inUnit(deps, async (unit) => {
       const applied = await applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome);
