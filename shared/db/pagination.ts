@@ -58,6 +58,16 @@ export interface ListSpec {
   params: unknown[];
 }
 
+/**
+ * A page's statement, prepared (planOnce) when it filters by nothing but the business and environment (and the
+ * cursor): its one plan walks the list index, whatever the values. A filtered page (a status, a customer) is planned
+ * for its values each time: a generic plan chosen without statistics may walk the business's whole list index to
+ * find one customer's rows (prepared-client.ts).
+ */
+function pageText(spec: ListSpec, sql: string): string {
+  return spec.where.length <= 2 ? planOnce(sql) : sql;
+}
+
 /** Keyset pagination, newest first, over (created_at, id) of `spec.alias`. */
 export function pageSql(spec: ListSpec, query: PageQuery): { sql: string; params: unknown[]; limit: number } {
   const a = `${spec.alias}.`;
@@ -84,7 +94,7 @@ export async function listPage<R extends { id: string; cursor_ts: string }, T>(
   view: (row: R) => T,
 ): Promise<Page<T>> {
   const built = pageSql(spec, query);
-  const rows: R[] = await db.query(planOnce(built.sql), built.params);
+  const rows: R[] = await db.query(pageText(spec, built.sql), built.params);
   return toPage(rows, built.limit, view);
 }
 
@@ -153,7 +163,7 @@ export async function* allRows<R extends { id: string; cursor_ts: string }, T>(
   let left = EXPORT_MAX_ROWS;
   while (left > 0) {
     const built = pageSql(spec, { limit: Math.min(batch, left), starting_after: after });
-    const rows: R[] = await db.query(planOnce(built.sql), built.params);
+    const rows: R[] = await db.query(pageText(spec, built.sql), built.params);
     const kept = rows.slice(0, built.limit);
     for (const row of await expand(kept)) {
       if (left-- <= 0) return;

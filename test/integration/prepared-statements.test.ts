@@ -6,6 +6,7 @@ import { createDataSource } from '../../shared/db/data-source.js';
 import { inUnit, type UnitDeps } from '../../shared/db/unit-of-work.js';
 import { byIdInScope, planOnce } from '../../shared/db/prepared-client.js';
 import { getDs } from '../helpers/shared.js';
+import { listPage } from '../../shared/db/pagination.js';
 
 /** Prepared statements (shared/db/prepared-client.ts), against the real PostgreSQL, with one connection so it is known which one prepared what. */
 describe('prepared statements', () => {
@@ -38,6 +39,21 @@ describe('prepared statements', () => {
     await one.query('DEALLOCATE ALL');
     expect(await one.query(text, [2])).to.deep.equal([{ a: 2 }]);
     expect(await prepared()).to.deep.equal([text]);
+  });
+
+  it('a list page is prepared when it filters by its business and environment alone; a filtered page is planned for its values', async () => {
+    const business = randomUUID();
+    const spec = (status?: string) => ({
+      columns: 'c.id', from: 'customers c', alias: 'c',
+      where: ['c.business_id = $1', 'c.environment = $2', ...(status ? ['c.status = $3'] : [])], params: [business, 'sandbox', ...(status ? [status] : [])],
+    });
+    for (const status of [undefined, 'active', undefined, 'archived']) {
+      expect((await listPage(one, spec(status), { limit: 5 }, (r) => r)).data).to.deep.equal([]);
+    }
+    const pages: string[] = (await one.query(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%FROM customers c WHERE c.business_id = $1%'`))
+      .map((r: { statement: string }) => r.statement);
+    expect(pages).to.have.length(1);
+    expect(pages[0]).to.not.include('c.status');
   });
 
   it('a scoped read by id is found by its primary key even by a generic plan made without statistics', async () => {
