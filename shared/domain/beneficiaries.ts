@@ -13,6 +13,7 @@ import type { Unit } from '../db/unit-of-work.js';
 import { NOW, transition } from './transition.js';
 import { BENEFICIARY_STATUS_MACHINE } from './machines.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
+import { joinedColumns } from '../db/joined-columns.js';
 
 export interface Tenant {
   businessId: string;
@@ -143,18 +144,15 @@ export async function archiveBeneficiary(unit: Unit, tenant: Tenant, id: string)
 }
 
 /** A beneficiary's columns, sealed details included, read beside another table's (`b` joined): `beneficiary__<column>`. */
-export const BENEFICIARY_PREFIX = 'beneficiary__';
-const JOINED = (column: string) => `${BENEFICIARY_PREFIX}${column}`;
-const JOINED_NAMES = [...BENEFICIARY_COLUMNS.split(', '), ...sealedColumnList(SEALED).split(', ')];
-export const JOINED_BENEFICIARY_COLUMNS = JOINED_NAMES.map((c) => `b.${c} AS ${JOINED(c)}`).join(', ');
+export const JOINED_BENEFICIARY = joinedColumns<SealedRow>('beneficiary', 'b', `${BENEFICIARY_COLUMNS}, ${sealedColumnList(SEALED)}`);
 
 /**
- * The beneficiary read with JOINED_BENEFICIARY_COLUMNS, as loadActiveBeneficiary answers it for a payout under way
+ * The beneficiary read with JOINED_BENEFICIARY, as loadActiveBeneficiary answers it for a payout under way
  * (archived or not); undefined when the join found none.
  */
 export function joinedBeneficiary(row: Record<string, unknown>, keys: readonly MasterKey[]): ActiveBeneficiary | undefined {
-  if (row[JOINED('id')] === null || row[JOINED('id')] === undefined) return undefined;
-  const own = Object.fromEntries(JOINED_NAMES.map((c) => [c, row[JOINED(c)]])) as SealedRow;
+  const own = JOINED_BENEFICIARY.take(row);
+  if (!own) return undefined;
   return { beneficiary: withoutSealed(own), corridor: requireCorridor(own.currency, own.payment_method, 'offramp'), details: decryptDetails(own, keys) };
 }
 

@@ -12,6 +12,7 @@ import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { SETTLEMENT_MACHINE, type SettlementStatus } from './machines.js';
 import { recordCreation } from './transition.js';
 import { planOnce } from '../db/prepared-client.js';
+import { joinedColumns } from '../db/joined-columns.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -48,18 +49,8 @@ const COLUMNS = `id, business_id, environment, transaction_id, status, chain, as
   amount::text, fee_amount::text, total_required::text, received_amount::text, confirmations, required_confirmations, transaction_hash, block_number::text,
   execution, expires_at, detected_at, confirmed_at, created_at, updated_at`;
 
-/** Each settlement column's name in a row (`amount::text` is `amount`). */
-const NAMES = COLUMNS.split(',').map((c) => c.trim().split('::')[0]);
-const JOINED = (name: string) => `settlement__${name}`;
-
 /** The settlement's columns read beside its transaction's (`s` joined to it), each named `settlement__<column>`. */
-export const JOINED_SETTLEMENT_COLUMNS = COLUMNS.split(',').map((c, i) => `s.${c.trim()} AS ${JOINED(NAMES[i])}`).join(', ');
-
-/** Takes a settlement read with JOINED_SETTLEMENT_COLUMNS out of its row (undefined when the join found none). */
-export function joinedSettlement(row: Record<string, unknown>): SettlementRow | undefined {
-  if (row[JOINED('id')] === null || row[JOINED('id')] === undefined) return undefined;
-  return Object.fromEntries(NAMES.map((name) => [name, row[JOINED(name)]])) as unknown as SettlementRow;
-}
+export const JOINED_SETTLEMENT = joinedColumns<SettlementRow>('settlement', 's', COLUMNS);
 
 const usdc = (value: string) => formatAmount(value, USDC_SCALE);
 const minor = (value: string) => toMinor(usdc(value), USDC_SCALE);

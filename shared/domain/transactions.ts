@@ -14,7 +14,7 @@ import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
-import { JOINED_SETTLEMENT_COLUMNS, joinedSettlement, type SettlementRow } from './settlements.js';
+import { JOINED_SETTLEMENT, type SettlementRow } from './settlements.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -160,9 +160,9 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
 /** A transaction as its view reads it, with its settlement (an off-ramp's; none for an on-ramp), in one statement. */
 export async function findTransactionWithSettlement(q: Queryable, scope: EventScope, id: string): Promise<{ tx: TransactionViewRow; settlement?: SettlementRow }> {
   const row = await findScoped<TransactionViewRow & Record<string, unknown>>(
-    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT_COLUMNS}`, resource: 'transaction' }, scope, id,
+    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT.select}`, resource: 'transaction' }, scope, id,
   );
-  return { tx: row, settlement: joinedSettlement(row) };
+  return { tx: row, settlement: JOINED_SETTLEMENT.take(row) };
 }
 
 /** For jobs, which carry ids only. */

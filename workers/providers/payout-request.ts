@@ -1,4 +1,4 @@
-import { BENEFICIARY_PREFIX, JOINED_BENEFICIARY_COLUMNS, joinedBeneficiary, type ActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
+import { JOINED_BENEFICIARY, joinedBeneficiary, type ActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
 import { scopeOf, TRANSACTION_COLUMNS, type TransactionRow } from '../../shared/domain/transactions.js';
 import { planOnce } from '../../shared/db/prepared-client.js';
 import { AppError } from '../../shared/errors.js';
@@ -9,21 +9,21 @@ import type { WorkerDeps } from '../job-definition.js';
 /** A payout to make: the off-ramp, and its beneficiary's row (sealed) read in the same statement. */
 export interface PayoutToMake {
   tx: TransactionRow;
-  /** The row with JOINED_BENEFICIARY_COLUMNS: opened only when the payout is requested. */
+  /** The row with JOINED_BENEFICIARY's columns: opened only when the payout is requested. */
   row: Record<string, unknown>;
 }
 
 /** The off-ramp as it is now and the beneficiary it pays, read together (undefined: no such transaction). */
 export async function loadPayout(deps: WorkerDeps, transactionId: string): Promise<PayoutToMake | undefined> {
   const [row]: (TransactionRow & Record<string, unknown>)[] = await deps.ds.query(
-    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY_COLUMNS}
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}
        FROM transactions t LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment
       WHERE t.id = $1`),
     [transactionId],
   );
   if (!row) return undefined;
   // The transaction alone: the beneficiary's sealed columns stay with the row they were read in.
-  const tx = Object.fromEntries(Object.entries(row).filter(([column]) => !column.startsWith(BENEFICIARY_PREFIX))) as unknown as TransactionRow;
+  const tx = JOINED_BENEFICIARY.strip<TransactionRow>(row);
   return { tx, row };
 }
 
