@@ -106,10 +106,14 @@ describe('live M-Pesa: provider truth', function () {
     const late = await fetch(`${rail.apiUrl}/providers/daraja/${CALLBACK_TOKEN}/stk`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(rail.fake.stkCallbackFor(checkout)) });
     expect(late.status).to.equal(200);
     const ds = await getDs();
+    // Its corroboration (STK Query) is asked again on a short delay while M-Pesa lags: under the whole suite's load that
+    // has taken more than 10 s, so the wait is longer, and names what the callback row held when it gave up.
+    let seen: unknown;
     const applied = await until(async () => {
-      const rows: { result: string | null }[] = await ds.query(`SELECT result FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $1 AND processed_at IS NOT NULL`, [checkout]);
-      return rows[0]?.result ?? false;
-    }, { what: 'the late callback applied' });
+      const rows: { result: string | null; processed_at: Date | null }[] = await ds.query(`SELECT result, processed_at FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $1`, [checkout]);
+      seen = rows;
+      return (rows[0]?.processed_at && rows[0].result) ?? false;
+    }, { what: 'the late callback applied', timeoutMs: 30_000, describe: () => seen });
     expect(applied).to.equal(`unchanged (already credited: on-ramp ${id})`);
     expect((await history(id)).filter((s) => s === 'funded')).to.have.length(1);
   });
