@@ -2,9 +2,14 @@ import { QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueName } from '../shared/queues/registry.js';
 
+/** A job's end as its events said: `returned` is what a completed job answered (undefined for a failed one). */
+export interface JobEnd {
+  returned: unknown;
+}
+
 export interface Waiting {
-  /** True once the job has finished (completed or failed), false when the time ran out first. */
-  done: Promise<boolean>;
+  /** The job's end once it has finished (completed or failed), undefined when the time ran out first. */
+  done: Promise<JobEnd | undefined>;
   cancel(): void;
 }
 
@@ -13,47 +18,47 @@ export interface Waiting {
  * stream on one dedicated connection per web process: no polling of PostgreSQL, no extra Redis call per request.
  */
 export class JobWaiters {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<(end: JobEnd) => void>>();
   private readonly events: QueueEvents;
 
   constructor(queue: QueueName, private readonly connection: Redis, prefix: string) {
     this.events = new QueueEvents(queue, { connection, prefix });
-    this.events.on('completed', ({ jobId }) => this.settle(jobId));
-    this.events.on('failed', ({ jobId }) => this.settle(jobId));
+    this.events.on('completed', ({ jobId, returnvalue }) => this.settle(jobId, { returned: returnvalue }));
+    this.events.on('failed', ({ jobId }) => this.settle(jobId, { returned: undefined }));
     this.events.on('error', () => undefined); // Redis down: waits time out and answer `pending`
   }
 
   /** Register before the job is enqueued, so its end cannot be missed. */
   wait(jobId: string, timeoutMs: number): Waiting {
-    let finish!: (value: boolean) => void;
-    const done = new Promise<boolean>((resolve) => (finish = resolve));
+    let finish!: (value: JobEnd | undefined) => void;
+    const done = new Promise<JobEnd | undefined>((resolve) => (finish = resolve));
     const set = this.waiters.get(jobId) ?? new Set();
     this.waiters.set(jobId, set);
-    const onDone = () => {
+    const onDone = (end: JobEnd) => {
       clearTimeout(timer);
-      finish(true);
+      finish(end);
     };
-    const forget = (value: boolean) => {
+    const forget = (value: JobEnd | undefined) => {
       clearTimeout(timer);
       set.delete(onDone);
       if (!set.size) this.waiters.delete(jobId);
       finish(value);
     };
-    const timer = setTimeout(() => forget(false), timeoutMs);
+    const timer = setTimeout(() => forget(undefined), timeoutMs);
     set.add(onDone);
-    return { done, cancel: () => forget(false) };
+    return { done, cancel: () => forget(undefined) };
   }
 
-  private settle(jobId: string): void {
+  private settle(jobId: string, end: JobEnd): void {
     const set = this.waiters.get(jobId);
     if (!set) return;
     this.waiters.delete(jobId);
-    for (const resolve of set) resolve();
+    for (const resolve of set) resolve(end);
   }
 
   /** Never waits on Redis: a connection that is down (or never came up) would hold close() for ever. */
   async close(): Promise<void> {
-    for (const set of this.waiters.values()) for (const resolve of set) resolve();
+    for (const set of this.waiters.values()) for (const resolve of set) resolve({ returned: undefined });
     this.waiters.clear();
     const closing = this.events.close().catch(() => undefined);
     this.connection.disconnect();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
-import { createQuote, findQuote, quoteJobs, quoteView, type CreateQuoteInput } from '../../shared/domain/quotes.js';
+import { createQuote, findQuote, pricedQuoteOf, quoteJobs, quoteView, type CreateQuoteInput } from '../../shared/domain/quotes.js';
 import { QUOTE_STATUSES } from '../../shared/domain/machines.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 
@@ -115,9 +115,15 @@ export const routes: RouteDef[] = [
         waiting.cancel();
         throw err;
       }
-      if (await waiting.done) quote = await findQuote(deps.ds, auth, id);
-      if (quote!.status === 'failed' && quote!.failure) throw failureError(quote!.failure);
-      return answerOf(quote!);
+      const end = await waiting.done;
+      if (!end) return answerOf(quote!);
+      // Priced: the pricing job answered the quote as committed, so it is not read again; otherwise (failed, or a job
+      // that found it already moved) the row says what happened.
+      const priced = pricedQuoteOf(end.returned);
+      if (priced) return { status: 201, body: priced };
+      quote = await findQuote(deps.ds, auth, id);
+      if (quote.status === 'failed' && quote.failure) throw failureError(quote.failure);
+      return answerOf(quote);
     },
   },
   {

@@ -50,8 +50,7 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
   assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method);
   const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
   // Archived since the quote was priced: no new payout to it (one already under way still completes).
-  const [beneficiary]: { status: string }[] = await unit.em.query(planOnce(`SELECT status FROM beneficiaries WHERE id = $1 FOR SHARE`), [quote.beneficiary_id]);
-  if (beneficiary?.status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
+  if (quote.beneficiary_status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
   const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
   const refundAddress = input.refund_address === undefined ? null : refundAddressOf(input.refund_address, fundingType);
   const transaction = await insertTransaction(unit, scope, { quote, wallet, status: 'created', externalReference: input.external_reference, fundingType, refundAddress });

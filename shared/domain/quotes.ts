@@ -258,8 +258,24 @@ export function quoteView(row: QuoteRow): Record<string, unknown> {
 
 const scopeOf = (row: QuoteRow): EventScope => ({ businessId: row.business_id, environment: row.environment });
 
-/** pending -> available with its price, valid `ttlSeconds` (expiry.quotes expires it then). False if it was not pending. */
-export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<boolean> {
+/** What the pricing job answers for a quote it priced: the quote as the API shows it (markPriced's answer). */
+export interface PricedOutcome {
+  outcome: 'available';
+  quote: Record<string, unknown>;
+}
+
+/** The priced quote a pricing job's answer carries (it reached the web process through Redis), if it carries one. */
+export function pricedQuoteOf(returned: unknown): Record<string, unknown> | undefined {
+  const answer = returned as Partial<PricedOutcome> | null | undefined;
+  return answer?.outcome === 'available' && answer.quote && typeof answer.quote === 'object' ? answer.quote : undefined;
+}
+
+/**
+ * pending -> available with its price, valid `ttlSeconds` (expiry.quotes expires it then). Answers the priced quote as
+ * the API shows it (its event's data), or null if it was not pending.
+ */
+export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote, rate: RateQuote, ttlSeconds: number): Promise<Record<string, unknown> | null> {
+  let shown: Record<string, unknown> | null = null;
   const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
   const moved = await transition<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, {
     scope: scopeOf(row),
@@ -276,9 +292,9 @@ export async function markPriced(unit: Unit, row: QuoteRow, priced: PricedQuote,
       platform_fee: priced.fees.platform,
       expires_at: expiresAt,
     },
-    view: (updated) => quoteView({ ...updated, requested_amount: String(updated.requested_amount) }),
+    view: (updated) => (shown = quoteView({ ...updated, requested_amount: String(updated.requested_amount) })),
   });
-  return moved !== null;
+  return moved && shown;
 }
 
 /** pending -> failed, with the reason the business sees on GET. */

@@ -175,16 +175,21 @@ export async function lockTransaction(unit: Unit, id: string): Promise<Transacti
   return ((await unit.em.query(planOnce(`SELECT ${TRANSACTION_COLUMNS} FROM transactions t WHERE t.id = $1 FOR NO KEY UPDATE`), [id])) as TransactionRow[])[0];
 }
 
+/** A quote being consumed, with its beneficiary's status (null: none, an on-ramp's) held until the unit commits. */
+export type ConsumedQuote = QuoteRow & { beneficiary_status: string | null };
+
 /**
  * Consumes the quote for a new transaction, in the caller's transaction: the quote row is locked, its state
  * decides the answer, and the unique transactions.quote_id makes a second consumption impossible whatever Redis knows.
  */
-export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: string, direction: Direction): Promise<QuoteRow> {
-  const rows: QuoteRow[] = await unit.em.query(
-    planOnce(`SELECT id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount::text, beneficiary_id, wallet_id,
-            exchange_rate::text, source_amount::text, total_required::text, destination_amount::text, provider_fee::text, platform_fee::text, expires_at, failure,
-            created_at, updated_at
-       FROM quotes WHERE ${byIdInScope()} FOR UPDATE`),
+export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: string, direction: Direction): Promise<ConsumedQuote> {
+  // An off-ramp quote's beneficiary is read in the same statement, held (FOR SHARE) against an archive until commit.
+  const rows: ConsumedQuote[] = await unit.em.query(
+    planOnce(`SELECT q.id, q.business_id, q.environment, q.direction, q.status, q.chain, q.currency, q.payment_method, q.requested_side, q.requested_amount::text,
+            q.beneficiary_id, q.wallet_id, q.exchange_rate::text, q.source_amount::text, q.total_required::text, q.destination_amount::text, q.provider_fee::text,
+            q.platform_fee::text, q.expires_at, q.failure, q.created_at, q.updated_at, b.status AS beneficiary_status
+       FROM quotes q LEFT JOIN LATERAL (SELECT status FROM beneficiaries WHERE id = q.beneficiary_id FOR SHARE) b ON true
+      WHERE ${byIdInScope('q')} FOR UPDATE OF q`),
     [quoteId, scope.businessId, scope.environment],
   );
   const quote = rows[0];

@@ -7,6 +7,7 @@ import { startPools, type RunningPools } from '../helpers/workers.js';
 import { getDs } from '../helpers/shared.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { until } from '../helpers/until.js';
+import { quoteJobs } from '../../shared/domain/quotes.js';
 
 const KES_PHONE = { phone_number: '+254722480163', mobile_network: 'safaricom' };
 
@@ -53,6 +54,9 @@ describe('quotes priced by the pricing pool', () => {
     expect(ttl).to.be.within(119_000, 125_000);
     const again = await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key));
     expect(again.body).to.deep.equal(q);
+    // The answer is the pricing job's: the quote as its unit committed it, handed to the waiting request (not read again).
+    const job = await pools.deps.queues.pricing.getJob(quoteJobs.price(q.id).id);
+    expect(job!.returnvalue).to.deep.equal({ outcome: 'available', quote: q });
     const events = await (await getDs()).query(`SELECT type, data FROM events WHERE data->>'id' = $1`, [q.id]);
     expect(events.map((e: { type: string }) => e.type)).to.deep.equal(['quote.available']);
     expect(events[0].data.source).to.deep.equal(q.source);
