@@ -11,9 +11,9 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, JOINED_SETTLEMENT, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
 import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { assertProvider } from '../providers/providers.js';
@@ -255,14 +255,28 @@ async function lateDepositReason(unit: Unit, config: Config, settlement: Settlem
 export async function confirmSettlement(
   unit: Unit, config: Config, chainOf: (environment: Environment) => ChainAdapter, transactionId: string, round: number,
 ): Promise<string> {
-  // The settlement, then its transaction, locked (the loader's order), read first in the unit: the decision reads
+  // The settlement and its transaction, both locked, read together as the unit's first statement: the decision reads
   // neither again, and the job reads nothing before it.
-  const settlement = await settlementOf(unit.em, transactionId, true);
-  if (!settlement) return 'gone';
+  const read = await lockSettled(unit, transactionId);
+  if (!read) return 'gone';
+  const { settlement, tx: locked } = read;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
-  const locked = (await lockTransaction(unit, transactionId))!;
   if (locked.status !== 'awaiting_funds') return `not awaiting funds (${locked.status})`;
   return countConfirmations(unit, config, chainOf(locked.environment), locked, settlement, round, { settlement, tx: locked });
+}
+
+/**
+ * An off-ramp's transaction and its settlement in one statement, the settlement locked as its loader locks it (FOR
+ * UPDATE) and the transaction as its moves do (FOR NO KEY UPDATE). Undefined: no such transaction, or no settlement.
+ */
+async function lockSettled(unit: Unit, transactionId: string): Promise<{ tx: TransactionRow; settlement: SettlementRow } | undefined> {
+  const [row]: Record<string, unknown>[] = await unit.em.query(
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT.select}
+       FROM settlements s JOIN transactions t ON t.id = s.transaction_id
+      WHERE s.transaction_id = $1 FOR UPDATE OF s FOR NO KEY UPDATE OF t`),
+    [transactionId],
+  );
+  return row && { tx: JOINED_SETTLEMENT.strip<TransactionRow>(row), settlement: JOINED_SETTLEMENT.take(row)! };
 }
 
 /**

@@ -10,7 +10,7 @@ import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { SETTLEMENT_MACHINE, type SettlementStatus } from './machines.js';
-import { recordCreation } from './transition.js';
+import { insertCreated } from './transition.js';
 import { planOnce } from '../db/prepared-client.js';
 import { joinedColumns } from '../db/joined-columns.js';
 
@@ -125,16 +125,17 @@ export async function createSettlement(unit: Unit, config: Config, scope: EventS
     value: '0',
   };
   const id = randomUUID();
-  const rows: SettlementRow[] = await unit.em.query(
-    planOnce(`INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
+  const [row] = await insertCreated<SettlementStatus, SettlementRow>(unit, SETTLEMENT_MACHINE, scope, 'awaiting_transfer', {
+    text: `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
        amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block, liquidation_address_id)
-     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`),
-    [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
+     VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`,
+    params: [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
       input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
       input.issuedBlock?.toString() ?? null, input.liquidationAddress?.id ?? null],
-  );
-  await recordCreation(unit, SETTLEMENT_MACHINE, { scope, id, status: 'awaiting_transfer', view: () => settlementView(rows[0]) });
-  return rows[0];
+    prepared: true,
+    ids: [id],
+  }, settlementView);
+  return row;
 }
 
 export interface ObservedTransfer {

@@ -9,7 +9,7 @@ import { Decimal, formatRate, renderAmount, unitOf } from './money.js';
 import { redactPhone, sealedPayerColumns, type KeyConfig } from './payer-data.js';
 import { QUOTE_MACHINE, TRANSACTION_MACHINE, type RefundStatus, type TransactionStatus } from './machines.js';
 import type { RefundData, RefundState } from '../kernel/refund-machine.js';
-import { recordCreations, transition } from './transition.js';
+import { insertCreated, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
 import { assertActive, findWallet } from './wallets.js';
 import type { Direction, PaymentMethod } from './corridors.js';
@@ -272,16 +272,13 @@ export async function insertTransactions(unit: Unit, scope: EventScope, inputs: 
   try {
     const text = `INSERT INTO transactions AS t (${[...INSERTED_COLUMNS, ...sealedColumns].join(', ')}) VALUES ${tuples.join(', ')} RETURNING ${TRANSACTION_COLUMNS}`;
     // One row (every create but a batch's) is prepared; a batch's text has as many tuples as it has items.
-    rows = await unit.em.query(values.length === 1 ? planOnce(text) : text, params);
+    rows = await insertCreated<TransactionStatus, TransactionRow>(unit, TRANSACTION_MACHINE, scope, status, { text, params, prepared: values.length === 1, ids: values.map((v) => v.row[0] as string) }, transactionView);
   } catch (err) {
     if ((err as { code?: string; constraint?: string }).constraint === 'transactions_external_reference_uq' || /transactions_external_reference_uq/.test(String((err as Error).message))) {
       throw new AppError('invalid_state', 'A transaction with this external_reference already exists.', { external_reference: inputs.length === 1 ? inputs[0].externalReference : undefined });
     }
     throw err;
   }
-  const order = new Map(values.map((v, i) => [v.row[0] as string, i]));
-  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  await recordCreations(unit, TRANSACTION_MACHINE, scope, status, rows.map((row) => ({ id: row.id, view: () => transactionView(row) })));
   return rows;
 }
 

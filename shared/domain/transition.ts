@@ -169,6 +169,32 @@ function guarded<S extends string>(machine: Machine<S>, from: S[], to: S, t: str
   return conditions.map((c) => ` AND ${c}`).join('');
 }
 
+/**
+ * Creates resources with their first status in one statement: `insert` (an INSERT ... RETURNING that names `id`) and
+ * each created row's history row (from nothing to `status`), then each one's event when the status is announced.
+ * `prepared`: the text is planned once (a fixed shape). `ids`: the new ids in the order the resources were created, which
+ * the answer and the events keep.
+ */
+export async function insertCreated<S extends string, R extends { id: string }>(
+  unit: Unit,
+  machine: Machine<S>,
+  scope: EventScope,
+  status: S,
+  insert: { text: string; params: unknown[]; prepared: boolean; ids: readonly string[] },
+  view: (row: R) => Record<string, unknown> | Promise<Record<string, unknown>>,
+): Promise<R[]> {
+  const n = insert.params.length;
+  const text = `WITH created AS (${insert.text}),
+     history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
+                 SELECT $${n + 1}, $${n + 2}, $${n + 3}, id, NULL, $${n + 4} FROM created)
+     SELECT * FROM created`;
+  const rows: R[] = await unit.em.query(insert.prepared ? planOnce(text) : text, [...insert.params, scope.businessId, scope.environment, machine.resource, status]);
+  const order = new Map(insert.ids.map((id, i) => [id, i]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  if (machine.announced.includes(status)) for (const row of rows) unit.event(scope, `${machine.resource}.${status}` as EventType, await view(row));
+  return rows;
+}
+
 /** A resource's first status: the history row (from nothing) and, when announced, its event, in the caller's transaction. */
 export async function recordCreation<S extends string>(
   unit: Unit,
