@@ -14,7 +14,7 @@
 // pg_stat_statements loaded (shared_preload_libraries); each of issue 39's goals is printed with its figure and met or not.
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -102,6 +102,12 @@ type Running = { processes(): { name: string; pid: number }[]; stop(): Promise<v
 async function startNpmStart(): Promise<Running> {
   // The service, as npm start runs it (its own migrations; the settlement pool alone reads the seeds).
   const service = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts/start.ts')], { cwd: root, env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_SERVICE_LOG=<file>: the service's log lines (pino JSON) are kept there, to read what it did under load.
+  if (process.env.BENCH_SERVICE_LOG) {
+    const kept = createWriteStream(process.env.BENCH_SERVICE_LOG);
+    service.stdout!.on('data', (chunk: Buffer) => kept.write(chunk));
+    service.stderr!.on('data', (chunk: Buffer) => kept.write(chunk));
+  }
   await whenReady([service], [['"web listening"', 1], ['"workers started"', 2]]);
   return {
     /** start.ts's children: web, the worker pools, the settlement pool. */

@@ -28,9 +28,10 @@ export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
  * shared/kernel/offramp-payouts.ts decides. A temporary refusal changes nothing here: the job retries, and its final
  * failure leaves the transaction action_required.
  */
-export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome): Promise<string> {
+export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome, held?: TransactionRow): Promise<string> {
   // The provider took the request and answered: both steps are recorded (processing, then paid or refused), as with a live callback.
-  const taken = await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome });
+  // `held`: the row as this unit read it, locked; else it is read (locked) here.
+  const taken = await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome }, held);
   const answer = answerOfSend(outcome);
   // The row as the first decision left it, locked in this unit: the second reads it from there.
   return taken.outcome === 'processing' && answer ? (await decideAndApplyPayout(unit, chain, tx.id, answer, taken.row)).outcome : taken.outcome;

@@ -103,6 +103,12 @@ export interface ProviderCallback {
  */
 export interface PaymentProvider {
   readonly id: ProviderId | 'sandbox';
+  /**
+   * Its answers come from the database alone (the sandbox): given the caller's unit's manager as `db`, a request, its
+   * record and the moves it causes commit together, or not at all. Absent where a request leaves for a real provider
+   * (it is recorded, and sent, outside any transaction).
+   */
+  readonly answersInUnit?: boolean;
   collect(req: CollectRequest): Promise<ProviderOutcome>;
   payout(req: PayoutRequest): Promise<ProviderOutcome>;
   /**

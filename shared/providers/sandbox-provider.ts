@@ -95,6 +95,7 @@ export function decidePayout(reference: string, destinations: [string, string][]
 
 export class SandboxProvider implements PaymentProvider {
   readonly id = 'sandbox' as const;
+  readonly answersInUnit = true;
   private readonly db: Queryable;
   private readonly log: Logger;
 

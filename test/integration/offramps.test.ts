@@ -288,7 +288,7 @@ describe('off-ramps end to end in sandbox', function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     const deps = { ds: await getDs(), config: getConfig() } as unknown as WorkerDeps;
     const read = async () => {
-      const payout = (await loadPayout(deps, res.body.id))!;
+      const payout = (await loadPayout(deps.ds, res.body.id))!;
       return { payout, beneficiary: joinedBeneficiary(payout.row, deps.config.encryptionKeys)! };
     };
     const { payout, beneficiary } = await read();

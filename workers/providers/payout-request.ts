@@ -2,8 +2,9 @@ import { JOINED_BENEFICIARY, joinedBeneficiary, type ActiveBeneficiary } from '.
 import { scopeOf, TRANSACTION_COLUMNS, type TransactionRow } from '../../shared/domain/transactions.js';
 import { planOnce } from '../../shared/db/prepared-client.js';
 import { AppError } from '../../shared/errors.js';
-import { type ProviderOutcome } from '../../shared/providers/provider.js';
+import { type PaymentProvider, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { providerFor } from '../../shared/providers/providers.js';
+import type { Queryable } from '../../shared/providers/provider.js';
 import type { WorkerDeps } from '../job-definition.js';
 
 /** A payout to make: the off-ramp, and its beneficiary's row (sealed) read in the same statement. */
@@ -13,12 +14,15 @@ export interface PayoutToMake {
   row: Record<string, unknown>;
 }
 
-/** The off-ramp as it is now and the beneficiary it pays, read together (undefined: no such transaction). */
-export async function loadPayout(deps: WorkerDeps, transactionId: string): Promise<PayoutToMake | undefined> {
-  const [row]: (TransactionRow & Record<string, unknown>)[] = await deps.ds.query(
+/**
+ * The off-ramp as it is now and the beneficiary it pays, read together (undefined: no such transaction). `lock`: the
+ * transaction is locked as its moves lock it (FOR NO KEY UPDATE), for the unit that goes on to move it.
+ */
+export async function loadPayout(q: Queryable, transactionId: string, lock = false): Promise<PayoutToMake | undefined> {
+  const [row]: (TransactionRow & Record<string, unknown>)[] = await q.query(
     planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}
        FROM transactions t LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment
-      WHERE t.id = $1`),
+      WHERE t.id = $1${lock ? ' FOR NO KEY UPDATE OF t' : ''}`),
     [transactionId],
   );
   if (!row) return undefined;
@@ -27,12 +31,17 @@ export async function loadPayout(deps: WorkerDeps, transactionId: string): Promi
   return { tx, row };
 }
 
+/** The off-ramp's provider, recording its requests through `db` (a unit's manager, where it answers in the unit). */
+export function payoutProvider(deps: WorkerDeps, tx: TransactionRow, db: Queryable = deps.ds): PaymentProvider {
+  return providerFor(tx.environment, { db, config: deps.config, log: deps.log }, tx.currency);
+}
+
 /** Asks the provider to pay an off-ramp out, with our transaction id as the reference (a repeat is the same payout). */
-export async function requestPayout(deps: WorkerDeps, { tx, row }: PayoutToMake): Promise<ProviderOutcome> {
+export async function requestPayout(deps: WorkerDeps, { tx, row }: PayoutToMake, provider = payoutProvider(deps, tx)): Promise<ProviderOutcome> {
   // A payout already under way still reaches the beneficiary it was started for, archived since or not.
   const beneficiary: ActiveBeneficiary | undefined = joinedBeneficiary(row, deps.config.encryptionKeys);
   if (!beneficiary) throw AppError.notFound('beneficiary');
-  return providerFor(tx.environment, { db: deps.ds, config: deps.config, log: deps.log }, tx.currency).payout({
+  return provider.payout({
     reference: tx.id,
     scope: scopeOf(tx),
     currency: tx.currency,

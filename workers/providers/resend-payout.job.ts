@@ -13,7 +13,7 @@ import { loadPayout, requestPayout } from './payout-request.js';
 export const resendPayoutJob = defineJob({
   name: 'payout.resend',
   async process(job, deps) {
-    const payout = await loadPayout(deps, job.data.transactionId);
+    const payout = await loadPayout(deps.ds, job.data.transactionId);
     if (payout?.tx.status !== 'processing') return `not processing (${payout?.tx.status ?? 'gone'})`;
     const { tx } = payout;
     const outcome = await requestPayout(deps, payout);
