@@ -20,10 +20,10 @@ export interface RateQuote {
 export interface RateSource {
   rate(currency: string): Promise<RateQuote>;
   /**
-   * It answers without leaving the process (the sandbox's table): a quote can be read, priced and moved in one unit.
-   * Absent where the rate comes over the network (asked outside any transaction).
+   * It answers without leaving the process (the sandbox's table), as a provider's `answersInUnit`: a quote can be read,
+   * priced and moved in one unit. Absent where the rate comes over the network (asked outside any transaction).
    */
-  readonly local?: boolean;
+  readonly answersInUnit?: boolean;
 }
 
 /** Fiat units per 1 USDC in the sandbox. Plausible, fixed, and already in formatRate's canonical form. */
@@ -42,7 +42,7 @@ export const SANDBOX_RATES: Readonly<Record<string, string>> = Object.freeze({
 });
 
 export const sandboxRateSource: RateSource = {
-  local: true,
+  answersInUnit: true,
   async rate(currency: string): Promise<RateQuote> {
     const rate = SANDBOX_RATES[currency];
     if (rate === undefined) throw corridorError('unsupported_corridor', `There is no sandbox rate for ${currency}.`, { currency });

@@ -191,8 +191,16 @@ export async function insertCreated<S extends string, R extends { id: string }>(
   const rows: R[] = await unit.em.query(insert.prepared ? planOnce(text) : text, [...insert.params, scope.businessId, scope.environment, machine.resource, status]);
   const order = new Map(insert.ids.map((id, i) => [id, i]));
   rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  if (machine.announced.includes(status)) for (const row of rows) unit.event(scope, `${machine.resource}.${status}` as EventType, await view(row));
+  await announceCreated(unit, machine, scope, status, rows.map((row) => () => view(row)));
   return rows;
+}
+
+/** Each created resource's event, in order, when its first status is announced. */
+async function announceCreated<S extends string>(
+  unit: Unit, machine: Machine<S>, scope: EventScope, status: S, views: (() => Record<string, unknown> | Promise<Record<string, unknown>>)[],
+): Promise<void> {
+  if (!machine.announced.includes(status)) return;
+  for (const view of views) unit.event(scope, `${machine.resource}.${status}` as EventType, await view());
 }
 
 /** A resource's first status: the history row (from nothing) and, when announced, its event, in the caller's transaction. */
@@ -218,6 +226,5 @@ export async function recordCreations<S extends string>(
      SELECT $1, $2, $3, r, NULL, $4 FROM unnest($5::uuid[]) WITH ORDINALITY AS x(r, o) ORDER BY o`),
     [scope.businessId, scope.environment, machine.resource, status, created.map((c) => c.id)],
   );
-  if (!machine.announced.includes(status)) return;
-  for (const c of created) unit.event(scope, `${machine.resource}.${status}` as EventType, await c.view());
+  await announceCreated(unit, machine, scope, status, created.map((c) => c.view));
 }

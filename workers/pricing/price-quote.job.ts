@@ -60,7 +60,7 @@ export const priceQuoteJob = defineJob({
     const first = await inUnit(deps, async (unit): Promise<{ done?: string | PricedOutcome; row?: QuoteToPrice }> => {
       const row = await loadQuoteToPrice(unit.em, job.data.quoteId);
       if (!row || row.status !== 'pending') return { done: 'not pending' };
-      if (!rateSourceFor(row.environment, deps.config.rateSourceUrl).local) return { row };
+      if (!rateSourceFor(row.environment, deps.config.rateSourceUrl).answersInUnit) return { row };
       return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row)) };
     });
     if (first.done !== undefined) return first.done;
