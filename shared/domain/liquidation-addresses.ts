@@ -14,7 +14,7 @@ import { loadActiveBeneficiary } from './beneficiaries.js';
 import { assertActiveCustomer } from './customers.js';
 import { rampCorridor } from './quotes.js';
 import { LIQUIDATION_ADDRESS_MACHINE, type RecordStatus } from './machines.js';
-import { NOW, recordCreation, transition } from './transition.js';
+import { insertCreated, NOW, transition } from './transition.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
 
 // Liquidation addresses (CONTRACT section 16): a permanent deposit address tied to a beneficiary, HD-derived from the
@@ -101,14 +101,15 @@ export async function createLiquidationAddress(unit: Unit, config: Config, scope
   const block = await issuedBlock(config, scope, input.chain);
   const { index, address } = await claimAddress(unit.em, scope.environment, xpub);
   const id = randomUUID();
-  const rows: LiquidationAddressRow[] = await unit.em.query(
-    `INSERT INTO liquidation_addresses AS l (id, business_id, environment, chain, address, hd_index, beneficiary_id, customer_id, external_reference, status, issued_block)
+  const [row] = await insertCreated<RecordStatus, LiquidationAddressRow>(unit, LIQUIDATION_ADDRESS_MACHINE, scope, 'active', {
+    text: `INSERT INTO liquidation_addresses AS l (id, business_id, environment, chain, address, hd_index, beneficiary_id, customer_id, external_reference, status, issued_block)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'active', $10) RETURNING ${LIQUIDATION_ADDRESS_COLUMNS}`,
-    [id, scope.businessId, scope.environment, input.chain, address, index, input.beneficiary_id, input.customer_id ?? null,
+    params: [id, scope.businessId, scope.environment, input.chain, address, index, input.beneficiary_id, input.customer_id ?? null,
       input.external_reference ?? null, block?.toString() ?? null],
-  );
-  await recordCreation(unit, LIQUIDATION_ADDRESS_MACHINE, { scope, id, status: 'active', view: () => liquidationAddressView(rows[0]) });
-  return rows[0];
+    prepared: true,
+    ids: [id],
+  }, liquidationAddressView);
+  return row;
 }
 
 /** Archived for good; archiving it again returns it as it is. Transfers that still arrive go back to their senders. */

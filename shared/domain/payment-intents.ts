@@ -19,7 +19,7 @@ import { AmountError, Decimal, formatAmount, formatRate, fromMinor, scaleOf, toM
 import { INTENT_PAYOUT_MACHINE, PAYMENT_INTENT_MACHINE, type Machine, type PaymentIntentStatus, type PayoutStatus } from './machines.js';
 import type { RateQuote } from './rates.js';
 import { wholeFiatRail } from './pricing.js';
-import { recordCreation } from './transition.js';
+import { insertCreated } from './transition.js';
 import { decideIntent, type IntentFact, type IntentSnapshot } from '../kernel/intents.js';
 import { decideAndApply, decideIn, type Flow } from '../kernel/run.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
@@ -251,17 +251,17 @@ export async function createPaymentIntent(unit: Unit, config: Config, scope: Eve
   const sealed = input.customer
     ? Object.entries(sealedPayerColumns(config, 'payment_intents', 'customer', { id, business_id: scope.businessId, environment: scope.environment }, input.customer))
     : [];
-  const rows: PaymentIntentRow[] = await unit.em.query(
-    `INSERT INTO payment_intents AS i (id, business_id, environment, status, external_reference, currency, amount, accepted_payment_methods, customer, metadata, chain,
+  const [row] = await insertCreated<PaymentIntentStatus, PaymentIntentRow>(unit, PAYMENT_INTENT_MACHINE, scope, 'awaiting_payment', {
+    text: `INSERT INTO payment_intents AS i (id, business_id, environment, status, external_reference, currency, amount, accepted_payment_methods, customer, metadata, chain,
        exchange_rate, usdc_amount, deposit_address, hd_index, required_confirmations, beneficiary_id, expires_at, issued_block${sealed.map(([c]) => `, ${c}`).join('')})
      VALUES ($1, $2, $3, 'awaiting_payment', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, now() + make_interval(secs => $17), $18${sealed.map((_, i) => `, $${19 + i}`).join('')})
      RETURNING ${INTENT_COLUMNS}`,
-    [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(redactCustomer(input.customer)) : null,
+    params: [id, scope.businessId, scope.environment, input.external_reference ?? null, currency, amount, methods, input.customer ? JSON.stringify(redactCustomer(input.customer)) : null,
       JSON.stringify(input.metadata ?? {}), chain, rate.rate, fromMinor(usdcMinor, USDC_SCALE), depositAddress, index,
       config.chains[chain].confirmations, beneficiaryId, expiresIn, (await issuedBlock(config, scope, chain))?.toString() ?? null, ...sealed.map(([, v]) => v)],
-  );
-  const row = rows[0];
-  await recordCreation(unit, PAYMENT_INTENT_MACHINE, { scope, id, status: 'awaiting_payment', view: () => paymentIntentView(row) });
+    prepared: false,
+    ids: [id],
+  }, paymentIntentView);
   await unit.stage(intentJobs.expire(id, expiresIn * 1000), scope);
   return row;
 }

@@ -17,7 +17,7 @@ import type { RateQuote } from './rates.js';
 import type { JobRequest } from '../queues/producer.js';
 import { insertTransactions } from './transactions.js';
 import { TRANSACTION_VIEWS } from './transaction-moves.js';
-import { recordCreation } from './transition.js';
+import { insertCreated } from './transition.js';
 import { findBatchView, type CreatePayoutBatchInput, type PayoutBatchItemInput } from './payout-batches.js';
 
 // A payout batch's creation (CONTRACT section 16): validated and priced whole, then in one unit its items become
@@ -116,14 +116,15 @@ export async function createPayoutBatch(
     throw new AppError('invalid_batch', `${issues.length} of the ${input.items.length} items cannot be paid (the first is item ${issues[0].index}: ${issues[0].message}); nothing was created.`, issues);
   }
   const total = priced.reduce((sum, p) => sum + p.priced.minor.total_required, 0n);
-  await unit.em.query(
-    `INSERT INTO payout_batches (id, business_id, environment, status, items_count, total_usdc, external_reference) VALUES ($1, $2, $3, 'processing', $4, $5, $6)`,
-    [id, scope.businessId, scope.environment, priced.length, fromMinor(total, USDC_SCALE), input.external_reference ?? null],
-  ).catch((err: unknown) => {
+  await insertCreated(unit, PAYOUT_BATCH_MACHINE, scope, 'processing', {
+    text: `INSERT INTO payout_batches (id, business_id, environment, status, items_count, total_usdc, external_reference) VALUES ($1, $2, $3, 'processing', $4, $5, $6) RETURNING id`,
+    params: [id, scope.businessId, scope.environment, priced.length, fromMinor(total, USDC_SCALE), input.external_reference ?? null],
+    prepared: true,
+    ids: [id],
+  }, () => ({})).catch((err: unknown) => {
     if (/payout_batches_external_reference_uq/.test(String((err as Error).message))) throw new AppError('invalid_state', 'A payout batch with this external_reference already exists.');
     throw err;
   });
-  await recordCreation(unit, PAYOUT_BATCH_MACHINE, { scope, id, status: 'processing', view: () => ({}) });
   const quotes = await insertConsumedQuotes(unit, scope, priced.map((p) => ({ chain: BATCH_CHAIN, beneficiaryId: p.input.beneficiary_id, requestedSide: p.side, priced: p.priced, rateAsOf: p.rate.as_of })));
   const created = await insertTransactions(unit, scope, quotes.map((quote, index) => ({
     quote, wallet: null, fundingAddress: config.wallets[scope.environment]?.treasuryAddress ?? null, status: 'created', fundingType: 'treasury',

@@ -12,7 +12,7 @@ import type { EventScope } from './events.js';
 import { corridorError, requireCorridor, type Corridor, type Direction, type PaymentMethod } from './corridors.js';
 import { AmountError, Decimal, formatAmount, formatRate, renderAmount, scaleOf, toMinor, unitOf } from './money.js';
 import { QUOTE_MACHINE, type QuoteStatus } from './machines.js';
-import { recordCreations, transition } from './transition.js';
+import { insertCreated, transition } from './transition.js';
 import type { PricedQuote } from './pricing.js';
 import type { RateQuote } from './rates.js';
 import { assertActive, findWallet } from './wallets.js';
@@ -183,22 +183,20 @@ export async function insertConsumedQuotes(unit: Unit, scope: EventScope, quotes
   if (!quotes.length) return [];
   const ids = quotes.map(() => randomUUID());
   const col = <T>(f: (q: ConsumedQuote) => T) => quotes.map(f);
-  const rows: QuoteRow[] = await unit.em.query(
-    `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
+  return insertCreated<QuoteStatus, QuoteRow>(unit, QUOTE_MACHINE, scope, 'consumed', {
+    text: `INSERT INTO quotes (id, business_id, environment, direction, status, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id,
        exchange_rate, rate_as_of, source_amount, total_required, destination_amount, provider_fee, platform_fee, expires_at)
      SELECT id, $1, $2, 'offramp', 'consumed', chain, currency, method, side, CASE side WHEN 'source' THEN src ELSE dst END, ben, rate, as_of, src, total, dst, pfee, plat, now()
        FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::uuid[], $9::numeric[], $10::timestamptz[], $11::numeric[], $12::numeric[], $13::numeric[],
                    $14::numeric[], $15::numeric[]) WITH ORDINALITY AS x(id, chain, currency, method, side, ben, rate, as_of, src, total, dst, pfee, plat, o)
       ORDER BY o
      RETURNING ${COLUMNS}`,
-    [scope.businessId, scope.environment, ids, col((q) => q.chain), col((q) => q.priced.currency), col((q) => q.priced.payment_method), col((q) => q.requestedSide ?? 'source'),
+    params: [scope.businessId, scope.environment, ids, col((q) => q.chain), col((q) => q.priced.currency), col((q) => q.priced.payment_method), col((q) => q.requestedSide ?? 'source'),
       col((q) => q.beneficiaryId), col((q) => q.priced.exchange_rate), col((q) => q.rateAsOf), col((q) => q.priced.source.amount), col((q) => q.priced.source.total_required),
       col((q) => q.priced.destination.amount), col((q) => q.priced.fees.provider), col((q) => q.priced.fees.platform)],
-  );
-  const order = new Map<string, number>(ids.map((id, i) => [id, i]));
-  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  await recordCreations(unit, QUOTE_MACHINE, scope, 'consumed', rows.map((r) => ({ id: r.id, view: () => ({}) })));
-  return rows;
+    prepared: false,
+    ids,
+  }, () => ({}));
 }
 
 /** One such quote. */

@@ -191,40 +191,9 @@ export async function insertCreated<S extends string, R extends { id: string }>(
   const rows: R[] = await unit.em.query(insert.prepared ? planOnce(text) : text, [...insert.params, scope.businessId, scope.environment, machine.resource, status]);
   const order = new Map(insert.ids.map((id, i) => [id, i]));
   rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  await announceCreated(unit, machine, scope, status, rows.map((row) => () => view(row)));
+  if (machine.announced.includes(status)) {
+    for (const row of rows) unit.event(scope, `${machine.resource}.${status}` as EventType, await view(row));
+  }
   return rows;
 }
 
-/** Each created resource's event, in order, when its first status is announced. */
-async function announceCreated<S extends string>(
-  unit: Unit, machine: Machine<S>, scope: EventScope, status: S, views: (() => Record<string, unknown> | Promise<Record<string, unknown>>)[],
-): Promise<void> {
-  if (!machine.announced.includes(status)) return;
-  for (const view of views) unit.event(scope, `${machine.resource}.${status}` as EventType, await view());
-}
-
-/** A resource's first status: the history row (from nothing) and, when announced, its event, in the caller's transaction. */
-export async function recordCreation<S extends string>(
-  unit: Unit,
-  machine: Machine<S>,
-  input: { scope: EventScope; id: string; status: S; view: () => Record<string, unknown> | Promise<Record<string, unknown>> },
-): Promise<void> {
-  await recordCreations(unit, machine, input.scope, input.status, [{ id: input.id, view: input.view }]);
-}
-
-/** recordCreation() for several resources of one scope created in the same status: one statement for the history rows. */
-export async function recordCreations<S extends string>(
-  unit: Unit,
-  machine: Machine<S>,
-  scope: EventScope,
-  status: S,
-  created: { id: string; view: () => Record<string, unknown> | Promise<Record<string, unknown>> }[],
-): Promise<void> {
-  if (!created.length) return;
-  await unit.em.query(
-    planOnce(`INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
-     SELECT $1, $2, $3, r, NULL, $4 FROM unnest($5::uuid[]) WITH ORDINALITY AS x(r, o) ORDER BY o`),
-    [scope.businessId, scope.environment, machine.resource, status, created.map((c) => c.id)],
-  );
-  await announceCreated(unit, machine, scope, status, created.map((c) => c.view));
-}

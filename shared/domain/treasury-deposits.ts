@@ -13,7 +13,7 @@ import { TREASURY_DEPOSIT_MACHINE, type PaymentIntentStatus, type TreasuryDeposi
 import { confirmPollDelay, sweepJob } from './lifecycle-jobs.js';
 import { rewindCursor } from '../chain/cursor.js';
 import { decideIntentIn, fiatToUsdc, intentJobs, intentScope, loadPaymentIntent, type IntentPaymentMethod, type PaymentIntentRow } from './payment-intents.js';
-import { NOW, recordCreation, transition } from './transition.js';
+import { insertCreated, NOW, transition } from './transition.js';
 import { paymentDepth } from './confirmations.js';
 
 // Treasury deposits: each payment to a payment intent, by mobile money (a provider receipt) or in USDC (a transfer log
@@ -169,14 +169,18 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
   // is the success of a collection the intent already gave up on (`options.late`, CONTRACT §14).
   const late = options.late === true || !['awaiting_payment', 'processing'].includes(intent.status) || minor(intent.received_amount) >= minor(intent.usdc_amount);
   const required = payment.method === 'mobile_money' ? 0 : intent.required_confirmations;
-  const inserted: DepositRow[] = await unit.em.query(
-    `INSERT INTO treasury_deposits AS d (id, business_id, environment, payment_intent_id, payment_method, status, payment_key, currency, amount, usdc_amount, chain,
+  // The deposit, with its history row and event, unless this payment is already recorded (then nothing is written).
+  const id = randomUUID();
+  const inserted = await insertCreated<TreasuryDepositStatus, DepositRow>(unit, TREASURY_DEPOSIT_MACHINE, scope, 'pending', {
+    text: `INSERT INTO treasury_deposits AS d (id, business_id, environment, payment_intent_id, payment_method, status, payment_key, currency, amount, usdc_amount, chain,
        reference, transaction_hash, block_number, block_hash, required_confirmations, late_payment, intent_status, receipt)
      VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
      ON CONFLICT (environment, payment_method, payment_key) DO NOTHING RETURNING ${DEPOSIT_COLUMNS}`,
-    [randomUUID(), scope.businessId, scope.environment, intent.id, payment.method, payment.key, payment.currency, payment.amount, fromMinor(payment.usdcAmount, USDC_SCALE),
+    params: [id, scope.businessId, scope.environment, intent.id, payment.method, payment.key, payment.currency, payment.amount, fromMinor(payment.usdcAmount, USDC_SCALE),
       intent.chain, payment.reference, payment.transactionHash ?? null, payment.blockNumber?.toString() ?? null, payment.blockHash ?? null, required, late, intent.status, payment.receipt ?? null],
-  );
+    prepared: true,
+    ids: [id],
+  }, depositView);
   if (!inserted[0]) {
     const existing: DepositRow[] = await unit.em.query(`SELECT ${DEPOSIT_COLUMNS} FROM treasury_deposits d WHERE d.environment = $1 AND d.payment_method = $2 AND d.payment_key = $3`, [
       scope.environment, payment.method, payment.key,
@@ -189,7 +193,6 @@ export async function recordPayment(unit: Unit, config: Config, intentId: string
     return { deposit: existing[0], isNew: false };
   }
   const deposit = inserted[0];
-  await recordCreation(unit, TREASURY_DEPOSIT_MACHINE, { scope, id: deposit.id, status: 'pending', view: () => depositView(deposit) });
   unit.post(scope, depositEntry(deposit, 'pending'));
   let current = intent;
   if (!late) {

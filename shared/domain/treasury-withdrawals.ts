@@ -14,7 +14,7 @@ import { TREASURY_WITHDRAWAL_MACHINE, type TreasuryWithdrawalStatus } from './ma
 import { decideWithdrawal, withdrawalCreated, type WithdrawalFact, type WithdrawalSnapshot } from '../kernel/withdrawals.js';
 import { decideIn, type Flow } from '../kernel/run.js';
 import { AmountError, formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
-import { recordCreation } from './transition.js';
+import { insertCreated } from './transition.js';
 import { assertActive, findWallet, resolveChain } from './wallets.js';
 
 // Treasury withdrawals (CONTRACT section 14): treasury USDC sent to a verified external wallet of the business. The
@@ -121,12 +121,13 @@ export async function createWithdrawal(unit: Unit, config: Config, scope: EventS
   }
   const chain = resolveChain(wallet, input.chain, 'body');
   chainFor(scope.environment, config); // live without its chain configured: 503 before anything is written
-  const [row]: WithdrawalRow[] = await unit.em.query(
-    `INSERT INTO treasury_withdrawals AS w (id, business_id, environment, wallet_id, chain, to_address, amount, status, external_reference)
+  const [row] = await insertCreated<TreasuryWithdrawalStatus, WithdrawalRow>(unit, TREASURY_WITHDRAWAL_MACHINE, scope, 'pending', {
+    text: `INSERT INTO treasury_withdrawals AS w (id, business_id, environment, wallet_id, chain, to_address, amount, status, external_reference)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) RETURNING ${WITHDRAWAL_COLUMNS}`,
-    [id, scope.businessId, scope.environment, wallet.id, chain, wallet.address, fromMinor(amount, USDC_SCALE), input.external_reference ?? null],
-  );
-  await recordCreation(unit, TREASURY_WITHDRAWAL_MACHINE, { scope, id, status: 'pending', view: () => withdrawalView(row) });
+    params: [id, scope.businessId, scope.environment, wallet.id, chain, wallet.address, fromMinor(amount, USDC_SCALE), input.external_reference ?? null],
+    prepared: true,
+    ids: [id],
+  }, withdrawalView);
   try {
     await apply(unit, withdrawalCreated(snapshotOf(row), withdrawalJobs.send(id, scope.environment === 'sandbox' ? config.sandboxStepMs : 0)), new Map());
   } catch (err) {
