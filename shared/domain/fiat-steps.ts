@@ -11,7 +11,7 @@ import { requireCorridor } from './corridors.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { consumeQuote, insertTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
-import { decideAndApplyPayout, decidePayoutIn } from './payout-moves.js';
+import { decideAndApplyAnswered, decideAndApplyPayout, decidePayoutIn } from './payout-moves.js';
 import { decideOnrampIn } from './onramp-moves.js';
 import { answerOfSend } from '../kernel/offramp-payouts.js';
 
@@ -29,12 +29,12 @@ export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
  * failure leaves the transaction action_required.
  */
 export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome, held?: TransactionRow): Promise<string> {
-  // The provider took the request and answered: both steps are recorded (processing, then paid or refused), as with a live callback.
+  // The provider took the request and answered: both steps are recorded (processing, then paid or refused), as with a live
+  // callback, in one statement where the answer needs no refund.
   // `held`: the row as this unit read it, locked; else it is read (locked) here.
-  const taken = await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome }, held);
   const answer = answerOfSend(outcome);
-  // The row as the first decision left it, locked in this unit: the second reads it from there.
-  return taken.outcome === 'processing' && answer ? (await decideAndApplyPayout(unit, chain, tx.id, answer, taken.row)).outcome : taken.outcome;
+  if (answer) return decideAndApplyAnswered(unit, chain, tx.id, { kind: 'sent', outcome }, answer, held);
+  return (await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome }, held)).outcome;
 }
 
 /** The payout job's last attempt failed: the business (or an operator) must act; retry resumes at `funded`. */

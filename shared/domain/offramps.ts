@@ -21,8 +21,8 @@ import { issuedBlock, paymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';
 import { decideSubmission, type SubmissionDecision, type SubmissionFact } from '../kernel/submission.js';
-import { StalePlanError } from '../kernel/apply.js';
-import { applyEach } from '../kernel/run.js';
+import { apply, StalePlanError } from '../kernel/apply.js';
+import { isEmpty, nothing } from '../kernel/plan.js';
 import { depositReference, reversalReference } from '../kernel/inflow-entries.js';
 import type { Hex } from 'viem';
 import { COUNT_NOW, LATE_EXCESS, LATE_REASON, type SettlementFact } from '../kernel/settlements.js';
@@ -118,14 +118,14 @@ export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Envi
  */
 async function takeSubmissionStep(unit: Unit, tx: TransactionRow, fact: SubmissionFact): Promise<{ row: TransactionRow; decided: SubmissionDecision }> {
   const row = await lockTransaction(unit, tx.id);
-  if (!row) return { row: tx, decided: { outcome: 'gone', plans: [], submits: false, debits: false } };
+  if (!row) return { row: tx, decided: { outcome: 'gone', plan: nothing(scopeOf(tx), 'gone'), submits: false, debits: false } };
   return decideSubmissionStep(unit, row, fact);
 }
 
 /** The same, for a row its caller has just read locked in this unit. */
 async function decideSubmissionStep(unit: Unit, row: TransactionRow, fact: SubmissionFact): Promise<{ row: TransactionRow; decided: SubmissionDecision }> {
   const decided = decideSubmission({ id: row.id, scope: scopeOf(row), status: row.status }, fact);
-  const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS);
+  const moved = await apply(unit, decided.plan, TRANSACTION_VIEWS);
   return { row: (moved.get(row.id) as unknown as TransactionRow | undefined) ?? row, decided };
 }
 
@@ -149,9 +149,9 @@ async function recordSubmission(
   const decided = decideSubmission({ id: tx.id, scope: scopeOf(tx), status: tx.status }, { kind: 'sent' });
   if (!decided.submits) return decided.outcome;
   let now = tx;
-  if (decided.plans.length) {
+  if (!isEmpty(decided.plan)) {
     // Live, the send took place outside any unit: a row that moved on meanwhile is left where it is (nothing written).
-    const moved = await applyEach(unit, decided.plans, TRANSACTION_VIEWS).catch((err: unknown) => {
+    const moved = await apply(unit, decided.plan, TRANSACTION_VIEWS).catch((err: unknown) => {
       if (err instanceof StalePlanError) return null;
       throw err;
     });

@@ -49,6 +49,29 @@ export async function decideAndApplyPayout(unit: Unit, chain: ChainAdapter | nul
   return { outcome: decided.outcome, row: (moved.get(id) as unknown as TransactionRow | undefined) ?? row };
 }
 
+/**
+ * The provider took the request and answered at once (the sandbox, a forced outcome, a live answer in hand): `sent`,
+ * then `answer`, each decided on the row as the one before leaves it, carried out as one plan (the row's path funded ->
+ * processing -> completed, one statement). A refusal's refund is written against the row as it is, so a refused payout
+ * goes step by step, as does a row not funded. `held`: as decideAndApplyPayout's.
+ */
+export async function decideAndApplyAnswered(unit: Unit, chain: ChainAdapter, id: string, sent: PayoutFact, answer: PayoutFact, held?: TransactionRow): Promise<string> {
+  const loaded = held ? loadedOf(held) : await OFFRAMP_PAYOUT_FLOW.load(unit, id);
+  if (!loaded) return 'gone';
+  const taken = decideOfframpPayout(loaded, sent);
+  const [move] = taken.moves;
+  if (taken.outcome === 'processing' && move && !taken.refund) {
+    const answered = decideOfframpPayout(loadedOf({ ...loaded.row, status: move.to, ...move.set } as TransactionRow), answer);
+    if (!answered.refund) {
+      const both = { ...answered, moves: [...taken.moves, ...answered.moves], entries: [...taken.entries, ...answered.entries], jobs: [...taken.jobs, ...answered.jobs] };
+      await apply(unit, both, OFFRAMP_PAYOUT_FLOW.views);
+      return answered.outcome;
+    }
+  }
+  const first = await decideAndApplyPayout(unit, chain, id, sent, loaded.row);
+  return first.outcome === 'processing' ? (await decideAndApplyPayout(unit, chain, id, answer, first.row)).outcome : first.outcome;
+}
+
 function loadedOf(row: TransactionRow): Loaded {
   return { id: row.id, scope: scopeOf(row), status: row.status, payoutEntry: payoutEntry(row), row };
 }

@@ -9,6 +9,7 @@ import type { JobRequest } from '../queues/producer.js';
 import { jobId } from '../queues/registry.js';
 import type { Environment } from './chains.js';
 import { Decimal, formatRate } from './money.js';
+import { planOnce } from '../db/prepared-client.js';
 
 export interface RateQuote {
   /** Fiat units per 1 USDC, a decimal string with at most 8 fractional digits, trailing zeros trimmed. */
@@ -132,6 +133,21 @@ const lastStored = new Map<string, { rate: string; asOf: string; at: number }>()
 const RESTORE_AFTER_MS = 1_000;
 
 /**
+ * storeRate(), unless another transaction is writing the row right now (it holds the row's lock): that one stores an
+ * observation of the same moment, and a pricing unit (which stores the rate it prices with) never waits for another's
+ * commit. The row's first write (none yet) waits as storeRate's does.
+ */
+async function storeUnlessBusy(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<void> {
+  await q.query(
+    planOnce(`WITH locked AS (SELECT ctid FROM exchange_rates WHERE environment = $1 AND currency = $2 AND as_of < $4 FOR UPDATE SKIP LOCKED),
+     updated AS (UPDATE exchange_rates r SET rate = $3, as_of = $4 FROM locked WHERE r.ctid = locked.ctid)
+     INSERT INTO exchange_rates (environment, currency, rate, as_of) SELECT $1, $2, $3, $4
+      WHERE NOT EXISTS (SELECT 1 FROM exchange_rates WHERE environment = $1 AND currency = $2) ON CONFLICT (environment, currency) DO NOTHING`),
+    [environment, currency, quote.rate, quote.as_of],
+  );
+}
+
+/**
  * Stores the rate unless this process stored the very same observation (rate and as_of) within the last second (a
  * quote priced every few milliseconds would otherwise write the one row each time, its own transaction and commit). A
  * newer observation is written at once, even of the same rate: the web process reads the stored row's age.
@@ -140,7 +156,7 @@ async function storeUnlessFresh(q: RateStore, environment: Environment, currency
   const key = `${environment}:${currency}`;
   const last = lastStored.get(key);
   if (last && last.rate === quote.rate && last.asOf === quote.as_of && Date.now() - last.at < RESTORE_AFTER_MS) return;
-  await storeRate(q, environment, currency, quote);
+  await storeUnlessBusy(q, environment, currency, quote);
   lastStored.set(key, { rate: quote.rate, asOf: quote.as_of, at: Date.now() });
 }
 

@@ -77,16 +77,7 @@ export async function transitionAll<S extends string, R extends Record<string, a
   // key, costs no more than a custom plan, and is used, so the statement is not planned again on each call.
   const one = input.ids.length === 1;
   const params: unknown[] = [one ? input.ids[0] : input.ids, input.scope.businessId, input.scope.environment, from, input.to];
-  const sets = [`${machine.column} = $5`, 'updated_at = now()'];
-  for (const [column, value] of Object.entries(input.set ?? {})) {
-    if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
-    if (EMBEDDED.get(machine.table)?.includes(column)) throw new Error(`${column} is written by its own machine's move (moveRecord), never with another`);
-    if (value === NOW) sets.push(`${column} = now()`);
-    else {
-      params.push(value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) ? JSON.stringify(value) : value);
-      sets.push(`${column} = $${params.length}`);
-    }
-  }
+  const sets = [`${machine.column} = $5`, 'updated_at = now()', ...setClauses(machine, input.set, params)];
   const t = machine.table;
   params.push(machine.resource, input.reason ?? null);
   const [resourceParam, reasonParam] = [params.length - 1, params.length];
@@ -112,6 +103,99 @@ export async function transitionAll<S extends string, R extends Record<string, a
     if (entry) unit.post(input.scope, entry);
     for (const job of input.jobs?.(row) ?? []) await unit.stage(job, input.scope);
     out.push({ row, from: previous });
+  }
+  return out;
+}
+
+/** `set`'s columns as SET clauses of a move's UPDATE, their values appended to `params` (objects as JSON, NOW the clock). */
+function setClauses<S extends string>(machine: Machine<S>, set: Record<string, unknown> | undefined, params: unknown[]): string[] {
+  const sets: string[] = [];
+  for (const [column, value] of Object.entries(set ?? {})) {
+    if (!IDENTIFIER.test(column) || column === machine.column) throw new Error(`bad column in transition: ${column}`);
+    if (EMBEDDED.get(machine.table)?.includes(column)) throw new Error(`${column} is written by its own machine's move (moveRecord), never with another`);
+    if (value === NOW) sets.push(`${column} = now()`);
+    else {
+      params.push(value !== null && typeof value === 'object' && !(value instanceof Date) && !Buffer.isBuffer(value) ? JSON.stringify(value) : value);
+      sets.push(`${column} = $${params.length}`);
+    }
+  }
+  return sets;
+}
+
+/** One step of a row's path through its machine: the status it reaches, the columns set with it, why. */
+export interface PathStep<S extends string> {
+  to: S;
+  set?: Record<string, unknown>;
+  reason?: string;
+}
+
+/**
+ * Whether `steps` from `from` may be written by transitionPath(): every step a move the machine allows, no column set
+ * to two values by two steps (each step's row is then known: a column set again to the same value, such as the
+ * provider's reference, is one column), and no guard on leaving a status the path passes through (a guard is checked on
+ * the row as it is before the statement, which only the first step leaves as it was).
+ */
+export function pathWritable<S extends string>(machine: Machine<S>, from: S, steps: readonly PathStep<S>[]): boolean {
+  const columns = new Map<string, unknown>();
+  let at = from;
+  for (const [i, step] of steps.entries()) {
+    if (!sourcesOf(machine, step.to).includes(at)) return false;
+    if (i > 0 && machine.guards?.[at]?.(step.to, machine.table, step.reason)) return false;
+    for (const [column, value] of Object.entries(step.set ?? {})) {
+      if (columns.has(column) && !Object.is(columns.get(column), value)) return false;
+      columns.set(column, value);
+    }
+    at = step.to;
+  }
+  return steps.length > 0;
+}
+
+/**
+ * Several moves of one row in a row (created -> signing -> submitting), each from the status the one before reached,
+ * written as one: a single conditional UPDATE from `from` to the last status with every step's columns, a history row
+ * per step, and each announced step's event from the row as that step left it (the row before, with the columns the
+ * steps so far set, as the UPDATE wrote them). Only for a path pathWritable() accepts. Answers the row after each step,
+ * or null when the row was no longer in `from` (nothing is written).
+ */
+export async function transitionPath<S extends string, R extends Record<string, any>>(
+  unit: Unit,
+  machine: Machine<S>,
+  input: { scope: EventScope; id: string; from: S; steps: readonly PathStep<S>[]; view: (row: R) => Record<string, unknown> | Promise<Record<string, unknown>> },
+): Promise<R[] | null> {
+  if (!pathWritable(machine, input.from, input.steps)) throw new Error(`${machine.resource} ${input.id}: a path transitionPath cannot write`);
+  const last = input.steps[input.steps.length - 1]!;
+  const froms = [input.from, ...input.steps.slice(0, -1).map((step) => step.to)];
+  const params: unknown[] = [input.id, input.scope.businessId, input.scope.environment, input.from, last.to, machine.resource,
+    froms, input.steps.map((step) => step.to), input.steps.map((step) => step.reason ?? null)];
+  const sets = [`${machine.column} = $5`, 'updated_at = now()', ...setClauses(machine, Object.assign({}, ...input.steps.map((step) => step.set ?? {})), params)];
+  const t = machine.table;
+  const guard = machine.guards?.[input.from]?.(input.steps[0]!.to, t, input.steps[0]!.reason);
+  // `path_after` false: the row as it was before the statement, read under the same lock as transitionAll's.
+  const rows: (R & { path_after: boolean })[] = await unit.em.query(
+    planOnce(`WITH prev AS (SELECT * FROM ${t} WHERE id = $1::uuid AND (business_id = $2 AND environment = $3) IS TRUE FOR NO KEY UPDATE),
+     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.${machine.column} = $4${guard ? ` AND (${guard})` : ''} RETURNING ${t}.*),
+     history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
+                 SELECT $2, $3, $6, moved.id, p.from_status, p.to_status, p.reason
+                   FROM moved, unnest($7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS p(from_status, to_status, reason, o) ORDER BY p.o)
+     SELECT true AS path_after, moved.* FROM moved UNION ALL SELECT false, prev.* FROM prev`),
+    params,
+  );
+  const strip = (row: R & { path_after: boolean }): R => {
+    const { path_after: _after, ...rest } = row;
+    return rest as unknown as R;
+  };
+  const afterRow = rows.find((r) => r.path_after);
+  const beforeRow = rows.find((r) => !r.path_after);
+  if (!afterRow || !beforeRow) return null;
+  const after = strip(afterRow);
+  const out: R[] = [];
+  let row: Record<string, unknown> = strip(beforeRow);
+  for (const step of input.steps) {
+    row = { ...row, ...Object.fromEntries(Object.keys(step.set ?? {}).map((column) => [column, after[column]])), [machine.column]: step.to, updated_at: after.updated_at };
+    out.push((step === last ? after : row) as R);
+  }
+  for (const [i, step] of input.steps.entries()) {
+    if (machine.announced.includes(step.to)) unit.event(input.scope, `${machine.resource}.${step.to}` as EventType, await input.view(out[i]!));
   }
   return out;
 }

@@ -1,11 +1,12 @@
 // The one way a plan is carried out: every move a compare-and-set from the status the decision read (through
-// transition(): history row, event), every entry posted, every job staged, all in the caller's unit. A move whose row
+// transition(): history row, event; a row's consecutive moves as one statement, transitionPath()), every entry
+// posted, every job staged, all in the caller's unit. A move whose row
 // is no longer where the decision saw it makes the whole plan stale: nothing of it may be written. What follows a
 // move in its unit (a transaction's: followMove, shared/domain/transaction-moves.ts) runs last, once the plan is written.
 import type { Unit } from '../db/unit-of-work.js';
 import { postEntry } from '../domain/ledger.js';
 import { TRANSACTION_MACHINE, type Machine } from '../domain/machines.js';
-import { moveRecord, transitionAll } from '../domain/transition.js';
+import { moveRecord, pathWritable, transitionAll, transitionPath } from '../domain/transition.js';
 import { assertPlan } from './invariants.js';
 import { isEmpty, type Move, type Plan } from './plan.js';
 
@@ -57,6 +58,18 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
     if (!shown) throw new Error(`no view for ${m.machine.resource}`);
     const { view, follow } = typeof shown === 'function' ? { view: shown, follow: undefined } : shown;
     if (!follow && m.machine === TRANSACTION_MACHINE) throw new Error('a transaction moves with what follows its move (TRANSACTION_VIEWS)');
+    // The same row moving on from where this move leaves it (created -> signing -> submitting): one statement for the path.
+    let next = i + 1;
+    while (next < p.moves.length && p.moves[next]!.machine === m.machine && p.moves[next]!.id === m.id && p.moves[next]!.from === p.moves[next - 1]!.to) next++;
+    const steps = p.moves.slice(i, next).map(({ to, set, reason }) => ({ to, set, reason }));
+    if (steps.length > 1 && pathWritable(m.machine, m.from!, steps)) {
+      const rows = await transitionPath<string, Record<string, unknown>>(unit, m.machine, { scope: p.scope, id: m.id, from: m.from!, steps, view });
+      if (!rows) throw new StalePlanError(m.machine.resource, m.id, m.from);
+      moved.set(m.id, rows[rows.length - 1]!);
+      if (follow) for (const row of rows) follows.push([follow, row]);
+      i = next;
+      continue;
+    }
     // The moves after it making the same move with nothing else set (a payout batch's items): one statement for all.
     let end = i + 1;
     while (end < p.moves.length && sameMove(m, p.moves[end]!)) end++;

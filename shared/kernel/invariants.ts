@@ -16,9 +16,12 @@ function check(holds: boolean, invariant: string, detail: () => string): void {
 /** Throws KernelInvariantError for the first invariant the plan breaks. */
 export function assertPlan(p: Plan): void {
   const seen = new Set<string>();
-  for (const m of p.moves) {
+  for (const [i, m] of p.moves.entries()) {
     const key = `${m.machine.resource}:${m.id}`;
-    check(!seen.has(key), 'one_move_per_row', () => `${key} moves twice in one plan`);
+    // A row moves once, or along a path: each of its later moves right after the one before, from where it left the row.
+    const before = p.moves[i - 1];
+    const continues = before !== undefined && before.machine === m.machine && before.id === m.id && before.to === m.from;
+    check(!seen.has(key) || continues, 'row_moves_along_one_path', () => `${key} moves again in one plan from ${m.from}, not on from where its move before left it`);
     seen.add(key);
     // An embedded status (a transaction's refund) may keep its status (only its data changes) or be created (from null).
     const embedded = m.machine.embedded as { initial: readonly string[] } | undefined;

@@ -20,16 +20,6 @@ export interface Decided {
 }
 
 /**
- * Plans carried out one after another in `unit` (a row's steps through statuses, one move per plan, each from where
- * the one before left it); the rows moved, by id, as the last plan left them.
- */
-export async function applyEach(unit: Unit, plans: Plan[], views: Views): Promise<Map<string, Record<string, unknown>>> {
-  const moved = new Map<string, Record<string, unknown>>();
-  for (const p of plans) for (const [id, row] of await apply(unit, p, views)) moved.set(id, row);
-  return moved;
-}
-
-/**
  * decideIn(), answering the rows the plan moved as well. `held`: the snapshot built from rows the caller locked in
  * this unit and holds as they are now (what the loader would read again), so they are not read twice.
  */

@@ -3,7 +3,7 @@
 // refused by the chain. Pure: no I/O; the plans are carried out by apply() (shared/domain/offramps.ts).
 import type { EventScope } from '../domain/events.js';
 import type { TransactionStatus } from '../domain/machines.js';
-import { plan, type Plan } from './plan.js';
+import { nothing, plan, type Plan } from './plan.js';
 import { txMove, type Failure } from './transaction-steps.js';
 
 export type SubmissionStatus = 'created' | 'signing' | 'submitting';
@@ -41,45 +41,47 @@ export type SubmissionFact =
   | { kind: 'refused'; failure: Failure };
 
 /**
- * What the submission does: `plans`, carried out in order, one move each (a plan moves a row once), each a
- * compare-and-set on the status the one before left; `submits`: the send is (or was) made and is recorded;
- * `debits`: this unit takes the managed wallet's USDC (its move to submitting came first).
+ * What the submission does: `plan`, its moves the row's path (each a compare-and-set on the status the one before
+ * left, written as one statement); `submits`: the send is (or was) made and is recorded; `debits`: this unit takes the
+ * managed wallet's USDC (its move to submitting came first).
  */
 export interface SubmissionDecision {
   outcome: string;
-  plans: Plan[];
+  plan: Plan;
   submits: boolean;
   debits: boolean;
 }
 
-function steps(s: SubmissionSnapshot, to: { status: TransactionStatus; set?: Record<string, unknown>; reason?: string }[]): Plan[] {
+/** The row's path through `to`, in one plan. */
+function steps(s: SubmissionSnapshot, to: { status: TransactionStatus; set?: Record<string, unknown>; reason?: string }[]): Plan {
   let from = s.status;
-  return to.map((step) => {
-    const p = plan(s.scope, step.status, { moves: [txMove({ id: s.id, status: from }, step.status, step.set, step.reason)] });
+  const moves = to.map((step) => {
+    const move = txMove({ id: s.id, status: from }, step.status, step.set, step.reason);
     from = step.status;
-    return p;
+    return move;
   });
+  return plan(s.scope, from, { moves });
 }
 
 export function decideSubmission(s: SubmissionSnapshot, fact: SubmissionFact): SubmissionDecision {
   switch (fact.kind) {
     case 'take': {
       const step = submissionStep(s.status, fact.inUnit);
-      if (step.kind === 'none') return { outcome: step.reason, plans: [], submits: false, debits: false };
-      return { outcome: 'submit', plans: steps(s, step.moves.map((status) => ({ status }))), submits: true, debits: step.debits };
+      if (step.kind === 'none') return { outcome: step.reason, plan: nothing(s.scope, step.reason), submits: false, debits: false };
+      return { outcome: 'submit', plan: steps(s, step.moves.map((status) => ({ status }))), submits: true, debits: step.debits };
     }
     case 'sent': {
-      if (s.status === 'signing') return { outcome: 'submitted', plans: steps(s, [{ status: 'submitting' }]), submits: true, debits: false };
-      if (s.status === 'submitting') return { outcome: 'submitted', plans: [], submits: true, debits: false };
-      return { outcome: `moved on (${s.status})`, plans: [], submits: false, debits: false };
+      if (s.status === 'signing') return { outcome: 'submitted', plan: steps(s, [{ status: 'submitting' }]), submits: true, debits: false };
+      if (s.status === 'submitting') return { outcome: 'submitted', plan: nothing(s.scope, 'submitted'), submits: true, debits: false };
+      return { outcome: `moved on (${s.status})`, plan: nothing(s.scope, `moved on (${s.status})`), submits: false, debits: false };
     }
     case 'refused': {
       // Still created when the send was refused in the unit that would have moved it (the sandbox): through signing,
       // as a send refused after its own move to signing, so a retry resumes at signing either way.
       const stall = { status: 'action_required' as const, set: { stalled_at: 'signing', failure: fact.failure }, reason: fact.failure.code };
-      if (s.status === 'created') return { outcome: fact.failure.code, plans: steps(s, [{ status: 'signing' }, stall]), submits: false, debits: false };
-      if (s.status === 'signing') return { outcome: fact.failure.code, plans: steps(s, [stall]), submits: false, debits: false };
-      return { outcome: `unchanged (${s.status})`, plans: [], submits: false, debits: false };
+      if (s.status === 'created') return { outcome: fact.failure.code, plan: steps(s, [{ status: 'signing' }, stall]), submits: false, debits: false };
+      if (s.status === 'signing') return { outcome: fact.failure.code, plan: steps(s, [stall]), submits: false, debits: false };
+      return { outcome: `unchanged (${s.status})`, plan: nothing(s.scope, `unchanged (${s.status})`), submits: false, debits: false };
     }
   }
 }

@@ -7,7 +7,7 @@ import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
 import { BASE } from '../helpers/wallets.js';
 import { startLiveRail, type LiveRail } from '../helpers/live-rail.js';
-import { freshRateFromSource, rateRefreshEveryMs, storedFreshRate } from '../../shared/domain/rates.js';
+import { freshRateFromSource, rateRefreshEveryMs, storedFreshRate, storeRate } from '../../shared/domain/rates.js';
 import { liveCurrencies } from '../../shared/providers/live-rails.js';
 import { schedules } from '../../workers/registry.js';
 import { loadConfig } from '../../shared/config.js';
@@ -104,5 +104,33 @@ describe('live rates kept fresh ahead of need (RATE_MAX_AGE_SECONDS 3)', functio
     await stale();
     const second = await intent();
     expect(second.status, JSON.stringify(second.body)).to.equal(201);
+  });
+});
+
+describe('a pricing unit storing the rate it prices with', () => {
+  it('never waits for another transaction writing the stored rate; the next observation is stored once it is free', async () => {
+    const ds = await getDs();
+    const config = loadConfig(process.env);
+    await ds.query(`DELETE FROM exchange_rates WHERE environment = 'sandbox' AND currency = 'KES'`);
+    await storeRate(ds, 'sandbox', 'KES', { rate: '129.000000', as_of: new Date(Date.now() - 3_600_000).toISOString() });
+    const holder = ds.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query(`SELECT 1 FROM exchange_rates WHERE environment = 'sandbox' AND currency = 'KES' FOR UPDATE`);
+      const started = Date.now();
+      const timedOut = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 3_000).unref());
+      const stored = freshRateFromSource(ds, config, 'sandbox', 'KES').then(() => 'answered' as const);
+      expect(await Promise.race([stored, timedOut])).to.equal('answered');
+      expect(Date.now() - started).to.be.below(2_000);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+    expect(await storedFreshRate(ds, 'sandbox', 'KES', 60)).to.equal(null);
+    // The sandbox's observations are a second apart: the next one is written, the row being free.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await freshRateFromSource(ds, config, 'sandbox', 'KES');
+    expect(await storedFreshRate(ds, 'sandbox', 'KES', 60)).to.not.equal(null);
   });
 });
