@@ -158,12 +158,10 @@ async function recordSubmission(
     if (!moved) return 'moved on';
     now = moved.get(tx.id) as unknown as TransactionRow;
   }
-  await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [
-    locked.id, JSON.stringify({ submitted: { transaction_hash: sent.hash, nonce: sent.nonce } }),
-  ]);
+  // The send's hash and nonce on the settlement, written with the transfer it made.
   await observeTransfer(unit, config, locked, {
     transactionHash: sent.hash, logIndex: sent.logIndex, amount: minor(locked.total_required), blockNumber: sent.blockNumber, blockHash: sent.blockHash, from,
-  }, now, chain);
+  }, now, chain, { submitted: { transaction_hash: sent.hash, nonce: sent.nonce } });
   return 'submitted';
 }
 
@@ -187,7 +185,8 @@ function sendFailure(err: unknown): { code: string; message: string; details: Re
  * then decided by the kernel (settlements.ts `transferCounted`). Paid in full, the settlement starts confirming and the
  * transaction awaits its funds; less stays awaiting_transfer; after the settlement closed, a late deposit.
  * `current`: the transaction, locked by the caller in this unit as it is now, with `settlement` locked too (neither is
- * read again); without it both are read and locked by the decision's loader.
+ * read again); without it both are read and locked by the decision's loader. `execution`: keys recorded on the
+ * settlement with the transfer (recordTransfer).
  */
 export async function observeTransfer(
   unit: Unit,
@@ -196,8 +195,9 @@ export async function observeTransfer(
   transfer: ObservedTransfer,
   current?: TransactionRow,
   chain?: ChainAdapter,
+  execution?: Record<string, unknown>,
 ): Promise<SettlementRow> {
-  const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer);
+  const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer, execution);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
   const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
   const { outcome, moved } = await decideSettlementIn(unit, tx.id, {

@@ -152,23 +152,36 @@ export interface ObservedTransfer {
 /**
  * Records a transfer to the deposit address once (a log seen twice is one transfer) and adds it to received_amount;
  * block_number is the newest counted transfer's (the payment is as deep as its last transfer, section 14).
+ * `execution`: keys merged into the settlement's execution with it (a managed wallet's send, recorded as it is seen).
  * Answers the settlement as it now stands, and whether this transfer was new.
  */
-export async function recordTransfer(unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer): Promise<{ settlement: SettlementRow; isNew: boolean; observation: string | null }> {
-  const inserted: { id: string }[] = await unit.em.query(
-    planOnce(`INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id::text`),
-    [settlement.id, transfer.transactionHash, transfer.logIndex, fromMinor(transfer.amount, USDC_SCALE), transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
-      transfer.from?.toLowerCase() ?? null],
-  );
-  if (!inserted.length) return { settlement, isNew: false, observation: null };
-  const rows = await updateReturning<SettlementRow>(
+export async function recordTransfer(
+  unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer, execution?: Record<string, unknown>,
+): Promise<{ settlement: SettlementRow; isNew: boolean; observation: string | null }> {
+  const amount = fromMinor(transfer.amount, USDC_SCALE);
+  // One statement: the transfer, and (only when it is new) the settlement counting it, with `execution`'s keys.
+  const rows = await updateReturning<SettlementRow & { observation: string }>(
     unit.em,
-    planOnce(`UPDATE settlements SET received_amount = received_amount + $2, transaction_hash = coalesce(transaction_hash, $3), block_number = GREATEST(block_number, $4),
-       detected_at = coalesce(detected_at, now()), updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`),
-    [settlement.id, fromMinor(transfer.amount, USDC_SCALE), transfer.transactionHash, transfer.blockNumber?.toString() ?? null],
+    planOnce(`WITH ins AS (
+       INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id::text AS observation)
+     UPDATE settlements SET received_amount = received_amount + $4, transaction_hash = coalesce(transaction_hash, $2), block_number = GREATEST(block_number, $5),
+       detected_at = coalesce(detected_at, now()), execution = execution || $8::jsonb, updated_at = now()
+       FROM ins WHERE settlements.id = $1 RETURNING ${COLUMNS}, ins.observation`),
+    [settlement.id, transfer.transactionHash, transfer.logIndex, amount, transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
+      transfer.from?.toLowerCase() ?? null, JSON.stringify(execution ?? {})],
   );
-  return { settlement: rows[0], isNew: true, observation: inserted[0].id };
+  if (!rows[0]) {
+    if (execution) await recordExecution(unit, settlement.id, execution);
+    return { settlement, isNew: false, observation: null };
+  }
+  const { observation, ...updated } = rows[0];
+  return { settlement: updated as SettlementRow, isNew: true, observation };
+}
+
+/** Keys merged into the settlement's `execution` (what its sends recorded). */
+async function recordExecution(unit: Unit, settlementId: string, execution: Record<string, unknown>): Promise<void> {
+  await unit.em.query(planOnce(`UPDATE settlements SET execution = execution || $2::jsonb, updated_at = now() WHERE id = $1`), [settlementId, JSON.stringify(execution)]);
 }
 
 /** A transfer counted on-chain (with its block), as a reorg check reads it. */

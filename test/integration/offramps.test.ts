@@ -11,6 +11,8 @@ import { expireSettlementJob } from '../../workers/settlement/expire-settlement.
 import { until } from '../helpers/until.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
+import { recordTransfer } from '../../shared/domain/settlements.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 import { loadTransaction } from '../../shared/domain/transactions.js';
 import { joinedBeneficiary } from '../../shared/domain/beneficiaries.js';
 import { getConfig } from '../../shared/config.js';
@@ -206,6 +208,22 @@ describe('off-ramps end to end in sandbox', function () {
     expect(late.failure.code).to.equal('late_deposit');
     expect(late.failure.details.received_amount).to.equal(empty.settlement.total_required);
     expect((await api.http.get(`${BASE}/transactions/${empty.id}/settlement`).set(bearer(key))).body).to.deep.include({ status: 'expired', received_amount: empty.settlement.total_required });
+  });
+
+  it('a transfer is recorded once with what its send recorded (one statement); seen again, only the send\'s record is written', async () => {
+    const wallet = await verifiedWallet(api, key);
+    const created = (await offramp(api, key, (await offrampQuote('5')).id, wallet.id)).body;
+    const ds = await getDs();
+    const [settlement] = await ds.query(`SELECT * FROM settlements WHERE transaction_id = $1`, [created.id]);
+    const transfer = { transactionHash: `0x${'ab'.repeat(32)}`, logIndex: 0, amount: 2_000_000n, blockNumber: 7n, blockHash: `0x${'cd'.repeat(32)}` };
+    const first = await inUnit(api.deps, (unit) => recordTransfer(unit, settlement, transfer, { submitted: { nonce: 1 } }));
+    expect([first.isNew, first.observation !== null, first.settlement.received_amount, first.settlement.block_number]).to.deep.equal([true, true, '2.000000', '7']);
+    expect(first.settlement.execution).to.deep.include({ submitted: { nonce: 1 } });
+    const again = await inUnit(api.deps, (unit) => recordTransfer(unit, first.settlement, transfer, { submitted: { nonce: 2 } }));
+    expect([again.isNew, again.observation]).to.deep.equal([false, null]);
+    const [now] = await ds.query(`SELECT received_amount::text, execution FROM settlements WHERE id = $1`, [settlement.id]);
+    expect(now).to.deep.equal({ received_amount: '2.000000', execution: { ...first.settlement.execution, submitted: { nonce: 2 } } });
+    expect((await ds.query(`SELECT count(*)::int AS n FROM settlement_transfers WHERE settlement_id = $1`, [settlement.id]))[0].n).to.equal(1);
   });
 
   it('a quote starts one transaction: of 20 concurrent off-ramps on it exactly one is created', async () => {
