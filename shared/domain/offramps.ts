@@ -72,18 +72,19 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
  * the adapter sends in a unit of work (the sandbox), all of it is one unit: it commits whole or not at all.
  */
 export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Environment) => ChainAdapter, transactionId: string): Promise<string> {
-  // Read as the first unit's first statement, locked (a job reads nothing before it): its environment names the chain.
+  // Read with its settlement as the first unit's first statement, both locked (a job reads nothing before it): its
+  // environment names the chain.
   let tx: TransactionRow | undefined;
   try {
     const first = await inUnit(deps, async (unit) => {
-      const row = await lockTransaction(unit, transactionId);
-      if (!row) return { outcome: 'gone' };
+      const read = await lockSettled(unit, transactionId);
+      if (!read) return { outcome: 'gone' };
+      const { tx: row, settlement } = read;
       tx = row;
       const chain = chainOf(row.environment);
       const taken = await decideSubmissionStep(unit, row, { kind: 'take', inUnit: Boolean(chain.sendInUnit) });
       if (!taken.decided.submits) return { outcome: taken.decided.outcome };
       if (!chain.sendInUnit) return { chain };
-      const settlement = (await settlementOf(unit.em, row.id, true))!;
       const wallet = await usableWallet(unit.em, scopeOf(row), row.wallet_id!, row.chain);
       // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
       const sent = taken.decided.debits ? await chain.sendInUnit(unit, scopeOf(row), sendRequest(row, settlement, wallet)) : submittedOf(settlement);
