@@ -143,12 +143,17 @@ async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[]
 /**
  * Posts a balanced entry in the caller's transaction (the one that writes the state change it records).
  * Every touched account is locked first (in id order, so concurrent posts never deadlock), so concurrent debits of
- * one account serialize on its stored balance. Two round trips when the accounts exist: lock-and-read, then write.
+ * one account serialize on its stored balance. Two round trips when the accounts exist: lock-and-read, then write (one
+ * for an entry of striped accounts alone, which takes no lock: postStriped).
  */
 export async function postEntry(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: boolean }> {
   assertBalanced(input.postings);
   assertInTransaction(em);
   const keys = [...new Set(input.postings.map((p) => accountKey(p.account)))].sort();
+  if (input.postings.every((p) => STRIPED_KINDS.has(p.account.kind) && !p.noOverdraft && KNOWN_ACCOUNTS.has(knownKey(scope, p.account)))) {
+    const posted = await postStriped(em, scope, input, keys.length);
+    if (posted) return posted;
+  }
   const unknown = input.postings.filter((p) => !KNOWN_ACCOUNTS.has(knownKey(scope, p.account)));
   // Created before any lock is taken (an insert waiting on a concurrent creator while holding a lock could deadlock).
   const createdHere = unknown.length ? await createAccounts(em, scope, unknown.map((p) => p.account)) : new Set<string>();
@@ -185,12 +190,42 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
     ],
   );
   if (written[0]) return { id: written[0].id, created: true };
-  // A concurrent post of the same reference committed first.
+  return postedBefore(em, scope, input);
+}
+
+/** The entry a post of the same reference wrote first (this one wrote nothing). */
+async function postedBefore(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: false }> {
   const winner: { id: string }[] = await em.query(
     `SELECT id FROM journal_entries WHERE business_id = $1 AND environment = $2 AND reference = $3`,
     [scope.businessId, scope.environment, input.reference],
   );
   return { id: winner[0].id, created: false };
+}
+
+/**
+ * An entry whose accounts are all striped (the platform's clearing and fee accounts, which no post locks or guards),
+ * each known to exist: its accounts found by key in the write itself, one statement. Undefined when one of them is
+ * not there (known here but gone): nothing was written, and the full way creates it.
+ */
+async function postStriped(em: EntityManager, scope: EventScope, input: EntryInput, accounts: number): Promise<{ id: string; created: boolean } | undefined> {
+  const [row]: { id: string | null; found: number }[] = await em.query(
+    planOnce(`WITH acc AS (SELECT id, account_key FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($7::text[])),
+     entry AS (
+       INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) SELECT $1, $2, $3, $4, $5, $6 WHERE (SELECT count(*) FROM acc) = $10
+       ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id),
+     postings AS (
+       INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
+       SELECT entry.id, acc.id, $1, $2, p.asset, p.amount
+         FROM entry CROSS JOIN unnest($7::text[], $8::text[], $9::numeric[]) WITH ORDINALITY AS p(account_key, asset, amount, o) JOIN acc ON acc.account_key = p.account_key
+        ORDER BY p.o)
+     SELECT (SELECT id FROM entry) AS id, (SELECT count(*)::int FROM acc) AS found`),
+    [
+      scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {}),
+      input.postings.map((p) => accountKey(p.account)), input.postings.map((p) => p.account.asset), input.postings.map((p) => p.amount.toString()), accounts,
+    ],
+  );
+  if (row!.found < accounts) return undefined;
+  return row!.id ? { id: row!.id, created: true } : postedBefore(em, scope, input);
 }
 
 const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));

@@ -238,6 +238,34 @@ describe('ledger', () => {
       expect(stripes, 'spread over stripes').to.be.greaterThan(1);
     });
 
+    it('an entry of striped accounts alone, each known to exist, is one statement; its reference posts it once', async () => {
+      const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
+      const postings = (n: bigint) => [{ account: FAUCET, amount: -n }, { account: SETTLEMENT, amount: n - 2n }, { account: PROVIDER, amount: 1n }, { account: FEES, amount: 1n }];
+      // The first post creates the accounts; the second finds them (from then on this process knows they exist).
+      for (const n of [10n, 20n]) await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: postings(n) }));
+      const counted = async (reference: string) => {
+        let statements = 0;
+        const posted = await ds.transaction((em) => {
+          const counting = new Proxy(em, { get: (target, name, receiver) => (name === 'query' ? (...args: unknown[]) => {
+            statements++;
+            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          } : Reflect.get(target, name, receiver)) });
+          return postEntry(counting, local, { kind: 'payout', reference, postings: postings(30n) });
+        });
+        return { ...posted, statements };
+      };
+      const reference = `striped-${randomUUID()}`;
+      const first = await counted(reference);
+      expect([first.created, first.statements]).to.deep.equal([true, 1]);
+      const again = await counted(reference);
+      expect([again.created, again.id]).to.deep.equal([false, first.id]);
+      expect(await accountBalance(ds, local, SETTLEMENT)).to.equal(8n + 18n + 28n);
+      expect(await accountBalance(ds, local, FEES)).to.equal(3n);
+      for (const row of await storedVsPosted(ds, local)) expect(row.balance, row.account_key).to.equal(row.posted);
+      const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM ledger_postings p JOIN journal_entries e ON e.id = p.entry_id WHERE e.reference = $1`, [reference]);
+      expect(n).to.equal(4);
+    });
+
     it('refuse direct changes and an overdraft guard', async () => {
       const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
       await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -5n }, { account: TREASURY, amount: 5n }] }));
