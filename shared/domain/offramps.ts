@@ -99,8 +99,9 @@ export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Envi
     const wallet = await usableWallet(deps.ds.manager, scopeOf(row), row.wallet_id!, row.chain);
     const sent = await chain.sendFromManagedWallet(deps, scopeOf(row), sendRequest(row, settlement, wallet));
     return await inUnit(deps, async (unit) => {
-      const now = (await lockTransaction(unit, row.id))!;
-      return recordSubmission(unit, deps.config, chain, now, (await settlementOf(unit.em, row.id, true))!, sent, wallet.address);
+      // Both locked in one statement, in the order every unit of an off-ramp's settlement takes them (lockSettled).
+      const now = (await lockSettled(unit, row.id))!;
+      return recordSubmission(unit, deps.config, chain, now.tx, now.settlement, sent, wallet.address);
     });
   } catch (err) {
     const failure = sendFailure(err);

@@ -133,18 +133,22 @@ const lastStored = new Map<string, { rate: string; asOf: string; at: number }>()
 const RESTORE_AFTER_MS = 1_000;
 
 /**
- * storeRate(), unless another transaction is writing the row right now (it holds the row's lock): that one stores an
- * observation of the same moment, and a pricing unit (which stores the rate it prices with) never waits for another's
- * commit. The row's first write (none yet) waits as storeRate's does.
+ * storeRate(), unless another transaction holds the row's lock right now (it is writing an observation of the same
+ * moment): a pricing unit, which stores the rate it prices with, never waits for another's commit. Answers false when
+ * it stepped aside for such a lock (nothing written), true otherwise (stored, or the stored rate is as new). The row's
+ * first write (none yet) waits as storeRate's does, and keeps the newer observation.
  */
-async function storeUnlessBusy(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<void> {
-  await q.query(
-    planOnce(`WITH locked AS (SELECT ctid FROM exchange_rates WHERE environment = $1 AND currency = $2 AND as_of < $4 FOR UPDATE SKIP LOCKED),
-     updated AS (UPDATE exchange_rates r SET rate = $3, as_of = $4 FROM locked WHERE r.ctid = locked.ctid)
-     INSERT INTO exchange_rates (environment, currency, rate, as_of) SELECT $1, $2, $3, $4
-      WHERE NOT EXISTS (SELECT 1 FROM exchange_rates WHERE environment = $1 AND currency = $2) ON CONFLICT (environment, currency) DO NOTHING`),
+async function storeUnlessBusy(q: RateStore, environment: Environment, currency: string, quote: RateQuote): Promise<boolean> {
+  const [row]: { busy: boolean }[] = await q.query(
+    planOnce(`WITH locked AS (SELECT 1 FROM exchange_rates WHERE environment = $1 AND currency = $2 FOR UPDATE SKIP LOCKED),
+     updated AS (UPDATE exchange_rates SET rate = $3, as_of = $4 WHERE environment = $1 AND currency = $2 AND as_of < $4 AND EXISTS (SELECT 1 FROM locked)),
+     inserted AS (INSERT INTO exchange_rates AS r (environment, currency, rate, as_of) SELECT $1, $2, $3, $4
+        WHERE NOT EXISTS (SELECT 1 FROM exchange_rates WHERE environment = $1 AND currency = $2)
+        ON CONFLICT (environment, currency) DO UPDATE SET rate = EXCLUDED.rate, as_of = EXCLUDED.as_of WHERE r.as_of < EXCLUDED.as_of)
+     SELECT NOT EXISTS (SELECT 1 FROM locked) AND EXISTS (SELECT 1 FROM exchange_rates WHERE environment = $1 AND currency = $2) AS busy`),
     [environment, currency, quote.rate, quote.as_of],
   );
+  return !row!.busy;
 }
 
 /**
@@ -156,7 +160,8 @@ async function storeUnlessFresh(q: RateStore, environment: Environment, currency
   const key = `${environment}:${currency}`;
   const last = lastStored.get(key);
   if (last && last.rate === quote.rate && last.asOf === quote.as_of && Date.now() - last.at < RESTORE_AFTER_MS) return;
-  await storeUnlessBusy(q, environment, currency, quote);
+  // Stepped aside for another writer: not noted as stored, so the next price tries again.
+  if (!(await storeUnlessBusy(q, environment, currency, quote))) return;
   lastStored.set(key, { rate: quote.rate, asOf: quote.as_of, at: Date.now() });
 }
 

@@ -128,7 +128,7 @@ describe('the engine: units of work and the one transition function', () => {
         return name;
       });
     expect(await Promise.all([crossing('first', a, b), crossing('second', b, a)])).to.deep.equal(['first', 'second']);
-    expect(runs.first + runs.second, 'the victim ran twice').to.equal(3);
+    expect(runs.first + runs.second, `the victim ran twice (runs: ${JSON.stringify(runs)})`).to.equal(3);
     const labels = (await api.deps.ds.query(`SELECT label FROM wallets WHERE id = ANY($1)`, [[a, b]])).map((r: { label: string }) => r.label);
     // The unit that committed last wrote both rows.
     expect(new Set(labels).size).to.equal(1);

@@ -33,7 +33,13 @@ export class InsufficientInModel extends Error {
 /** Statuses by `resource:id`; apply() in the model: all of a plan or none of it. */
 export function applyInModel(p: Plan, statuses: Map<string, string>, ledger: ModelLedger, onJob: (job: Plan['jobs'][number]) => void): 'applied' | 'stale' {
   assertPlan(p);
-  for (const m of p.moves) if (statuses.get(`${m.machine.resource}:${m.id}`) !== m.from) return 'stale';
+  // Each move from where the plan's moves so far left its row (a row's path), as apply() checks them.
+  const after = new Map<string, string>();
+  for (const m of p.moves) {
+    const key = `${m.machine.resource}:${m.id}`;
+    if ((after.has(key) ? after.get(key) : statuses.get(key)) !== m.from) return 'stale';
+    after.set(key, m.to);
+  }
   const before = new Map(ledger.balances);
   const refs = new Set(ledger.references);
   try {
