@@ -144,14 +144,14 @@ async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[]
  * Posts a balanced entry in the caller's transaction (the one that writes the state change it records).
  * Every touched account is locked first (in id order, so concurrent posts never deadlock), so concurrent debits of
  * one account serialize on its stored balance. Two round trips when the accounts exist: lock-and-read, then write (one
- * for an entry of striped accounts alone, which takes no lock: postStriped).
+ * for an entry of striped accounts alone, which takes no lock: the write alone, writeEntry).
  */
 export async function postEntry(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: boolean }> {
   assertBalanced(input.postings);
   assertInTransaction(em);
   const keys = [...new Set(input.postings.map((p) => accountKey(p.account)))].sort();
   if (input.postings.every((p) => STRIPED_KINDS.has(p.account.kind) && !p.noOverdraft && KNOWN_ACCOUNTS.has(knownKey(scope, p.account)))) {
-    const posted = await postStriped(em, scope, input, keys.length);
+    const posted = await writeEntry(em, scope, input, keys.length);
     if (posted) return posted;
   }
   const unknown = input.postings.filter((p) => !KNOWN_ACCOUNTS.has(knownKey(scope, p.account)));
@@ -176,21 +176,9 @@ export async function postEntry(em: EntityManager, scope: EventScope, input: Ent
     const balance = BigInt(byKey.get(accountKey(p.account))!.balance);
     if (p.noOverdraft && balance + net.get(accountKey(p.account))! < 0n) throw new InsufficientFundsError(p.account, balance, -net.get(accountKey(p.account))!);
   }
-  const written: { id: string }[] = await em.query(
-    planOnce(`WITH entry AS (
-       INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id),
-     postings AS (
-       INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
-       SELECT entry.id, p.account_id, $1, $2, p.asset, p.amount FROM entry, unnest($7::uuid[], $8::text[], $9::numeric[]) AS p(account_id, asset, amount))
-     SELECT id FROM entry`),
-    [
-      scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {}),
-      input.postings.map((p) => byKey.get(accountKey(p.account))!.id), input.postings.map((p) => p.account.asset), input.postings.map((p) => p.amount.toString()),
-    ],
-  );
-  if (written[0]) return { id: written[0].id, created: true };
-  return postedBefore(em, scope, input);
+  const posted = await writeEntry(em, scope, input, keys.length);
+  if (!posted) throw new LedgerError(`an account of entry ${input.reference ?? input.kind} is gone though it was just found`);
+  return posted;
 }
 
 /** The entry a post of the same reference wrote first (this one wrote nothing). */
@@ -203,11 +191,12 @@ async function postedBefore(em: EntityManager, scope: EventScope, input: EntryIn
 }
 
 /**
- * An entry whose accounts are all striped (the platform's clearing and fee accounts, which no post locks or guards),
- * each known to exist: its accounts found by key in the write itself, one statement. Undefined when one of them is
- * not there (known here but gone): nothing was written, and the full way creates it.
+ * The entry and its postings, in one statement: its accounts found by key in the write itself (all of them, or nothing
+ * is written: undefined). A post of the same reference that came first answers that entry. Alone, it posts an entry of
+ * striped accounts, known to exist (the platform's clearing and fee accounts, which no post locks or guards); an
+ * account not there (known here but gone) writes nothing, and the full way creates it.
  */
-async function postStriped(em: EntityManager, scope: EventScope, input: EntryInput, accounts: number): Promise<{ id: string; created: boolean } | undefined> {
+async function writeEntry(em: EntityManager, scope: EventScope, input: EntryInput, accounts: number): Promise<{ id: string; created: boolean } | undefined> {
   const [row]: { id: string | null; found: number }[] = await em.query(
     planOnce(`WITH acc AS (SELECT id, account_key FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($7::text[])),
      entry AS (

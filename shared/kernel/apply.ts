@@ -8,7 +8,7 @@ import { postEntry } from '../domain/ledger.js';
 import { TRANSACTION_MACHINE, type Machine } from '../domain/machines.js';
 import { moveRecord, pathWritable, transitionAll, transitionPath } from '../domain/transition.js';
 import { assertPlan } from './invariants.js';
-import { isEmpty, type Move, type Plan } from './plan.js';
+import { continuesPath, isEmpty, type Move, type Plan } from './plan.js';
 
 type ViewOf = (row: any) => Record<string, unknown> | Promise<Record<string, unknown>>;
 
@@ -60,7 +60,7 @@ export async function apply(unit: Unit, p: Plan, views: Views): Promise<Map<stri
     if (!follow && m.machine === TRANSACTION_MACHINE) throw new Error('a transaction moves with what follows its move (TRANSACTION_VIEWS)');
     // The same row moving on from where this move leaves it (created -> signing -> submitting): one statement for the path.
     let next = i + 1;
-    while (next < p.moves.length && p.moves[next]!.machine === m.machine && p.moves[next]!.id === m.id && p.moves[next]!.from === p.moves[next - 1]!.to) next++;
+    while (next < p.moves.length && continuesPath(p.moves[next - 1], p.moves[next]!)) next++;
     const steps = p.moves.slice(i, next).map(({ to, set, reason }) => ({ to, set, reason }));
     if (steps.length > 1 && pathWritable(m.machine, m.from!, steps)) {
       const rows = await transitionPath<string, Record<string, unknown>>(unit, m.machine, { scope: p.scope, id: m.id, from: m.from!, steps, view });

@@ -1,6 +1,6 @@
 // What every plan must satisfy before apply() writes any of it, checked by name; the simulator checks the same.
 import { sourcesOf } from '../domain/machines.js';
-import type { Plan } from './plan.js';
+import { continuesPath, type Plan } from './plan.js';
 
 export class KernelInvariantError extends Error {
   constructor(readonly invariant: string, detail: string) {
@@ -19,9 +19,7 @@ export function assertPlan(p: Plan): void {
   for (const [i, m] of p.moves.entries()) {
     const key = `${m.machine.resource}:${m.id}`;
     // A row moves once, or along a path: each of its later moves right after the one before, from where it left the row.
-    const before = p.moves[i - 1];
-    const continues = before !== undefined && before.machine === m.machine && before.id === m.id && before.to === m.from;
-    check(!seen.has(key) || continues, 'row_moves_along_one_path', () => `${key} moves again in one plan from ${m.from}, not on from where its move before left it`);
+    check(!seen.has(key) || continuesPath(p.moves[i - 1], m), 'row_moves_along_one_path', () => `${key} moves again in one plan from ${m.from}, not on from where its move before left it`);
     seen.add(key);
     // An embedded status (a transaction's refund) may keep its status (only its data changes) or be created (from null).
     const embedded = m.machine.embedded as { initial: readonly string[] } | undefined;

@@ -39,6 +39,11 @@ export interface Plan {
   jobs: JobRequest[];
 }
 
+/** `next` moves the row `before` moved on from where `before` left it: the next step of that row's path. */
+export function continuesPath(before: Move | undefined, next: Move): boolean {
+  return before !== undefined && before.machine === next.machine && before.id === next.id && before.to === next.from;
+}
+
 /** A plan that changes nothing: a duplicate fact, a stale job, a row that moved on. */
 export function nothing(scope: EventScope, outcome: string): Plan {
   return { outcome, scope, moves: [], entries: [], jobs: [] };
