@@ -303,6 +303,8 @@ const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(x
 // The latency floor: one lifecycle at a time.
 await run(1, 5);
 const alone = await run(1, 20);
+// BENCH_WARMUP lifecycles under the full load before the measured run, not counted.
+if (Number(process.env.BENCH_WARMUP ?? 0) > 0) await run(CLIENTS, Number(process.env.BENCH_WARMUP));
 
 // Counters before and after the measured run.
 const queueNames = ['pricing', 'settlement', 'providers', 'sandbox', 'webhooks'];

@@ -10,7 +10,7 @@ import { checkPayer } from './corridor-details.js';
 import { requireCorridor } from './corridors.js';
 import { toMinor, USDC_SCALE } from './money.js';
 import { stepDelay, txJobs } from './lifecycle-jobs.js';
-import { consumeQuote, insertTransaction, scopeOf, usableWallet, type TransactionRow } from './transactions.js';
+import { consumeQuote, insertTransaction, scopeOf, usableWalletOf, type TransactionRow } from './transactions.js';
 import { decideAndApplyAnswered, decideAndApplyPayout, decidePayoutIn } from './payout-moves.js';
 import { decideOnrampIn } from './onramp-moves.js';
 import { answerOfSend } from '../kernel/offramp-payouts.js';
@@ -50,10 +50,10 @@ export interface StartOnrampInput {
 
 /** Consumes the on-ramp quote, checks the payer's number against the corridor, and asks the provider to collect. */
 export async function startOnramp(unit: Unit, config: Config, scope: EventScope, input: StartOnrampInput): Promise<TransactionRow> {
-  const quote = await consumeQuote(unit, scope, input.quote_id, 'onramp');
+  const { quote, wallet: receiving } = await consumeQuote(unit, scope, input.quote_id, 'onramp', null);
   const payer = checkPayer(requireCorridor(quote.currency, quote.payment_method, 'onramp'), input.payment_method);
   assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method, payer.mobile_network);
-  const wallet = await usableWallet(unit.em, scope, quote.wallet_id!, quote.chain);
+  const wallet = usableWalletOf(receiving, quote.wallet_id!, quote.chain);
   const tx = await insertTransaction(unit, scope, {
     quote, wallet, status: 'created', externalReference: input.external_reference, payer: { phone_number: payer.phone_number, mobile_network: payer.mobile_network, keys: config },
   });

@@ -11,9 +11,12 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, JOINED_SETTLEMENT, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, JOINED_SETTLEMENT, type Transfers, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
-import { consumeQuote, insertTransaction, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, type TransactionRow } from './transactions.js';
+import {
+  consumeQuote, insertTransaction, JOINED_WALLET, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, usableWalletOf, walletJoin,
+  type TransactionRow,
+} from './transactions.js';
 import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { assertProvider } from '../providers/providers.js';
@@ -46,9 +49,9 @@ const usdc = (value: bigint) => fromMinor(value, USDC_SCALE);
  * address), and stages what comes next: the expiry check, and for a managed wallet the platform's own transfer.
  */
 export async function startOfframp(unit: Unit, config: Config, scope: EventScope, input: StartOfframpInput): Promise<{ transaction: TransactionRow; settlement: SettlementRow }> {
-  const quote = await consumeQuote(unit, scope, input.quote_id, 'offramp');
+  const { quote, wallet: funding } = await consumeQuote(unit, scope, input.quote_id, 'offramp', input.funding_source.wallet_id);
   assertProvider(scope.environment, { db: unit.em, config }, quote.currency, quote.payment_method);
-  const wallet = await usableWallet(unit.em, scope, input.funding_source.wallet_id, quote.chain);
+  const wallet = usableWalletOf(funding, input.funding_source.wallet_id, quote.chain);
   // Archived since the quote was priced: no new payout to it (one already under way still completes).
   if (quote.beneficiary_status !== 'active') throw new AppError('resource_archived', 'This quote\'s beneficiary is archived and cannot be paid.', { beneficiary_id: quote.beneficiary_id });
   const fundingType = wallet.type === 'managed_wallet' ? 'managed_wallet' : 'external_wallet';
@@ -72,12 +75,12 @@ export async function startOfframp(unit: Unit, config: Config, scope: EventScope
  * the adapter sends in a unit of work (the sandbox), all of it is one unit: it commits whole or not at all.
  */
 export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Environment) => ChainAdapter, transactionId: string): Promise<string> {
-  // Read with its settlement as the first unit's first statement, both locked (a job reads nothing before it): its
-  // environment names the chain.
+  // Read with its settlement and its wallet as the first unit's first statement, both locked (a job reads nothing
+  // before it): its environment names the chain.
   let tx: TransactionRow | undefined;
   try {
     const first = await inUnit(deps, async (unit) => {
-      const read = await lockSettled(unit, transactionId);
+      const read = await lockSettled(unit, transactionId, true);
       if (!read) return { outcome: 'gone' };
       const { tx: row, settlement } = read;
       tx = row;
@@ -85,7 +88,7 @@ export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Envi
       const taken = await decideSubmissionStep(unit, row, { kind: 'take', inUnit: Boolean(chain.sendInUnit) });
       if (!taken.decided.submits) return { outcome: taken.decided.outcome };
       if (!chain.sendInUnit) return { chain };
-      const wallet = await usableWallet(unit.em, scopeOf(row), row.wallet_id!, row.chain);
+      const wallet = usableWalletOf(read.wallet, row.wallet_id!, row.chain);
       // The debit follows the compare-and-set to submitting this unit made; a row already submitting was debited with its move.
       const sent = taken.decided.debits ? await chain.sendInUnit(unit, scopeOf(row), sendRequest(row, settlement, wallet)) : submittedOf(settlement);
       if (!sent) return { outcome: 'submitting with no recorded send' };
@@ -199,7 +202,7 @@ export async function observeTransfer(
   chain?: ChainAdapter,
   execution?: Record<string, unknown>,
 ): Promise<SettlementRow> {
-  const { settlement: updated, isNew, observation } = await recordTransfer(unit, settlement, transfer, execution);
+  const { settlement: updated, isNew, observation, transfers } = await recordTransfer(unit, settlement, transfer, execution);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
   const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
   const { outcome, moved } = await decideSettlementIn(unit, tx.id, {
@@ -211,7 +214,9 @@ export async function observeTransfer(
   else if (outcome === COUNT_NOW) {
     // Both rows as the decision left them, locked by its loader or by the caller.
     const now = { settlement: (moved.get(updated.id) as unknown as SettlementRow | undefined) ?? updated, tx: moved.get(tx.id) as unknown as TransactionRow };
-    await countConfirmations(unit, config, chain!, now.tx, now.settlement, 0, now);
+    // The transfers recordTransfer's statement read are all there are where the caller locked the settlement before it
+    // (`current`): none can be recorded meanwhile. Otherwise one recorded concurrently may be missing: they are read.
+    await countConfirmations(unit, config, chain!, now.tx, now.settlement, 0, now, current && transfers);
   }
   return updated;
 }
@@ -269,16 +274,24 @@ export async function confirmSettlement(
 
 /**
  * An off-ramp's transaction and its settlement in one statement, the settlement locked as its loader locks it (FOR
- * UPDATE) and the transaction as its moves do (FOR NO KEY UPDATE). Undefined: no such transaction, or no settlement.
+ * UPDATE) and the transaction as its moves do (FOR NO KEY UPDATE); `withWallet`: the wallet it is funded from too
+ * (not locked), as usableWalletOf checks it. Undefined: no such transaction, or no settlement.
  */
-async function lockSettled(unit: Unit, transactionId: string): Promise<{ tx: TransactionRow; settlement: SettlementRow } | undefined> {
+async function lockSettled(
+  unit: Unit, transactionId: string, withWallet = false,
+): Promise<{ tx: TransactionRow; settlement: SettlementRow; wallet?: ReturnType<typeof JOINED_WALLET.take> } | undefined> {
   const [row]: Record<string, unknown>[] = await unit.em.query(
-    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT.select}
-       FROM settlements s JOIN transactions t ON t.id = s.transaction_id
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT.select}${withWallet ? `, ${JOINED_WALLET.select}` : ''}
+       FROM settlements s JOIN transactions t ON t.id = s.transaction_id${withWallet ? ` ${walletJoin('t.wallet_id', 't')}` : ''}
       WHERE s.transaction_id = $1 FOR UPDATE OF s FOR NO KEY UPDATE OF t`),
     [transactionId],
   );
-  return row && { tx: JOINED_SETTLEMENT.strip<TransactionRow>(row), settlement: JOINED_SETTLEMENT.take(row)! };
+  if (!row) return undefined;
+  const settlement = JOINED_SETTLEMENT.take(row)!;
+  const rest = JOINED_SETTLEMENT.strip<Record<string, unknown>>(row);
+  return withWallet
+    ? { tx: JOINED_WALLET.strip<TransactionRow>(rest), settlement, wallet: JOINED_WALLET.take(rest) }
+    : { tx: rest as unknown as TransactionRow, settlement };
 }
 
 /**
@@ -287,9 +300,10 @@ async function lockSettled(unit: Unit, transactionId: string): Promise<{ tx: Tra
  * the same unit, by payOrReturn); else (or when the chain cannot be read) another check a step later.
  */
 async function countConfirmations(
-  unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number, held: HeldSettlement,
+  unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number, held: HeldSettlement, known?: Transfers,
 ): Promise<string> {
-  const transfers = await countedTransfers(unit.em, settlement.id);
+  // `known`: what the statement that recorded a transfer in this unit answered (the settlement is locked since).
+  const transfers = known ?? (await countedTransfers(unit.em, settlement.id));
   const depth = await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt);
   if (depth.state === 'reorged') return rollBack(unit, config, tx, settlement, depth.removed, round);
   const next = (delayMs: number) => txJobs.confirm(tx, round + 1, Math.max(confirmPollDelay(config, tx.environment), delayMs));

@@ -157,17 +157,19 @@ export interface ObservedTransfer {
  */
 export async function recordTransfer(
   unit: Unit, settlement: SettlementRow, transfer: ObservedTransfer, execution?: Record<string, unknown>,
-): Promise<{ settlement: SettlementRow; isNew: boolean; observation: string | null }> {
+): Promise<{ settlement: SettlementRow; isNew: boolean; observation: string | null; transfers?: Transfers }> {
   const amount = fromMinor(transfer.amount, USDC_SCALE);
-  // One statement: the transfer, and (only when it is new) the settlement counting it, with `execution`'s keys.
-  const rows = await updateReturning<SettlementRow & { observation: string }>(
+  // One statement: the transfer, and (only when it is new) the settlement counting it, with `execution`'s keys, and
+  // every transfer the settlement now counts (countedTransfers' answer: the statement's own reads do not see its insert).
+  const rows = await updateReturning<SettlementRow & { observation: string; transfers: TransferRow[] }>(
     unit.em,
     planOnce(`WITH ins AS (
        INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash, from_address) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING id::text AS observation)
+       ON CONFLICT (settlement_id, transaction_hash, log_index) DO NOTHING RETURNING ${TRANSFER_COLUMNS})
      UPDATE settlements SET received_amount = received_amount + $4, transaction_hash = coalesce(transaction_hash, $2), block_number = GREATEST(block_number, $5),
        detected_at = coalesce(detected_at, now()), execution = execution || $8::jsonb, updated_at = now()
-       FROM ins WHERE settlements.id = $1 RETURNING ${COLUMNS}, ins.observation`),
+       FROM (SELECT id AS observation FROM ins) i WHERE settlements.id = $1 RETURNING ${COLUMNS}, i.observation,
+       (SELECT json_agg(t ORDER BY t.id::bigint) FROM (SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = $1 UNION ALL SELECT * FROM ins) t) AS transfers`),
     [settlement.id, transfer.transactionHash, transfer.logIndex, amount, transfer.blockNumber?.toString() ?? null, transfer.blockHash ?? null,
       transfer.from?.toLowerCase() ?? null, JSON.stringify(execution ?? {})],
   );
@@ -175,8 +177,8 @@ export async function recordTransfer(
     if (execution) await recordExecution(unit, settlement.id, execution);
     return { settlement, isNew: false, observation: null };
   }
-  const { observation, ...updated } = rows[0];
-  return { settlement: updated as SettlementRow, isNew: true, observation };
+  const { observation, transfers, ...updated } = rows[0];
+  return { settlement: updated as SettlementRow, isNew: true, observation, transfers: transfersOf(transfers.map((t) => ({ ...t, observed_at: new Date(t.observed_at) }))) };
 }
 
 /** Keys merged into the settlement's `execution` (what its sends recorded). */
@@ -195,17 +197,26 @@ export interface CountedTransfer {
   from_address: string | null;
 }
 
-/**
- * The transfers counted on-chain (with their block), as a reorg check reads them, and when the latest transfer to the
- * address was seen, block or not (confirmations count from the transfer that completed the payment): one query.
- */
-export async function countedTransfers(q: Queryable, settlementId: string): Promise<{ counted: CountedTransfer[]; lastAt: Date | null }> {
-  const rows: (CountedTransfer & { last_at: Date | null })[] = await q.query(
-    planOnce(`SELECT id::text, transaction_hash, log_index, amount::text, block_number::text, block_hash, from_address, max(observed_at) OVER () AS last_at
-       FROM settlement_transfers WHERE settlement_id = $1`),
-    [settlementId],
-  );
-  return { counted: rows.filter((r) => r.block_hash !== null).map(({ last_at: _, ...t }) => t), lastAt: rows[0]?.last_at ?? null };
+/** A settlement's transfers as a confirmation count needs them (countedTransfers, or recordTransfer's statement). */
+export interface Transfers {
+  /** The transfers counted on-chain (with their block), as a reorg check reads them. */
+  counted: CountedTransfer[];
+  /** When the latest transfer to the address was seen, block or not (confirmations count from the one that completed the payment). */
+  lastAt: Date | null;
+}
+
+type TransferRow = Omit<CountedTransfer, 'block_number' | 'block_hash'> & { block_number: string | null; block_hash: string | null; observed_at: Date };
+const TRANSFER_COLUMNS = 'id::text AS id, transaction_hash, log_index, amount::text AS amount, block_number::text AS block_number, block_hash, from_address, observed_at';
+
+function transfersOf(rows: TransferRow[]): Transfers {
+  const lastAt = rows.reduce<Date | null>((last, r) => (!last || r.observed_at > last ? r.observed_at : last), null);
+  return { counted: rows.filter((r) => r.block_hash !== null).map(({ observed_at: _, ...t }) => t as CountedTransfer), lastAt };
+}
+
+/** A settlement's transfers (Transfers), in one query. */
+export async function countedTransfers(q: Queryable, settlementId: string): Promise<Transfers> {
+  const rows: TransferRow[] = await q.query(planOnce(`SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = $1 ORDER BY id`), [settlementId]);
+  return transfersOf(rows);
 }
 
 /**
@@ -227,6 +238,9 @@ export async function uncountTransfers(unit: Unit, settlement: SettlementRow, re
 }
 
 export async function setConfirmations(unit: Unit, row: SettlementRow, confirmations: number): Promise<void> {
-  await unit.em.query(planOnce(`UPDATE settlements SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`), [row.id, Math.min(confirmations, row.required_confirmations)]);
+  const counted = Math.min(confirmations, row.required_confirmations);
+  // `row` is locked in this unit as it stands: no more than it holds writes nothing, so nothing is sent.
+  if (counted <= row.confirmations) return;
+  await unit.em.query(planOnce(`UPDATE settlements SET confirmations = $2, updated_at = now() WHERE id = $1 AND confirmations < $2`), [row.id, counted]);
 }
 

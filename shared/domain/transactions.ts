@@ -11,7 +11,8 @@ import { QUOTE_MACHINE, TRANSACTION_MACHINE, type RefundStatus, type Transaction
 import type { RefundData, RefundState } from '../kernel/refund-machine.js';
 import { insertCreated, transition } from './transition.js';
 import { effectiveStatus, sidesOf, type QuoteRow } from './quotes.js';
-import { assertActive, findWallet } from './wallets.js';
+import { assertActive, findWallet, type WalletRow } from './wallets.js';
+import { joinedColumns } from '../db/joined-columns.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
 import { JOINED_SETTLEMENT, type SettlementRow } from './settlements.js';
@@ -182,18 +183,22 @@ export type ConsumedQuote = QuoteRow & { beneficiary_status: string | null };
  * Consumes the quote for a new transaction, in the caller's transaction: the quote row is locked, its state
  * decides the answer, and the unique transactions.quote_id makes a second consumption impossible whatever Redis knows.
  */
-export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: string, direction: Direction): Promise<ConsumedQuote> {
-  // An off-ramp quote's beneficiary is read in the same statement, held (FOR SHARE) against an archive until commit.
-  const rows: ConsumedQuote[] = await unit.em.query(
+export async function consumeQuote(
+  unit: Unit, scope: EventScope, quoteId: string, direction: Direction, walletId: string | null,
+): Promise<{ quote: ConsumedQuote; wallet: WalletChecked | undefined }> {
+  // An off-ramp quote's beneficiary is read in the same statement, held (FOR SHARE) against an archive until commit,
+  // and the wallet the transaction uses (`walletId`, or the quote's own), for usableWalletOf.
+  const rows: (ConsumedQuote & Record<string, unknown>)[] = await unit.em.query(
     planOnce(`SELECT q.id, q.business_id, q.environment, q.direction, q.status, q.chain, q.currency, q.payment_method, q.requested_side, q.requested_amount::text,
             q.beneficiary_id, q.wallet_id, q.exchange_rate::text, q.source_amount::text, q.total_required::text, q.destination_amount::text, q.provider_fee::text,
-            q.platform_fee::text, q.expires_at, q.failure, q.created_at, q.updated_at, b.status AS beneficiary_status
+            q.platform_fee::text, q.expires_at, q.failure, q.created_at, q.updated_at, b.status AS beneficiary_status, ${JOINED_WALLET.select}
        FROM quotes q LEFT JOIN LATERAL (SELECT status FROM beneficiaries WHERE id = q.beneficiary_id FOR SHARE) b ON true
+       ${walletJoin('coalesce($4::uuid, q.wallet_id)', 'q')}
       WHERE ${byIdInScope('q')} FOR UPDATE OF q`),
-    [quoteId, scope.businessId, scope.environment],
+    [quoteId, scope.businessId, scope.environment, walletId],
   );
-  const quote = rows[0];
-  if (!quote) throw new AppError('not_found', 'No such quote.', { param: 'quote_id' });
+  if (!rows[0]) throw new AppError('not_found', 'No such quote.', { param: 'quote_id' });
+  const quote = JOINED_WALLET.strip<ConsumedQuote>(rows[0]);
   const status = effectiveStatus(quote);
   if (status === 'consumed') throw await quoteAlreadyUsed(unit, quoteId);
   if (status === 'expired') throw new AppError('quote_expired', 'This quote has expired; request a new quote.', { quote_id: quoteId, expires_at: quote.expires_at?.toISOString() });
@@ -203,7 +208,7 @@ export async function consumeQuote(unit: Unit, scope: EventScope, quoteId: strin
   }
   const moved = await transition(unit, QUOTE_MACHINE, { scope, id: quoteId, to: 'consumed', expected: quote.status, view: () => ({}) });
   if (!moved) throw await quoteAlreadyUsed(unit, quoteId);
-  return quote;
+  return { quote, wallet: JOINED_WALLET.take(rows[0]) };
 }
 
 /**
@@ -282,11 +287,37 @@ export async function insertTransactions(unit: Unit, scope: EventScope, inputs: 
   return rows;
 }
 
+/** A wallet as a ramp uses it: what funds an off-ramp, or receives an on-ramp's USDC. */
+export interface UsableWallet {
+  id: string;
+  address: string;
+  customer_id: string | null;
+  type: string;
+  hd_index: number | null;
+}
+
+type WalletChecked = UsableWallet & Pick<WalletRow, 'status' | 'ownership_status' | 'chain'>;
+
+/**
+ * The columns usableWalletOf checks, read beside another row in the same statement (a quote consumed, an off-ramp
+ * locked for its submission): `walletJoin` joins the wallet in that row's business and environment.
+ */
+export const JOINED_WALLET = joinedColumns<WalletChecked>('wallet', 'w', 'id, status, type, ownership_status, chain, address, customer_id, hd_index');
+export const walletJoin = (walletId: string, alias: string) =>
+  `LEFT JOIN wallets w ON w.id = ${walletId} AND w.business_id = ${alias}.business_id AND w.environment = ${alias}.environment`;
+
 /** The wallet an off-ramp is funded from, or an on-ramp delivers to: active, and proven if external. */
-export async function usableWallet(em: EntityManager, scope: EventScope, walletId: string, chain: Chain): Promise<{ id: string; address: string; customer_id: string | null; type: string; hd_index: number | null }> {
+export async function usableWallet(em: EntityManager, scope: EventScope, walletId: string, chain: Chain): Promise<UsableWallet> {
   const wallet = await findWallet(em, scope, walletId).catch((err: unknown) => {
-    throw err instanceof AppError && err.code === 'not_found' ? new AppError('not_found', 'No such wallet.', { param: 'wallet_id' }) : err;
+    if (err instanceof AppError && err.code === 'not_found') return undefined;
+    throw err;
   });
+  return usableWalletOf(wallet, walletId, chain);
+}
+
+/** The same checks on a wallet read already (undefined: none in scope). */
+export function usableWalletOf(wallet: WalletChecked | undefined, walletId: string, chain: Chain): UsableWallet {
+  if (!wallet) throw new AppError('not_found', 'No such wallet.', { param: 'wallet_id' });
   assertActive(wallet);
   if (wallet.type === 'external_wallet') {
     if (wallet.ownership_status !== 'verified') throw new AppError('wallet_not_verified', 'An external wallet must prove its ownership first.', { wallet_id: walletId });

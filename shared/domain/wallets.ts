@@ -73,7 +73,7 @@ export async function findWallet(db: DataSource | EntityManager, scope: EventSco
   return rows[0];
 }
 
-export function assertActive(wallet: WalletRow): void {
+export function assertActive(wallet: Pick<WalletRow, 'id' | 'status'>): void {
   if (wallet.status !== 'active') throw new AppError('resource_archived', 'This wallet is archived.', { wallet_id: wallet.id });
 }
 

@@ -11,7 +11,7 @@ import { expireSettlementJob } from '../../workers/settlement/expire-settlement.
 import { until } from '../helpers/until.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
-import { recordTransfer } from '../../shared/domain/settlements.js';
+import { countedTransfers, recordTransfer } from '../../shared/domain/settlements.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { loadTransaction } from '../../shared/domain/transactions.js';
 import { joinedBeneficiary } from '../../shared/domain/beneficiaries.js';
@@ -224,6 +224,12 @@ describe('off-ramps end to end in sandbox', function () {
     const [now] = await ds.query(`SELECT received_amount::text, execution FROM settlements WHERE id = $1`, [settlement.id]);
     expect(now).to.deep.equal({ received_amount: '2.000000', execution: { ...first.settlement.execution, submitted: { nonce: 2 } } });
     expect((await ds.query(`SELECT count(*)::int AS n FROM settlement_transfers WHERE settlement_id = $1`, [settlement.id]))[0].n).to.equal(1);
+    // A new transfer's statement also answers every transfer the settlement counts, as countedTransfers reads them.
+    const second = await inUnit(api.deps, (unit) => recordTransfer(unit, again.settlement, { ...transfer, logIndex: 1, amount: 500_000n }));
+    const read = await countedTransfers(ds, settlement.id);
+    expect(second.transfers!.counted).to.deep.equal(read.counted).and.have.length(2);
+    expect(Math.abs(second.transfers!.lastAt!.getTime() - read.lastAt!.getTime())).to.be.below(1);
+    expect(again.transfers).to.equal(undefined);
   });
 
   it('a quote starts one transaction: of 20 concurrent off-ramps on it exactly one is created', async () => {
@@ -251,6 +257,16 @@ describe('off-ramps end to end in sandbox', function () {
     const unverified = (await api.http.post(`${BASE}/wallets`).set(writeHeaders(key)).send({ address: '0x000000000000000000000000000000000000dEaD', chain: 'base' })).body;
     await refuse(await offramp(api, key, (await offrampQuote('5')).id, unverified.id), 422, 'wallet_not_verified');
     await refuse(await offramp(api, key, '00000000-0000-4000-8000-000000000000', customer.wallet.id), 404, 'not_found');
+    // The wallet is read with the quote: one of another business, or none, is not found; an archived one is refused.
+    const other = await createCustomer(api, (await makeBusiness()).sandboxKey);
+    for (const walletId of [other.wallet.id, '00000000-0000-4000-8000-000000000000']) {
+      const missing = await offramp(api, key, (await offrampQuote('5')).id, walletId);
+      await refuse(missing, 404, 'not_found');
+      expect(missing.body.error.details).to.deep.equal({ param: 'wallet_id' });
+    }
+    const archived = await verifiedWallet(api, key);
+    await api.http.delete(`${BASE}/wallets/${archived.id}`).set(writeHeaders(key));
+    await refuse(await offramp(api, key, (await offrampQuote('5')).id, archived.id), 409, 'resource_archived');
   });
 
   it('a failed off-ramp stays failed: its deposit address closes, a later transfer is a late deposit and is never paid out', async () => {

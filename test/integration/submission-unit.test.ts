@@ -1,0 +1,67 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { makeBusiness } from '../helpers/factories.js';
+import { createCustomer } from '../helpers/wallets.js';
+import { startPools, type RunningPools } from '../helpers/workers.js';
+import { expectLedgerSound, fund, history, kesBeneficiary, offramp, quote } from '../helpers/ramps.js';
+import { getDs } from '../helpers/shared.js';
+import { statementsOf } from '../helpers/statements.js';
+import { chainFor } from '../../shared/chain/sandbox-chain.js';
+import { submitOfframp } from '../../shared/domain/offramps.js';
+import { settlementOf } from '../../shared/domain/settlements.js';
+
+// The sandbox submission of a managed wallet's off-ramp is one unit of work; what it reads comes with the statements
+// that lock or write (issue 39): the wallet with the off-ramp and its settlement, the transfers with the statement
+// that records the new one. No settlement pool runs here: the test runs the submission itself.
+describe('the sandbox submission unit', function () {
+  this.timeout(30_000);
+  let api: ApiHarness;
+  let pools: RunningPools;
+  let key: string;
+
+  before(async () => {
+    api = await startApi();
+    pools = await startPools(['pricing']);
+    key = (await makeBusiness()).sandboxKey;
+  });
+  after(async () => {
+    await pools?.close();
+    await api?.close();
+  });
+  afterEach(expectLedgerSound);
+
+  it('reads its off-ramp, settlement and wallet in one statement, and its transfers with the one it records', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '50');
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(api, key) });
+    const created = await offramp(api, key, q.id, customer.wallet.id);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const ds = await getDs();
+    const { result, statements } = await statementsOf(ds, () => submitOfframp(pools.deps, () => chainFor('sandbox', pools.deps.config), created.body.id));
+    expect(result).to.equal('submitted');
+    expect(await history(created.body.id)).to.deep.equal(['created', 'signing', 'submitting', 'awaiting_funds']);
+    const settlement = (await settlementOf(ds, created.body.id))!;
+    expect(settlement).to.deep.include({ status: 'confirming', received_amount: settlement.total_required });
+    expect((await ds.query(`SELECT count(*)::int AS n FROM settlement_transfers WHERE settlement_id = $1`, [settlement.id]))[0].n).to.equal(1);
+    // The first statement reads and locks all three; no other reads the wallet or the transfers.
+    expect(statements[0]).to.match(/FROM settlements s JOIN transactions t .* LEFT JOIN wallets w ON w\.id = t\.wallet_id/);
+    expect(statements.filter((s) => /FROM wallets w LEFT JOIN customers/.test(s))).to.deep.equal([]);
+    expect(statements.filter((s) => /^SELECT .* FROM settlement_transfers WHERE settlement_id = \$1/.test(s))).to.deep.equal([]);
+    // Then its path to submitting, the debit (its accounts made the first time), the transfer, the settlement's and the
+    // off-ramp's moves, and the confirmations the sandbox chain already shows.
+    expect(statements.filter((s) => !/^INSERT INTO ledger_accounts/.test(s)), statements.join('\n')).to.have.length(8);
+  });
+
+  it('an archived funding wallet refuses the submission, as before its read joined the off-ramp\'s', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '50');
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(api, key) });
+    const created = (await offramp(api, key, q.id, customer.wallet.id)).body;
+    const ds = await getDs();
+    await ds.query(`UPDATE wallets SET status = 'archived', archived_at = now() WHERE id = $1`, [customer.wallet.id]);
+    const refused = await submitOfframp(pools.deps, () => chainFor('sandbox', pools.deps.config), created.id).then(() => null, (err: Error & { code?: string }) => err.code);
+    expect(refused).to.equal('resource_archived');
+    // The unit rolled back whole: nothing moved, nothing was debited.
+    expect(await history(created.id)).to.deep.equal(['created']);
+  });
+});
