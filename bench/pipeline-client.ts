@@ -12,6 +12,9 @@
 // BENCH_WAIT=poll: the clients (400 by default) register no webhook endpoint and poll GET /transactions/{id} every
 // BENCH_POLL_MS (250) until the off-ramp ends. Statements per lifecycle are counted when PostgreSQL has
 // pg_stat_statements loaded (shared_preload_libraries); each of issue 39's goals is printed with its figure and met or not.
+// BENCH_WARMUP (1,000): lifecycles run under the full load first and not counted, so the figures are a warm service's
+// (V8 still compiles hot code for the first thousand or so lifecycles: about 5 ms of CPU per lifecycle more; 0 measures
+// from a cold start, as the figures before 2026-11-29's eleventh session did).
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -303,8 +306,9 @@ const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(x
 // The latency floor: one lifecycle at a time.
 await run(1, 5);
 const alone = await run(1, 20);
-// BENCH_WARMUP lifecycles under the full load before the measured run, not counted.
-if (Number(process.env.BENCH_WARMUP ?? 0) > 0) await run(CLIENTS, Number(process.env.BENCH_WARMUP));
+// The warm-up (BENCH_WARMUP, above): under the full load, not counted.
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
+if (WARMUP > 0) await run(CLIENTS, WARMUP);
 
 // Counters before and after the measured run.
 const queueNames = ['pricing', 'settlement', 'providers', 'sandbox', 'webhooks'];
@@ -392,7 +396,7 @@ const formation = {
   scaled: 'two web processes and two of each of the five pools, all through one PgBouncer (transaction mode, defaults)',
 }[FORMATION];
 const lines = [
-  `pipeline as a client sees it: ${formation}, SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, ${WAIT === 'poll' ? `GET every ${POLL_MS} ms until it ends` : 'webhook'})`,
+  `pipeline as a client sees it: ${formation}, SANDBOX_STEP_MS=${STEP_MS}, base's 12 confirmations; ${CLIENTS} clients, ${LIFECYCLES} off-ramps (quote, create, ${WAIT === 'poll' ? `GET every ${POLL_MS} ms until it ends` : 'webhook'}) after ${WARMUP} not counted`,
   `  alone: one lifecycle p50 ${floorMs.toFixed(0)} ms`,
   `  lifecycles completed          ${perSecond.toFixed(1).padStart(7)} /s (${loaded.completed}/${LIFECYCLES} completed in ${loaded.seconds.toFixed(1)} s; goal 300/s); e2e p50 ${(loadedP50 / 1000).toFixed(2)} s, p99 ${(pct(loaded.latencies, 0.99) / 1000).toFixed(2)} s`,
   `  the figure is ${kind}`,
@@ -419,6 +423,7 @@ results[['pipeline_client', FORMATION === 'npm-start' ? '' : FORMATION, WAIT ===
   e2e_p50_ms: Math.round(loadedP50),
   e2e_p99_ms: Math.round(pct(loaded.latencies, 0.99)),
   alone_p50_ms: Math.round(floorMs),
+  warmup_lifecycles: WARMUP,
   bound_by: kind.split(' ')[0],
   cpu_ms_per_lifecycle: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(((v * 1000) / LIFECYCLES).toFixed(1))])),
   wait: WAIT,

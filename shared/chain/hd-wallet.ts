@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { secp256k1 } from '@noble/curves/secp256k1';
 import { HDKey } from '@scure/bip32';
 import type { EntityManager } from 'typeorm';
@@ -95,14 +96,41 @@ function publicNode(xpub: string): HDKey {
   return node;
 }
 
+/** What a public child step needs of the account node: its compressed key, its chain code and its point. */
+interface ParentKey {
+  compressed: Buffer;
+  chainCode: Buffer;
+  point: InstanceType<typeof secp256k1.ProjectivePoint>;
+}
+const parentKeys = new Map<string, ParentKey>();
+
+function parentKey(xpub: string): ParentKey {
+  let parent = parentKeys.get(xpub);
+  if (!parent) {
+    const node = publicNode(xpub);
+    parent = { compressed: Buffer.from(node.publicKey!), chainCode: Buffer.from(node.chainCode!), point: secp256k1.ProjectivePoint.fromHex(node.publicKey!) };
+    parentKeys.set(xpub, parent);
+  }
+  return parent;
+}
+
 /**
- * The EIP-55 address of a managed wallet, from the account xpub: one public BIP-32 child step from the cached node,
- * about 1.2 ms (as long as the private step it replaces: the point is that no private key is anywhere near).
+ * The EIP-55 address of a managed wallet, from the account xpub: one public BIP-32 child step (CKDpub) from the cached
+ * node, the child's point kept uncompressed for its address. The step's one scalar multiplication is most of its cost,
+ * about 0.4 ms; through HDKey.deriveChild, which compresses the point and leaves it to be decompressed again, 0.7 ms.
+ * No private key is anywhere near.
  */
 export function managedWalletAddress(xpub: string, index: number): `0x${string}` {
   assertIndex(index);
-  const compressed = publicNode(xpub).deriveChild(index).publicKey!;
-  return publicKeyToAddress(bytesToHex(secp256k1.ProjectivePoint.fromHex(compressed).toRawBytes(false)));
+  const parent = parentKey(xpub);
+  const data = Buffer.alloc(37);
+  parent.compressed.copy(data, 0);
+  data.writeUInt32BE(index, 33);
+  const I = createHmac('sha512', parent.chainCode).update(data).digest();
+  // parse256(I_L) at or past the curve's order, or a child at infinity, is no key (BIP-32; about 1 in 2^127):
+  // multiply and toRawBytes refuse both.
+  const child = secp256k1.ProjectivePoint.BASE.multiply(BigInt(`0x${I.subarray(0, 32).toString('hex')}`)).add(parent.point);
+  return publicKeyToAddress(bytesToHex(child.toRawBytes(false)));
 }
 
 /** The environment's public wallet keys, for handing out `what`; live without them configured answers 503. */
