@@ -58,8 +58,79 @@ type PgInternals = {
   _queryQueue: unknown[];
 };
 
+/**
+ * What a prepared statement's rows look like, as PostgreSQL described them the first time it ran on a connection: the
+ * fields, their parsers, and the empty row pg copies for each row.
+ */
+interface Shape {
+  fields: unknown[];
+  parsers: unknown[];
+  empty: Record<string, null>;
+}
+
+type ResultInternals = { fields: unknown[]; _parsers: unknown[]; _prebuiltEmptyResultObject: Record<string, null> };
+type QueryInternals = { name?: string; callback?: unknown; _result: ResultInternals; _accumulateRows: boolean; _checkForMultirow(): void };
+type ConnectionInternals = { parsedStatements: Record<string, string>; describe?: (msg: unknown) => void };
+
+/**
+ * A named statement's execution, without asking PostgreSQL to describe its rows again once it has on this connection
+ * (pg asks on every execution: a RowDescription of every column sent, parsed, and turned into parsers and an empty row
+ * each time, a quarter of the client's time for a wide row). The shape is kept per connection, beside the statement
+ * it describes: a statement prepared again (a new connection, or one the connection lost) is described again, and one
+ * whose result changed is refused by PostgreSQL before any row (the stale-plan path below, which forgets it).
+ */
+class ShapedQuery extends pg.Query {
+  /** The shape this execution's rows take, until its first row takes it. */
+  private pending: Shape | undefined;
+
+  constructor(config: pg.QueryConfig, private readonly shapes: Map<string, Shape>) {
+    super(config);
+  }
+
+  prepare(connection: ConnectionInternals): void {
+    const name = (this as unknown as QueryInternals).name;
+    const shape = name !== undefined && connection.parsedStatements[name] !== undefined ? this.shapes.get(name) : undefined;
+    const base = pg.Query.prototype as unknown as { prepare(c: unknown): void };
+    if (!shape) return base.prepare.call(this, connection);
+    this.pending = shape;
+    const own = Object.prototype.hasOwnProperty.call(connection, 'describe');
+    const describe = connection.describe;
+    connection.describe = () => undefined;
+    try {
+      base.prepare.call(this, connection);
+    } finally {
+      if (own) connection.describe = describe;
+      else delete connection.describe;
+    }
+  }
+
+  handleRowDescription(msg: { fields: unknown[] }): void {
+    (pg.Query.prototype as unknown as { handleRowDescription(m: unknown): void }).handleRowDescription.call(this, msg);
+    const self = this as unknown as QueryInternals;
+    if (self.name !== undefined) this.shapes.set(self.name, { fields: self._result.fields, parsers: self._result._parsers, empty: self._result._prebuiltEmptyResultObject });
+  }
+
+  handleDataRow(msg: unknown): void {
+    const shape = this.pending;
+    if (shape) {
+      // What handleRowDescription does with a description, from the one kept: this statement's own result (after any
+      // statement sent before it in the same batch), its fields and parsers.
+      this.pending = undefined;
+      const self = this as unknown as QueryInternals;
+      self._checkForMultirow();
+      self._result.fields = shape.fields;
+      self._result._parsers = shape.parsers;
+      self._result._prebuiltEmptyResultObject = shape.empty;
+      self._accumulateRows = Boolean(self.callback) || !this.listeners('row').length;
+    }
+    (pg.Query.prototype as unknown as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
+  }
+}
+
 export class PreparingClient extends pg.Client {
   private prepared = 0;
+  /** The shapes of this connection's prepared statements, by name (ShapedQuery). */
+  private readonly shapes = new Map<string, Shape>();
 
   // pg's query() has many overloads; only (text, values[]) of a marked text becomes a named statement.
   override query(...args: any[]): any {
@@ -72,7 +143,17 @@ export class PreparingClient extends pg.Client {
     if (!known) this.prepared += 1;
     // Nothing before it on this connection and no transaction open: it runs on its own, so it may simply run again.
     const alone = self._txStatus === 'I' && !self._activeQuery && self._queryQueue.length === 0;
-    return super.query({ name, text, values }).catch((err: unknown) => {
+    const ran = new Promise<pg.QueryResult>((resolve, reject) => {
+      const query = new ShapedQuery({ name, text, values, callback: (err: Error | undefined, result: pg.QueryResult) => {
+        if (!err) return resolve(result);
+        // As pg's own promise does: the stack leads back to the caller, not to the socket's read.
+        Error.captureStackTrace(err);
+        reject(err);
+      } } as pg.QueryConfig, this.shapes);
+      super.query(query);
+    });
+    return ran.catch((err: unknown) => {
+      this.shapes.delete(name);
       if (resultChanged(err)) names.set(text, null);
       else if (statementLost(err)) delete self.connection.parsedStatements[name];
       else throw err;

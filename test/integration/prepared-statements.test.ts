@@ -7,6 +7,7 @@ import { inUnit, type UnitDeps } from '../../shared/db/unit-of-work.js';
 import { byIdInScope, planOnce } from '../../shared/db/prepared-client.js';
 import { getDs } from '../helpers/shared.js';
 import { listPage } from '../../shared/db/pagination.js';
+import { commitWith } from '../../shared/db/transaction-client.js';
 
 /** Prepared statements (shared/db/prepared-client.ts), against the real PostgreSQL, with one connection so it is known which one prepared what. */
 describe('prepared statements', () => {
@@ -39,6 +40,32 @@ describe('prepared statements', () => {
     await one.query('DEALLOCATE ALL');
     expect(await one.query(text, [2])).to.deep.equal([{ a: 2 }]);
     expect(await prepared()).to.deep.equal([text]);
+  });
+
+  it('describes a prepared statement\'s rows once per connection: later runs ask for no description and read the same rows', async () => {
+    const text = planOnce(`SELECT a, a::text AS t, (a * 1.5)::numeric AS n, timestamptz '2026-11-29 12:00:00+00' AS at FROM ${table} WHERE a >= $1 ORDER BY a`);
+    await one.query('SELECT 1');
+    const client = (one.driver as unknown as { master: { _clients: { connection: { on(e: string, f: () => void): void } }[] } }).master._clients[0];
+    let described = 0;
+    client.connection.on('rowDescription', () => (described += 1));
+    const rows = [
+      { a: 1, t: '1', n: '1.5', at: new Date('2026-11-29T12:00:00Z') },
+      { a: 2, t: '2', n: '3.0', at: new Date('2026-11-29T12:00:00Z') },
+    ];
+    expect(await one.query(text, [1])).to.deep.equal(rows);
+    expect(await one.query(text, [1])).to.deep.equal(rows);
+    expect(await one.query(text, [9])).to.deep.equal([]);
+    expect(described).to.equal(1);
+    // In a unit: as its first statement (sent with the opening), with no row, and as its last (sent with the COMMIT).
+    const deps = { ds: one, queues: undefined, log: pino({ level: 'silent' }) } as unknown as UnitDeps;
+    const inside = await inUnit(deps, async (unit) => [await unit.em.query(text, [2]), await unit.em.query(text, [9]), await commitWith(unit.em, text, [1])]);
+    expect(inside).to.deep.equal([rows.slice(1), [], rows]);
+    expect(described).to.equal(1);
+    // Lost by the connection: prepared and described again, once.
+    await one.query('DEALLOCATE ALL');
+    expect(await one.query(text, [1])).to.deep.equal(rows);
+    expect(await one.query(text, [2])).to.deep.equal(rows.slice(1));
+    expect(described).to.equal(2);
   });
 
   it('a list page is prepared when it filters by its business and environment alone; a filtered page is planned for its values', async () => {
