@@ -90,4 +90,14 @@ export function formatRate(rate: Decimal): string {
   return rate.toDecimalPlaces(8, Decimal.ROUND_DOWN).toFixed();
 }
 
+const PLAIN_DECIMAL = /^(0|[1-9][0-9]*)(?:\.([0-9]+))?$/;
+
+/** formatRate of a rate as PostgreSQL writes a numeric (`129.350000`), by its digits alone; any other form the Decimal way. */
+export function rateText(value: string): string {
+  const plain = PLAIN_DECIMAL.exec(value);
+  if (!plain) return formatRate(new Decimal(value));
+  const frac = (plain[2] ?? '').slice(0, 8).replace(/0+$/, '');
+  return frac ? `${plain[1]}.${frac}` : plain[1];
+}
+
 export { Decimal };

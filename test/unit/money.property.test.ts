@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { AmountError, formatAmount, fromMinor, toMinor } from '../../shared/domain/money.js';
+import { AmountError, Decimal, formatAmount, formatRate, fromMinor, rateText, toMinor } from '../../shared/domain/money.js';
 
 const scaleArb = fc.constantFrom(0, 2, 6);
 
@@ -29,6 +29,15 @@ describe('money: properties', () => {
       expect(rendered).to.equal(`-${fromMinor(-minor, scale)}`);
       refused(rendered, scale);
     }));
+  });
+
+  it('renders a rate by its digits exactly as the Decimal way does (8 fractional digits at most, rounded down, trailing zeros trimmed)', () => {
+    fc.assert(fc.property(amountArb(20), (rate) => {
+      expect(rateText(rate)).to.equal(formatRate(new Decimal(rate)));
+    }));
+    for (const rate of ['0', '0.000000001', '10.00000000', '129.350000000000', '1.23456789999', '-1.5', '1e3']) {
+      expect(rateText(rate), rate).to.equal(formatRate(new Decimal(rate)));
+    }
   });
 
   it('formats as text exactly what the bigint round trip renders', () => {
