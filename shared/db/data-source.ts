@@ -6,6 +6,7 @@ import { getConfig } from '../config.js';
 import { PreparingClient } from './prepared-client.js';
 import { transactionClient } from './transaction-client.js';
 import { shareRowShapes } from './row-shapes.js';
+import { readTimestampsFast } from './timestamps.js';
 
 const root = join(import.meta.dirname, '..', '..');
 // Compiled (dist/, npm run build) the entities and migrations are .js beside this file; under tsx, .ts.
@@ -33,8 +34,10 @@ export interface DataSourceOptions {
  * moment the transaction ends.
  */
 function clientClass(prepare: boolean, statementTimeoutMs: number): typeof pg.Client {
-  // Every result with a column list seen before reuses its empty row (row-shapes.ts).
+  // Every result with a column list seen before reuses its empty row (row-shapes.ts); timestamps are read by their
+  // digits (timestamps.ts).
   shareRowShapes();
+  readTimestampsFast();
   return transactionClient(prepare ? PreparingClient : pg.Client, statementTimeoutMs);
 }
 
