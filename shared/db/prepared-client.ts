@@ -77,7 +77,9 @@ type ConnectionInternals = { parsedStatements: Record<string, string>; describe?
  * (pg asks on every execution: a RowDescription of every column sent, parsed, and turned into parsers and an empty row
  * each time, a quarter of the client's time for a wide row). The shape is kept per connection, beside the statement
  * it describes: a statement prepared again (a new connection, or one the connection lost) is described again, and one
- * whose result changed is refused by PostgreSQL before any row (the stale-plan path below, which forgets it).
+ * whose result changed is refused by PostgreSQL before any row (the stale-plan path below, which forgets it). The
+ * parsers are those in force when the statement was first described on the connection (readTimestampsFast and
+ * row-shapes.ts install theirs before any connection is made).
  */
 class ShapedQuery extends pg.Query {
   /** The shape this execution's rows take, until its first row takes it. */
@@ -111,19 +113,26 @@ class ShapedQuery extends pg.Query {
   }
 
   handleDataRow(msg: unknown): void {
-    const shape = this.pending;
-    if (shape) {
-      // What handleRowDescription does with a description, from the one kept: this statement's own result (after any
-      // statement sent before it in the same batch), its fields and parsers.
-      this.pending = undefined;
-      const self = this as unknown as QueryInternals;
-      self._checkForMultirow();
-      self._result.fields = shape.fields;
-      self._result._parsers = shape.parsers;
-      self._result._prebuiltEmptyResultObject = shape.empty;
-      self._accumulateRows = Boolean(self.callback) || !this.listeners('row').length;
-    }
+    this.takeShape();
     (pg.Query.prototype as unknown as { handleDataRow(m: unknown): void }).handleDataRow.call(this, msg);
+  }
+
+  /**
+   * What handleRowDescription does with a description, from the one kept, at this statement's first row: its own result
+   * (after any statement sent before it in the same batch) gets the fields, parsers and empty row. A result with no row
+   * keeps pg's empty field list: its end cannot be told from the end of a statement sent before it in the batch
+   * (transaction-client.ts), and nothing here reads the fields of a result with no row.
+   */
+  private takeShape(): void {
+    const shape = this.pending;
+    if (!shape) return;
+    this.pending = undefined;
+    const self = this as unknown as QueryInternals;
+    self._checkForMultirow();
+    self._result.fields = shape.fields;
+    self._result._parsers = shape.parsers;
+    self._result._prebuiltEmptyResultObject = shape.empty;
+    self._accumulateRows = Boolean(self.callback) || !this.listeners('row').length;
   }
 }
 
@@ -144,15 +153,13 @@ export class PreparingClient extends pg.Client {
     // Nothing before it on this connection and no transaction open: it runs on its own, so it may simply run again.
     const alone = self._txStatus === 'I' && !self._activeQuery && self._queryQueue.length === 0;
     const ran = new Promise<pg.QueryResult>((resolve, reject) => {
-      const query = new ShapedQuery({ name, text, values, callback: (err: Error | undefined, result: pg.QueryResult) => {
-        if (!err) return resolve(result);
-        // As pg's own promise does: the stack leads back to the caller, not to the socket's read.
-        Error.captureStackTrace(err);
-        reject(err);
-      } } as pg.QueryConfig, this.shapes);
+      const query = new ShapedQuery({ name, text, values, callback: (err: Error | undefined, result: pg.QueryResult) => (err ? reject(err) : resolve(result)) } as pg.QueryConfig, this.shapes);
       super.query(query);
     });
     return ran.catch((err: unknown) => {
+      // As pg's own promise does: captured here, the stack leads back through the awaiting callers, not to the
+      // socket's read.
+      if (err instanceof Error) Error.captureStackTrace(err);
       this.shapes.delete(name);
       if (resultChanged(err)) names.set(text, null);
       else if (statementLost(err)) delete self.connection.parsedStatements[name];

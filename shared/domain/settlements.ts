@@ -215,7 +215,7 @@ function transfersOf(rows: TransferRow[]): Transfers {
 
 /** A settlement's transfers (Transfers), in one query. */
 export async function countedTransfers(q: Queryable, settlementId: string): Promise<Transfers> {
-  const rows: TransferRow[] = await q.query(planOnce(`SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = $1 ORDER BY id`), [settlementId]);
+  const rows: TransferRow[] = await q.query(planOnce(`SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = $1 ORDER BY settlement_transfers.id`), [settlementId]);
   return transfersOf(rows);
 }
 

@@ -45,7 +45,8 @@ describe('prepared statements', () => {
   it('describes a prepared statement\'s rows once per connection: later runs ask for no description and read the same rows', async () => {
     const text = planOnce(`SELECT a, a::text AS t, (a * 1.5)::numeric AS n, timestamptz '2026-11-29 12:00:00+00' AS at FROM ${table} WHERE a >= $1 ORDER BY a`);
     await one.query('SELECT 1');
-    const client = (one.driver as unknown as { master: { _clients: { connection: { on(e: string, f: () => void): void } }[] } }).master._clients[0];
+    type Client = { connection: { on(e: string, f: () => void): void }; query(text: string, values: unknown[]): Promise<unknown> };
+    const client = (one.driver as unknown as { master: { _clients: Client[] } }).master._clients[0];
     let described = 0;
     client.connection.on('rowDescription', () => (described += 1));
     const rows = [
@@ -60,12 +61,25 @@ describe('prepared statements', () => {
     const deps = { ds: one, queues: undefined, log: pino({ level: 'silent' }) } as unknown as UnitDeps;
     const inside = await inUnit(deps, async (unit) => [await unit.em.query(text, [2]), await unit.em.query(text, [9]), await commitWith(unit.em, text, [1])]);
     expect(inside).to.deep.equal([rows.slice(1), [], rows]);
+    const empty = await inUnit(deps, async (unit) => [await unit.em.query(text, [9]), await unit.em.query(text, [2]), await commitWith(unit.em, text, [9])]);
+    expect(empty).to.deep.equal([[], rows.slice(1), []]);
     expect(described).to.equal(1);
     // Lost by the connection: prepared and described again, once.
     await one.query('DEALLOCATE ALL');
     expect(await one.query(text, [1])).to.deep.equal(rows);
     expect(await one.query(text, [2])).to.deep.equal(rows.slice(1));
     expect(described).to.equal(2);
+    // A failing statement's error leads back to its caller, not to the socket's read.
+    const failing = planOnce(`INSERT INTO ${table} (a) VALUES ($1)`);
+    await client.query(failing, [7]);
+    let err: (Error & { code?: string }) | null = null;
+    try {
+      await client.query(failing, [7]);
+    } catch (caught) {
+      err = caught as Error & { code?: string };
+    }
+    expect(err?.code).to.equal('23505');
+    expect(err?.stack).to.include('prepared-statements.test.ts');
   });
 
   it('a list page is prepared when it filters by its business and environment alone; a filtered page is planned for its values', async () => {
