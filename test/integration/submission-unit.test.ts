@@ -8,7 +8,8 @@ import { getDs } from '../helpers/shared.js';
 import { statementsOf } from '../helpers/statements.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
-import { settlementOf } from '../../shared/domain/settlements.js';
+import { setConfirmations, settlementOf } from '../../shared/domain/settlements.js';
+import { inUnit } from '../../shared/db/unit-of-work.js';
 
 // The sandbox submission of a managed wallet's off-ramp is one unit of work; what it reads comes with the statements
 // that lock or write (issue 39): the wallet with the off-ramp and its settlement, the transfers with the statement
@@ -50,6 +51,14 @@ describe('the sandbox submission unit', function () {
     // Then its path to submitting, the debit (its accounts made the first time), the transfer, the settlement's and the
     // off-ramp's moves, and the confirmations the sandbox chain already shows.
     expect(statements.filter((s) => !/^INSERT INTO ledger_accounts/.test(s)), statements.join('\n')).to.have.length(8);
+    // A count no higher than the locked row's writes nothing; a higher one is one UPDATE.
+    const counts = await inUnit(pools.deps, async (unit) => {
+      const locked = (await settlementOf(unit.em, created.body.id, true))!;
+      const same = await statementsOf(ds, () => setConfirmations(unit, locked, locked.confirmations));
+      const higher = await statementsOf(ds, () => setConfirmations(unit, locked, locked.confirmations + 1));
+      return [same.statements.length, higher.statements.length];
+    });
+    expect(counts).to.deep.equal([0, 1]);
   });
 
   it('an archived funding wallet refuses the submission, as before its read joined the off-ramp\'s', async () => {
