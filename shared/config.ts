@@ -54,6 +54,12 @@ export interface Config extends DatabaseSettings {
   sweeperStaleSeconds: number;
   /** How long a worker holds a job's lock; a job whose worker died is handed to another after about this long. */
   workerLockMs: number;
+  /**
+   * How often a job may be cut off by its worker dying before it is failed for good (its final-failure handler then
+   * records the outcome). Every job is idempotent, so a killed worker's job runs again; only a job that keeps killing
+   * its worker (it exhausts memory, say) is stopped.
+   */
+  workerMaxStalls: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */
   encryptionKeys: { id: string; key: Buffer }[];
   /** Per environment, the xpub every deposit and managed-wallet address comes from, and the treasury hot wallet's address. */
@@ -307,6 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { walletS
     providerMaxAttempts: int(env, 'PROVIDER_MAX_ATTEMPTS', 4, 1),
     providerRetryBaseMs: int(env, 'PROVIDER_RETRY_BASE_MS', 2000, 1),
     workerLockMs: int(env, 'WORKER_LOCK_MS', 30_000, 1000),
+    workerMaxStalls: int(env, 'WORKER_MAX_STALLS', 5, 1),
     encryptionKeys,
     ...wallets,
     encryptionKeysConfigured,

@@ -111,12 +111,16 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
         // A killed worker's jobs go back to the queue once their lock lapses (checked as often).
         lockDuration: deps.config.workerLockMs,
         stalledInterval: deps.config.workerLockMs,
+        // A job cut off by its worker dying runs again (every job is idempotent); only one that keeps killing it stops.
+        maxStalledCount: deps.config.workerMaxStalls,
       },
     );
-    worker.on('failed', (job, err) => deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, ...idsOf(job?.data), err: err.message }, 'job failed'));
-    // A job whose worker died under it too often is failed by BullMQ's stall check, never reaching the processor's
-    // catch above: its final-failure handler runs here instead, so its row is not left waiting on a job that is over.
-    worker.on('stalled', (jobId) => void finalizeStalled(deps, pool, jobId).catch((e: unknown) => deps.log.error({ pool, jobId, err: (e as Error).message }, 'final-failure handler failed')));
+    worker.on('failed', (job, err) => {
+      deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, ...idsOf(job?.data), err: err.message }, 'job failed');
+      // A job BullMQ's stall check marked as stalled too often is failed when next taken, without the processor (so
+      // without its catch above): its final-failure handler runs here, so its row is not left waiting on a job that is over.
+      if (job?.deferredFailure) void finalizeStalled(deps, pool, job).catch((e: unknown) => deps.log.error({ pool, jobId: job.id, err: (e as Error).message }, 'final-failure handler failed'));
+    });
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
@@ -137,17 +141,16 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
 }
 
 /**
- * After BullMQ's stall check named `jobId`: when it failed the job (stalled more often than allowed) rather than put
- * it back to wait, the job's final-failure handler runs, as for any job that will not run again.
+ * A job BullMQ failed for stalling too often (its `deferredFailure`, set by the stall check and carried out by the next
+ * worker to take it, which does not call the processor): its final-failure handler runs, as for any job that will not
+ * run again. False for a job with no such handler.
  */
-export async function finalizeStalled(deps: WorkerDeps, pool: Pool, jobId: string): Promise<boolean> {
-  const job = await deps.queues[pool].getJob(jobId);
-  if (!job || !(await job.isFailed())) return false;
+export async function finalizeStalled(deps: WorkerDeps, pool: Pool, job: Job): Promise<boolean> {
   const onFinal = FINAL_FAILURES.get(job.name as JobName);
   if (!onFinal) return false;
   const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, ...idsOf(job.data) });
-  log.warn({ err: job.failedReason }, 'job failed for good by stalling; its final-failure handler runs');
-  await onFinal(job, new Error(job.failedReason || 'job stalled more than allowable limit'), { ...deps, log });
+  log.warn({ err: job.deferredFailure }, 'job failed for good by stalling; its final-failure handler runs');
+  await onFinal(job, new Error(job.deferredFailure || 'job stalled more than allowable limit'), { ...deps, log });
   return true;
 }
 

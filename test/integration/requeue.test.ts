@@ -7,10 +7,7 @@ import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { jobId } from '../../shared/queues/registry.js';
 import { getDs, testRedis } from '../helpers/shared.js';
 import { makeBusiness } from '../helpers/factories.js';
-import { finalizeStalled } from '../../workers/runtime.js';
-import pino from 'pino';
-
-const silent = pino({ level: 'silent' });
+import { startPools } from '../helpers/workers.js';
 import { until } from '../helpers/until.js';
 
 // The sweeper's requeue (shared/queues/producer.ts): whatever Redis kept or lost of a job, the job runs again.
@@ -78,14 +75,14 @@ describe('requeue: a stuck row\'s job runs again whatever Redis kept of it', () 
   });
 });
 
-describe('a job BullMQ failed for stalling runs its final-failure handler', () => {
+describe('a job cut off by its worker dying runs again, and one cut off past WORKER_MAX_STALLS runs its final-failure handler', () => {
   let queues: Queues;
   before(() => {
     queues = createQueues(createWorkerRedis());
   });
   after(() => closeQueues(queues));
 
-  it('a quote whose pricing job stalled out is failed as when its attempts run out, not left pending; a job put back to wait is left alone', async () => {
+  const pendingQuote = async () => {
     const ds = await getDs();
     const { businessId } = await makeBusiness();
     const [{ id: walletId }] = await ds.query(
@@ -94,27 +91,52 @@ describe('a job BullMQ failed for stalling runs its final-failure handler', () =
     const [{ id: quoteId }] = await ds.query(
       `INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, status, wallet_id)
        VALUES (gen_random_uuid(), $1, 'sandbox', 'onramp', 'base', 'KES', 'mobile_money', 'source', 1500, 'pending', $2) RETURNING id`, [businessId, walletId]);
-    const id = jobId('quote.price', quoteId);
-    // Failed without the processor's catch (as BullMQ's stall check fails it): here by a bare worker whose job throws.
-    await queues.pricing.add('quote.price', { quoteId }, { jobId: id, attempts: 1 });
-    const worker = new Worker('pricing', async (j) => {
-      if (j.id === id) throw new Error('job stalled more than allowable limit');
-    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix });
+    return quoteId as string;
+  };
+  const quoteOf = async (quoteId: string) => (await (await getDs()).query(`SELECT status, failure FROM quotes WHERE id = $1`, [quoteId]))[0];
+
+  /**
+   * Each quote's pricing job taken by a worker that then dies with it (closed without finishing, its lock left to lapse
+   * after 1 s), as if already cut off `stalls[i]` times before: the job rests in `active` with no worker.
+   */
+  const cutOff = async (quoteIds: string[], stalls: number[]) => {
+    const ids = quoteIds.map((quoteId) => jobId('quote.price', quoteId));
+    const taken = new Set<string>();
+    const dying = new Worker('pricing', async (j) => {
+      if (!ids.includes(j.id!)) return;
+      taken.add(j.id!);
+      await new Promise(() => undefined);
+    }, { connection: createWorkerRedis(), prefix: getConfig().redisPrefix, lockDuration: 1000, stalledInterval: 1000, concurrency: ids.length });
+    for (const [i, quoteId] of quoteIds.entries()) await queues.pricing.add('quote.price', { quoteId }, { jobId: ids[i], attempts: 3 });
+    await until(async () => taken.size === ids.length, { timeoutMs: 10_000, what: 'the jobs taken' });
+    await dying.close(true);
+    const redis = testRedis();
+    for (const [i, id] of ids.entries()) await redis.hset(`${getConfig().redisPrefix}:pricing:${id}`, 'stc', String(stalls[i]));
+    // The stall check's throttle (a key living one stalledInterval) an earlier worker on this queue may have left.
+    await redis.del(`${getConfig().redisPrefix}:pricing:stalled-check`);
+    return ids;
+  };
+
+  it('under the limit the job is priced when the stall check hands it back; at the limit the quote is failed pricing_unavailable, not left pending', async () => {
+    const max = getConfig().workerMaxStalls;
+    const [again, over] = [await pendingQuote(), await pendingQuote()];
+    const [againJob, overJob] = await cutOff([again, over], [max - 1, max]);
+    expect(await queues.pricing.getJobState(againJob)).to.equal('active');
+    expect((await quoteOf(over)).status).to.equal('pending');
+    // The real pool: its stall check finds both jobs without a lock and counts one more stall for each.
+    const pools = await startPools(['pricing'], { env: { WORKER_LOCK_MS: '1000' } });
     try {
-      await until(async () => (await queues.pricing.getJobState(id)) === 'failed', { timeoutMs: 10_000, what: 'the job failed' });
+      await until(async () => (await quoteOf(over)).status === 'failed' && (await quoteOf(again)).status !== 'pending', { timeoutMs: 15_000, what: 'both quotes ended' });
     } finally {
-      await worker.close();
+      await pools.close();
     }
-    const deps = { config: getConfig(), ds, queues, log: silent };
-    expect((await ds.query(`SELECT status FROM quotes WHERE id = $1`, [quoteId]))[0].status).to.equal('pending');
-    expect(await finalizeStalled(deps, 'pricing', id)).to.equal(true);
-    const [quote] = await ds.query(`SELECT status, failure FROM quotes WHERE id = $1`, [quoteId]);
-    expect(quote.status).to.equal('failed');
-    expect(quote.failure.code).to.equal('pricing_unavailable');
-    // A stalled job moved back to wait runs again: nothing to finalize.
-    const waiting = jobId('quote.price', randomUUID());
-    await queues.pricing.add('quote.price', { quoteId: randomUUID() }, { jobId: waiting });
-    expect(await finalizeStalled(deps, 'pricing', waiting)).to.equal(false);
-    await queues.pricing.remove(waiting);
+    expect(await queues.pricing.getJobState(againJob)).to.equal('completed');
+    expect((await quoteOf(again)).status).to.equal('available');
+    expect(await queues.pricing.getJobState(overJob)).to.equal('failed');
+    const failed = await quoteOf(over);
+    expect(failed.failure.code).to.equal('pricing_unavailable');
+    const job = await queues.pricing.getJob(overJob);
+    expect(job!.failedReason).to.equal('job stalled more than allowable limit');
+    expect(Number(await testRedis().hget(`${getConfig().redisPrefix}:pricing:${againJob}`, 'stc'))).to.equal(max);
   });
 });
