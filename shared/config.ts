@@ -55,8 +55,8 @@ export interface Config extends DatabaseSettings {
   /** How long a worker holds a job's lock; a job whose worker died is handed to another after about this long. */
   workerLockMs: number;
   /**
-   * How often a job may be cut off by its worker dying before it is failed for good (its final-failure handler then
-   * records the outcome). Every job is idempotent, so a killed worker's job runs again; only a job that keeps killing
+   * How often, over its life, a job may be cut off by its worker dying before it is failed for good (its final-failure
+   * handler then records the outcome; the sweeper's retry of such a job starts the count again). Every job is idempotent, so a killed worker's job runs again; only a job that keeps killing
    * its worker (it exhausts memory, say) is stopped.
    */
   workerMaxStalls: number;

@@ -119,7 +119,10 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
       deps.log.warn({ pool, jobName: job?.name, jobId: job?.id, ...idsOf(job?.data), err: err.message }, 'job failed');
       // A job BullMQ's stall check marked as stalled too often is failed when next taken, without the processor (so
       // without its catch above): its final-failure handler runs here, so its row is not left waiting on a job that is over.
-      if (job?.deferredFailure) void finalizeStalled(deps, pool, job).catch((e: unknown) => deps.log.error({ pool, jobId: job.id, err: (e as Error).message }, 'final-failure handler failed'));
+      if (!job?.deferredFailure) return;
+      jobFailures.inc({ queue: pool, job: job.name, final: 'true' });
+      // Not awaited by shutdown: a process stopped before it ends leaves the row to the sweeper, which retries the job.
+      void finalizeStalled(deps, pool, job).catch((e: unknown) => deps.log.error({ pool, jobId: job.id, err: (e as Error).message }, 'final-failure handler failed'));
     });
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;

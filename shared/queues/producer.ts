@@ -74,6 +74,8 @@ export async function requeue<N extends JobName>(queues: Queues, job: JobRequest
       return 'replaced';
     }
     // With a fresh set of attempts: one that gave up used them all, and the next failure would otherwise be its last.
+    // Its stall count too (BullMQ keeps it for the job's life): one failed for stalling would fail at its next cut-off.
+    await (await queue.getBackend().client).hdel(queue.toKey(job.id), 'stc');
     await failed.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
     return 'retried';
   }

@@ -124,7 +124,7 @@ describe('a job cut off by its worker dying runs again, and one cut off past WOR
     expect(await queues.pricing.getJobState(againJob)).to.equal('active');
     expect((await quoteOf(over)).status).to.equal('pending');
     // The real pool: its stall check finds both jobs without a lock and counts one more stall for each.
-    const pools = await startPools(['pricing'], { env: { WORKER_LOCK_MS: '1000' } });
+    const pools = await startPools(['pricing'], { env: { WORKER_LOCK_MS: '2000' } });
     try {
       await until(async () => (await quoteOf(over)).status === 'failed' && (await quoteOf(again)).status !== 'pending', { timeoutMs: 15_000, what: 'both quotes ended' });
     } finally {
@@ -138,5 +138,9 @@ describe('a job cut off by its worker dying runs again, and one cut off past WOR
     const job = await queues.pricing.getJob(overJob);
     expect(job!.failedReason).to.equal('job stalled more than allowable limit');
     expect(Number(await testRedis().hget(`${getConfig().redisPrefix}:pricing:${againJob}`, 'stc'))).to.equal(max);
+    // The sweeper's retry of the job failed by stalling starts its count again (BullMQ keeps it for the job's life).
+    expect(await requeue(queues, { name: 'quote.price', id: overJob, data: { quoteId: over } })).to.equal('retried');
+    expect(await testRedis().hget(`${getConfig().redisPrefix}:pricing:${overJob}`, 'stc')).to.equal(null);
+    expect(await queues.pricing.getJobState(overJob)).to.be.oneOf(['waiting', 'active', 'completed']);
   });
 });
