@@ -7,8 +7,12 @@ import { until } from '../helpers/until.js';
 import { accountXpub, treasuryAddress } from '../../shared/chain/hd-wallet.js';
 import { DEV_SEED_SANDBOX as DEV_SEED } from '../../shared/config-wallets.js';
 
+// Node itself with tsx's loader, as npm start runs each process: the tsx command would relay a signal to the process it
+// starts, and SIGKILL it (exit 143) when it does not acknowledge within 30 ms, which a busy machine can miss.
+const TSX_NODE = ['--import', 'tsx'];
+
 function run(script: string, env: Record<string, string>) {
-  const child = spawn('node_modules/.bin/tsx', [script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...TSX_NODE, script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = { stdout: '', stderr: '' };
   child.stdout.on('data', (d) => (out.stdout += d));
   child.stderr.on('data', (d) => (out.stderr += d));
@@ -243,7 +247,7 @@ describe('npm start on a fresh database (the newcomer path)', function () {
     try {
       for (const script of ['api/main.ts', 'workers/main.ts']) {
         const connected = sockets.length;
-        const child = spawn('node_modules/.bin/tsx', [script, 'pricing'], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(24000 + (process.pid % 20000)) }, stdio: 'ignore' });
+        const child = spawn(process.execPath, [...TSX_NODE, script, 'pricing'], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(24000 + (process.pid % 20000)) }, stdio: 'ignore' });
         const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
         expect(await within(async () => sockets.length > connected, 30_000), `${script} reached its database`).to.equal(true);
         child.kill('SIGTERM');

@@ -16,7 +16,9 @@ import { until } from '../helpers/until.js';
 const silent = pino({ level: 'silent' });
 
 function runWorkerProcess(args: string[], env: Record<string, string> = {}): { exit: Promise<{ code: number | null; stderr: string; stdout: string }>; child: ReturnType<typeof spawn> } {
-  const child = spawn('node_modules/.bin/tsx', ['workers/main.ts', ...args], {
+  // Node itself with tsx's loader, as npm start runs it: the tsx command would relay a signal to the process it starts,
+  // and SIGKILL it (exit 143) when it does not acknowledge within 30 ms, which a busy machine's starting worker can miss.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts', ...args], {
     env: { ...process.env, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
