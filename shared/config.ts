@@ -56,8 +56,9 @@ export interface Config extends DatabaseSettings {
   workerLockMs: number;
   /**
    * How often, over its life, a job may be cut off by its worker dying before it is failed for good (its final-failure
-   * handler then records the outcome; the sweeper's retry of such a job starts the count again). Every job is idempotent, so a killed worker's job runs again; only a job that keeps killing
-   * its worker (it exhausts memory, say) is stopped.
+   * handler then records the outcome; the sweeper's retry of such a job starts the count again). Every job is
+   * idempotent, so a killed worker's job runs again; only a job that keeps killing its worker (it exhausts memory,
+   * say) is stopped.
    */
   workerMaxStalls: number;
   /** key id -> 32-byte master key; the first listed is the one new data is encrypted under */

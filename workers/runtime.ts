@@ -146,15 +146,14 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
 /**
  * A job BullMQ failed for stalling too often (its `deferredFailure`, set by the stall check and carried out by the next
  * worker to take it, which does not call the processor): its final-failure handler runs, as for any job that will not
- * run again. False for a job with no such handler.
+ * run again.
  */
-export async function finalizeStalled(deps: WorkerDeps, pool: Pool, job: Job): Promise<boolean> {
+async function finalizeStalled(deps: WorkerDeps, pool: Pool, job: Job): Promise<void> {
   const onFinal = FINAL_FAILURES.get(job.name as JobName);
-  if (!onFinal) return false;
+  if (!onFinal) return;
   const log = deps.log.child({ pool, jobName: job.name, jobId: job.id, ...idsOf(job.data) });
   log.warn({ err: job.deferredFailure }, 'job failed for good by stalling; its final-failure handler runs');
-  await onFinal(job, new Error(job.deferredFailure || 'job stalled more than allowable limit'), { ...deps, log });
-  return true;
+  await onFinal(job, new Error(job.deferredFailure), { ...deps, log });
 }
 
 /**
