@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { benchEnv, prepareBench, seedBench, uniqueWrites, type Seed } from './seed.js';
 import { checkoutRevision } from './baseline.js';
+import { standInForAutovacuum } from './autovacuum.js';
 import { WEB_NODE_FLAGS } from '../shared/web-flags.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
@@ -85,6 +86,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 await prepareBench(env);
 // BENCH_VOLUME=1: another tenant's million transactions in the same tables first (bench/volume.ts; kept once made).
 if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(env.DATABASE_URL);
+// Autovacuum's analyze and vacuum, where this machine's PostgreSQL runs without it (bench/autovacuum.ts).
+const autovacuum = await standInForAutovacuum(env.DATABASE_URL);
 const started: Started[] = [];
 try {
   const hello = await startProcess('bench/hello.ts', { ...env, PORT: '3901' }, 'listening');
@@ -150,9 +153,12 @@ try {
   const earlier = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
   writeFileSync(file, `${JSON.stringify({ ...earlier, bench_started_at: BENCH_STARTED_AT, measured_at: new Date().toISOString(), rounds: ROUNDS, connections: CONNECTIONS, seconds: DURATION, results: judged }, null, 2)}\n`);
   process.stdout.write(`${table}\n(bench/results.json written)\n`);
+  const { analyzed, vacuumed } = autovacuum.passes();
+  if (analyzed) process.stdout.write(`autovacuum is off on this server: the bench analyzed tables ${analyzed} times (${vacuumed} with a vacuum) on autovacuum's thresholds\n`);
   const failures = judged.reduce((n, j) => n + j.failures, 0);
   if (failures) process.stdout.write(`${failures} requests failed (non-2xx, errors or timeouts)\n`);
   process.exitCode = failures ? 1 : 0;
 } finally {
   for (const child of started.reverse()) await stopProcess(child);
+  await autovacuum.stop();
 }

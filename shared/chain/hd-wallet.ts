@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { secp256k1 } from '@noble/curves/secp256k1';
+// libsecp256k1's own code (a prebuilt native addon for Linux, glibc and musl, macOS and Windows; its package falls back
+// to a JavaScript implementation where none loads): a child key's one point operation in about 40 µs, where
+// @noble/curves takes 260 µs.
+import secp256k1 from 'secp256k1';
 import { HDKey } from '@scure/bip32';
 import type { EntityManager } from 'typeorm';
 import type { Environment } from '../domain/chains.js';
@@ -96,11 +99,10 @@ function publicNode(xpub: string): HDKey {
   return node;
 }
 
-/** What a public child step needs of the account node: its compressed key, its chain code and its point. */
+/** What a public child step needs of the account node: its compressed key and its chain code. */
 interface ParentKey {
   compressed: Buffer;
   chainCode: Buffer;
-  point: InstanceType<typeof secp256k1.ProjectivePoint>;
 }
 const parentKeys = new Map<string, ParentKey>();
 
@@ -108,7 +110,7 @@ function parentKey(xpub: string): ParentKey {
   let parent = parentKeys.get(xpub);
   if (!parent) {
     const node = publicNode(xpub);
-    parent = { compressed: Buffer.from(node.publicKey!), chainCode: Buffer.from(node.chainCode!), point: secp256k1.ProjectivePoint.fromHex(node.publicKey!) };
+    parent = { compressed: Buffer.from(node.publicKey!), chainCode: Buffer.from(node.chainCode!) };
     parentKeys.set(xpub, parent);
   }
   return parent;
@@ -116,9 +118,9 @@ function parentKey(xpub: string): ParentKey {
 
 /**
  * The EIP-55 address of a managed wallet, from the account xpub: one public BIP-32 child step (CKDpub) from the cached
- * node, the child's point kept uncompressed for its address. The step's one scalar multiplication is most of its cost,
- * about 0.4 ms; through HDKey.deriveChild, which compresses the point and leaves it to be decompressed again, 0.7 ms.
- * No private key is anywhere near.
+ * node: the account's point plus I_L times the generator, kept uncompressed for its address. About 90 µs, half of it
+ * the point and half the address's two Keccak hashes (0.36 ms with @noble/curves' multiplication, 0.7 ms through
+ * HDKey.deriveChild). No private key is anywhere near.
  */
 export function managedWalletAddress(xpub: string, index: number): `0x${string}` {
   assertIndex(index);
@@ -127,10 +129,10 @@ export function managedWalletAddress(xpub: string, index: number): `0x${string}`
   parent.compressed.copy(data, 0);
   data.writeUInt32BE(index, 33);
   const I = createHmac('sha512', parent.chainCode).update(data).digest();
-  // parse256(I_L) at or past the curve's order, or a child at infinity, is no key (BIP-32; about 1 in 2^127):
-  // multiply and toRawBytes refuse both.
-  const child = secp256k1.ProjectivePoint.BASE.multiply(BigInt(`0x${I.subarray(0, 32).toString('hex')}`)).add(parent.point);
-  return publicKeyToAddress(bytesToHex(child.toRawBytes(false)));
+  // parse256(I_L) at or past the curve's order, or a child at infinity, is no key (BIP-32; about 1 in 2^127): the
+  // tweak refuses both (throws).
+  const child = secp256k1.publicKeyTweakAdd(parent.compressed, I.subarray(0, 32), false);
+  return publicKeyToAddress(bytesToHex(child));
 }
 
 /** The environment's public wallet keys, for handing out `what`; live without them configured answers 503. */

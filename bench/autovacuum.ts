@@ -1,0 +1,69 @@
+// A stand-in for autovacuum, for a benchmark whose PostgreSQL runs without it. This machine's PostgreSQL has
+// autovacuum off (its CI configuration, conf.d/90-ci.conf); a deployed database has it on. Without it a table that
+// grows during a run is never analyzed, and a prepared statement keeps the generic plan it was given while the table
+// was small: `POST /customers` checked each claimed address against every wallet with a sequential scan (planned when
+// the seed's 25 wallets fit in a page) and fell from about 900 creates/s to 120 within a minute of creating
+// (docs/performance.md, "a plan made for an empty table").
+//
+// What autovacuum does, on its own thresholds, with a short nap: every `everyMs`, each table whose changes since its
+// last analyze pass autovacuum_analyze_threshold + autovacuum_analyze_scale_factor x its rows is analyzed, and each
+// whose dead rows (or inserts since its last vacuum) pass the vacuum thresholds is vacuumed. An analyze invalidates the
+// cached plans that read the table, as autovacuum's would. When the server runs autovacuum itself this does nothing.
+import pg from 'pg';
+
+export interface AutovacuumStandIn {
+  /** How many analyze and vacuum passes it ran. */
+  passes(): { analyzed: number; vacuumed: number };
+  stop(): Promise<void>;
+}
+
+const DUE = `
+  SELECT quote_ident(s.schemaname) || '.' || quote_ident(s.relname) AS name,
+         s.n_dead_tup > current_setting('autovacuum_vacuum_threshold')::float8 + current_setting('autovacuum_vacuum_scale_factor')::float8 * greatest(c.reltuples, 0)
+      OR s.n_ins_since_vacuum > current_setting('autovacuum_vacuum_insert_threshold')::float8 + current_setting('autovacuum_vacuum_insert_scale_factor')::float8 * greatest(c.reltuples, 0) AS vacuum,
+         s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8 + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0) AS analyze
+    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid`;
+
+export async function standInForAutovacuum(databaseUrl: string, everyMs = 2_000): Promise<AutovacuumStandIn> {
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'bench autovacuum stand-in' });
+  await client.connect();
+  const counts = { analyzed: 0, vacuumed: 0 };
+  if ((await client.query('SHOW autovacuum')).rows[0].autovacuum === 'on') {
+    await client.end();
+    return { passes: () => counts, stop: async () => {} };
+  }
+  let stopped = false;
+  let wake: (() => void) | null = null;
+  const pass = async () => {
+    const due: { name: string; vacuum: boolean; analyze: boolean }[] = (await client.query(DUE)).rows;
+    for (const table of due) {
+      if (stopped) return;
+      if (!table.vacuum && !table.analyze) continue;
+      await client.query(`${table.vacuum ? 'VACUUM (ANALYZE)' : 'ANALYZE'} ${table.name}`);
+      counts.analyzed += 1;
+      if (table.vacuum) counts.vacuumed += 1;
+    }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      // A table the run dropped, or a lock it waited on past a statement timeout: the next pass tries again.
+      if (!stopped) await pass().catch((err: Error) => process.stderr.write(`autovacuum stand-in: ${err.message}\n`));
+    }
+  })();
+  return {
+    passes: () => ({ ...counts }),
+    async stop() {
+      stopped = true;
+      wake?.();
+      await loop;
+      await client.end();
+    },
+  };
+}
