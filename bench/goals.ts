@@ -19,7 +19,7 @@ const since = Date.parse(process.env.BENCH_SINCE ?? results.bench_started_at ?? 
 const goals: Goal[] = [];
 for (const row of results.results ?? []) {
   if (!row.goal) continue;
-  const figure = row.name.includes(' at ') ? `p99 ${row.p99_ms} ms` : row.goal.includes('/s') ? `${row.rps}/s, p99 ${row.p99_ms} ms` : `${row.ratio}x`;
+  const figure = row.goal.includes('/s') ? `${row.rps}/s, p99 ${row.p99_ms} ms` : row.name.includes(' at ') ? `p99 ${row.p99_ms} ms` : `${row.ratio}x`;
   goals.push({ name: row.name, goal: row.goal, figure, met: row.met, measured_at: results.measured_at });
 }
 for (const [key, section] of Object.entries<any>(results)) {
