@@ -19,8 +19,10 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** The fixed arrival rate at which read latency is judged (p99 under 25 ms is the goal). */
 const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 500);
-// The writes' goal: this many a second, p99 under 100 ms.
+// The writes' goal: this many a second, p99 under 100 ms. At a fixed rate autocannon averages requests over whole
+// seconds: 99% of the rate asked for is keeping up with it.
 const WRITE_RATE = Number(process.env.BENCH_WRITE_RATE ?? 800);
+const KEEPS_UP = Math.floor(WRITE_RATE * 0.99);
 const env = benchEnv('rampway-bench');
 const BASELINES = (process.env.BENCH_BASELINES ?? '').split(',').map((r) => r.trim()).filter(Boolean);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
@@ -65,24 +67,26 @@ const scenarios: Scenario[] = [
   },
   // Each write twice: as fast as 50 connections go (the capacity, its p99 the queue's), and in the goal's own terms,
   // WRITE_RATE a second arriving (the figure must keep up with it) each answered within 100 ms at the 99th percentile.
+  // autocannon sends a connection's next request only once its answer came: a request due while all 50 wait is sent
+  // late and not counted as late, which the rate's check catches (it falls below the rate asked for).
   {
     name: 'POST /customers',
-    goal: { rate: 800, p99Ms: 100 },
+    goal: { rate: WRITE_RATE, p99Ms: 100 },
     run: (s, api) => load(`${api}/customers`, customerWrites(s)),
   },
   {
     name: `POST /customers at ${WRITE_RATE}/s`,
-    goal: { rate: WRITE_RATE * 0.99, p99Ms: 100 },
+    goal: { rate: KEEPS_UP, p99Ms: 100 },
     run: (s, api) => load(`${api}/customers`, { ...customerWrites(s), overallRate: WRITE_RATE }),
   },
   {
     name: 'POST /quotes',
-    goal: { rate: 800, p99Ms: 100 },
+    goal: { rate: WRITE_RATE, p99Ms: 100 },
     run: (s, api) => load(`${api}/quotes`, quoteWrites(s)),
   },
   {
     name: `POST /quotes at ${WRITE_RATE}/s`,
-    goal: { rate: WRITE_RATE * 0.99, p99Ms: 100 },
+    goal: { rate: KEEPS_UP, p99Ms: 100 },
     run: (s, api) => load(`${api}/quotes`, { ...quoteWrites(s), overallRate: WRITE_RATE }),
   },
 ];
@@ -170,11 +174,14 @@ try {
   writeFileSync(file, `${JSON.stringify({ ...earlier, bench_started_at: BENCH_STARTED_AT, measured_at: new Date().toISOString(), rounds: ROUNDS, connections: CONNECTIONS, seconds: DURATION, results: judged }, null, 2)}\n`);
   process.stdout.write(`${table}\n(bench/results.json written)\n`);
   const { analyzed, vacuumed } = autovacuum.passes();
-  if (analyzed) process.stdout.write(`autovacuum is off on this server: the bench analyzed tables ${analyzed} times (${vacuumed} with a vacuum) on autovacuum's thresholds\n`);
+  if (analyzed || vacuumed) process.stdout.write(`autovacuum is off on this server: the bench analyzed tables ${analyzed} times and vacuumed them ${vacuumed} times, on autovacuum's thresholds\n`);
   const failures = judged.reduce((n, j) => n + j.failures, 0);
   if (failures) process.stdout.write(`${failures} requests failed (non-2xx, errors or timeouts)\n`);
   process.exitCode = failures ? 1 : 0;
 } finally {
-  for (const child of started.reverse()) await stopProcess(child);
-  await autovacuum.stop();
+  try {
+    for (const child of started.reverse()) await stopProcess(child);
+  } finally {
+    await autovacuum.stop();
+  }
 }

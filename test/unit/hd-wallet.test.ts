@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { createHmac } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { mnemonicToAccount } from 'viem/accounts';
 import { accountXpub, managedWalletAccount, managedWalletAddress as fromXpub, managedWalletPath, xpubProblem } from '../../shared/chain/hd-wallet.js';
 
@@ -51,5 +53,28 @@ describe('managed wallet derivation', () => {
 
   it('refuses indexes outside the non-hardened range', () => {
     for (const bad of [-1, 1.5, 2 ** 31]) expect(() => managedWalletAddress(SEED, bad)).to.throw(RangeError);
+  });
+});
+
+// managedWalletAddress's point is libsecp256k1's, through the secp256k1 package: its prebuilt addon where one ships
+// (linux-x64 here, as on the platform's dynos), its JavaScript fallback elsewhere.
+describe('the secp256k1 package behind the derivation', () => {
+  const require = createRequire(import.meta.url);
+  type Tweak = { publicKeyTweakAdd(key: Uint8Array, tweak: Uint8Array, compressed?: boolean): Uint8Array };
+
+  it('loads its prebuilt native addon on linux-x64', function () {
+    if (process.platform !== 'linux' || process.arch !== 'x64') this.skip();
+    expect(() => require('secp256k1/bindings')).not.to.throw();
+  });
+
+  it('its JavaScript fallback gives the same child keys, and both refuse a tweak at or past the curve order', () => {
+    const [native, fallback]: Tweak[] = [require('secp256k1'), require('secp256k1/elliptic')];
+    const parent = Buffer.from('0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798', 'hex'); // the generator
+    for (let i = 0; i < 20; i++) {
+      const tweak = createHmac('sha512', 'tweak').update(String(i)).digest().subarray(0, 32);
+      expect(Buffer.from(fallback.publicKeyTweakAdd(parent, tweak, false)).toString('hex')).to.equal(Buffer.from(native.publicKeyTweakAdd(parent, tweak, false)).toString('hex'));
+    }
+    const order = Buffer.from('fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141', 'hex');
+    for (const impl of [native, fallback]) expect(() => impl.publicKeyTweakAdd(parent, order, false)).to.throw();
   });
 });
