@@ -14,6 +14,8 @@ import pg from 'pg';
 export interface AutovacuumStandIn {
   /** How many tables it analyzed and vacuumed. */
   passes(): { analyzed: number; vacuumed: number };
+  /** A pass now, after the one under way if any: what is due is done before the caller measures again. */
+  settle(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,11 +38,11 @@ export async function standInForAutovacuum(databaseUrl: string, everyMs = 2_000,
   const counts = { analyzed: 0, vacuumed: 0 };
   if ((await client.query('SHOW autovacuum')).rows[0].autovacuum === 'on') {
     await client.end();
-    return { passes: () => counts, stop: async () => {} };
+    return { passes: () => counts, settle: async () => {}, stop: async () => {} };
   }
   let stopped = false;
   let wake: (() => void) | null = null;
-  const pass = async () => {
+  const passNow = async () => {
     const due: { name: string; vacuum: boolean; analyze: boolean }[] = (await client.query(DUE, [tables ?? null])).rows;
     for (const table of due) {
       if (stopped) return;
@@ -51,6 +53,11 @@ export async function standInForAutovacuum(databaseUrl: string, everyMs = 2_000,
       if (table.vacuum) counts.vacuumed += 1;
     }
   };
+  // One pass at a time on the one connection: the loop's and a settle's run one after the other.
+  let last: Promise<void> = Promise.resolve();
+  const pass = () => (last = last.then(passNow).catch((err: Error) => {
+    process.stderr.write(`autovacuum stand-in: ${err.message}\n`);
+  }));
   const loop = (async () => {
     while (!stopped) {
       await new Promise<void>((resolve) => {
@@ -61,15 +68,17 @@ export async function standInForAutovacuum(databaseUrl: string, everyMs = 2_000,
         };
       });
       // A table the run dropped, or a lock it waited on past a statement timeout: the next pass tries again.
-      if (!stopped) await pass().catch((err: Error) => process.stderr.write(`autovacuum stand-in: ${err.message}\n`));
+      if (!stopped) await pass();
     }
   })();
   return {
     passes: () => ({ ...counts }),
+    settle: () => (stopped ? Promise.resolve() : pass()),
     async stop() {
       stopped = true;
       wake?.();
       await loop;
+      await last;
       await client.end();
     },
   };

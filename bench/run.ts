@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { startProcess, stopProcess, type Started } from '../test/helpers/processes.js';
 import { benchEnv, prepareBench, seedBench, uniqueWrites, type Seed } from './seed.js';
 import { checkoutRevision } from './baseline.js';
@@ -23,7 +24,12 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 500);
 // seconds: 99% of the rate asked for is keeping up with it.
 const WRITE_RATE = Number(process.env.BENCH_WRITE_RATE ?? 800);
 const KEEPS_UP = Math.floor(WRITE_RATE * 0.99);
-const env = benchEnv('rampway-bench');
+// A quote not taken expires QUOTE_TTL_SECONDS after it is priced, through the pools: work a write scenario leaves
+// behind. Expiring them soon lets each round wait for that work (quiet, below) instead of measuring beside it: with
+// the default 120 s, the quotes of one round expired while a later round's reads ran; with 5 s and no wait, while
+// the next round's hello world ran (5,480/s against 9,700/s in the first round), which raised every ratio after it.
+const QUOTE_TTL_SECONDS = process.env.QUOTE_TTL_SECONDS ?? '10';
+const env = benchEnv('rampway-bench', { QUOTE_TTL_SECONDS });
 const BASELINES = (process.env.BENCH_BASELINES ?? '').split(',').map((r) => r.trim()).filter(Boolean);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 /** When npm run bench began (this is its first benchmark): bench/goals.ts counts only figures measured since. */
@@ -101,6 +107,28 @@ interface Row {
   goal: Scenario['goal'];
 }
 
+/**
+ * After a write scenario, waits until the service has done the work it left: every quote priced and expired (or
+ * taken), the managed wallets' address pool refilled to ADDRESS_POOL_SIZE, and then a pass of the autovacuum stand-in
+ * over what the writes changed. What is measured next then runs beside nothing of the last one's.
+ */
+async function quiet(): Promise<void> {
+  const started = Date.now();
+  const deadline = started + (Number(QUOTE_TTL_SECONDS) + 120) * 1000;
+  const poolSize = Number(process.env.ADDRESS_POOL_SIZE ?? 2000);
+  for (;;) {
+    const [{ open, pooled }] = (await quietDb.query(
+      `SELECT (SELECT count(*) FROM quotes WHERE status IN ('pending', 'available'))::int AS open,
+              (SELECT count(*) FROM hd_address_pool WHERE environment = 'sandbox')::int AS pooled`,
+    )).rows;
+    if (open === 0 && pooled >= poolSize) break;
+    if (Date.now() > deadline) throw new Error(`the service did not go quiet after a write: ${open} quotes open, ${pooled} pooled addresses`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  await autovacuum.settle();
+  process.stderr.write(`  quiet after ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 await prepareBench(env);
@@ -108,6 +136,8 @@ await prepareBench(env);
 if (process.env.BENCH_VOLUME === '1') await (await import('./volume.js')).fillVolume(env.DATABASE_URL);
 // Autovacuum's analyze and vacuum, where this machine's PostgreSQL runs without it (bench/autovacuum.ts).
 const autovacuum = await standInForAutovacuum(env.DATABASE_URL);
+const quietDb = new pg.Client({ connectionString: env.DATABASE_URL, application_name: 'bench quiet' });
+await quietDb.connect();
 const started: Started[] = [];
 try {
   const hello = await startProcess('bench/hello.ts', { ...env, PORT: '3901' }, 'listening');
@@ -144,7 +174,11 @@ try {
     for (const [s, scenario] of chosen.entries()) {
       for (let k = 0; k < targets.length; k++) {
         const t = (k + round) % targets.length;
-        record(rows[1 + s * targets.length + t], await scenario.run(seed, targets[t].api));
+        const row = rows[1 + s * targets.length + t];
+        record(row, await scenario.run(seed, targets[t].api));
+        if (scenario.name.startsWith('POST ')) await quiet();
+        // Each round's figure as it comes (stderr): a round that differs from the others shows which one it was.
+        process.stderr.write(`  round ${round}: ${row.name}: ${Math.round(row.rps[row.rps.length - 1])}/s, ${row.ratio[row.ratio.length - 1].toFixed(3)}x, p99 ${row.p99[row.p99.length - 1]} ms\n`);
       }
     }
     process.stderr.write(`round ${round}/${ROUNDS} done\n`);
@@ -183,5 +217,6 @@ try {
     for (const child of started.reverse()) await stopProcess(child);
   } finally {
     await autovacuum.stop();
+    await quietDb.end();
   }
 }

@@ -6,7 +6,7 @@ import { testDatabaseUrl } from '../env.js';
 // The benchmark's stand-in for autovacuum (bench/autovacuum.ts) on this machine's PostgreSQL, which runs without it.
 describe("the benchmark's stand-in for autovacuum", () => {
   const suffix = `${process.pid}_${Date.now().toString(36)}`;
-  const [grown, still, large] = [`bench_av_grown_${suffix}`, `bench_av_still_${suffix}`, `bench_av_large_${suffix}`];
+  const [grown, still, large, settled] = [`bench_av_grown_${suffix}`, `bench_av_still_${suffix}`, `bench_av_large_${suffix}`, `bench_av_settled_${suffix}`];
   let client: pg.Client;
 
   before(async () => {
@@ -14,7 +14,7 @@ describe("the benchmark's stand-in for autovacuum", () => {
     await client.connect();
   });
   after(async () => {
-    await client.query(`DROP TABLE IF EXISTS ${grown}, ${still}, ${large}`);
+    await client.query(`DROP TABLE IF EXISTS ${grown}, ${still}, ${large}, ${settled}`);
     await client.end();
   });
 
@@ -59,5 +59,24 @@ describe("the benchmark's stand-in for autovacuum", () => {
     expect([l.analyze_count, l.vacuum_count], 'the large table: only its own analyze and vacuum').to.deep.equal(['1', '1']);
     expect(standIn.passes()).to.deep.equal({ analyzed: 1, vacuumed: 1 });
     expect((await client.query(`SELECT reltuples FROM pg_class WHERE relname = $1`, [grown])).rows[0].reltuples).to.equal(1500);
+  });
+
+  it('settles on request: what is due is analyzed before settle() answers, not at its next pass', async function () {
+    this.timeout(30_000);
+    if ((await client.query('SHOW autovacuum')).rows[0].autovacuum === 'on') this.skip();
+    await client.query(`CREATE TABLE ${settled} (n integer)`);
+    // Its next pass an hour away: only settle() can analyze it within this test.
+    const standIn = await standInForAutovacuum(testDatabaseUrl(), 3_600_000, [settled]);
+    try {
+      await client.query(`INSERT INTO ${settled} SELECT generate_series(1, 2000)`);
+      await until(async () => Number((await stats(settled))?.n_mod_since_analyze) >= 2000);
+      expect((await stats(settled)).last_analyze).to.equal(null);
+      await standIn.settle();
+      expect(standIn.passes().analyzed).to.equal(1);
+    } finally {
+      await standIn.stop();
+    }
+    await until(async () => Boolean((await stats(settled))?.last_analyze));
+    expect((await stats(settled)).last_analyze, 'analyzed by settle()').to.be.an.instanceOf(Date);
   });
 });

@@ -246,9 +246,12 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     const ds = await getDs();
     const i = await intent({ accepted_payment_methods: ['mobile_money', 'stablecoin'] });
     const row = (await loadPaymentIntent(ds, i.id))!;
-    // A USDC transfer of the whole price (its confirmations still counting), then a mobile-money payment on top.
+    // A USDC transfer of the whole price (its confirmations still counting), then a mobile-money payment on top. Its
+    // chain's blocks come a minute apart: at the tests' 5 ms a step the transfer was deep 55 ms later, and a loaded
+    // machine could complete the intent before the second payment (then not 'processing').
+    const slowChain = chainFor('sandbox', { ...api.deps.config, sandboxStepMs: 60_000 });
     await inUnit(api.deps, (unit) =>
-      recordPayment(unit, api.deps.config, i.id, { method: 'stablecoin', key: `usdc-${i.id}`, currency: 'USDC', amount: row.usdc_amount, usdcAmount: minor(row.usdc_amount), reference: null }),
+      recordPayment(unit, api.deps.config, i.id, { method: 'stablecoin', key: `usdc-${i.id}`, currency: 'USDC', amount: row.usdc_amount, usdcAmount: minor(row.usdc_amount), reference: null }, slowChain),
     );
     const after = (await loadPaymentIntent(ds, i.id))!;
     expect(after.status).to.equal('processing');

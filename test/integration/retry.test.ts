@@ -58,26 +58,39 @@ describe('retry: every stalled step that can run again', function () {
     });
   });
 
-  describe('with the settlement pool down (its jobs run here)', () => {
+  describe('with the settlement pool down (its jobs run here), blocks a minute apart', () => {
+    // The transfer shows one confirmation of 12 however slow the machine: at the tests' 5 ms a step it was deep 55 ms
+    // after it was seen, and a loaded machine could fund the off-ramp at once (never awaiting_funds to stall).
     before(async () => {
-      pools = await startPools(['pricing', 'providers', 'sandbox']);
+      pools = await startPools(['pricing', 'providers', 'sandbox'], { env: { SANDBOX_STEP_MS: '60000' } });
     });
     after(() => pools.close());
 
     it('an external off-ramp whose confirmation job ran out (an RPC outage) is retried: confirmations are counted again, and it pays', async () => {
       const tx = await externalOfframp(await kesBeneficiary(api, key));
       await untilStatus(api, key, tx.id, ['awaiting_funds']);
+      const ds = await getDs();
+      expect((await ds.query(`SELECT confirmations FROM settlements WHERE transaction_id = $1`, [tx.id]))[0].confirmations).to.equal(1);
       await confirmSettlementJob.onFinalFailure!({ data: { transactionId: tx.id, round: 1 } } as never, new Error('RPC unavailable'), pools.deps);
       const stalled = await untilStatus(api, key, tx.id, ['action_required']);
       expect(stalled.failure.code).to.equal('step_failed');
       expect((await retry(tx.id)).status).to.equal(202);
+      // Counted again on a chain whose blocks have all come (a step of 0: every confirmation at once).
+      const deep = { ...pools.deps, config: { ...pools.deps.config, sandboxStepMs: 0 } };
       await until(async () => {
-        const said = await confirmSettlementJob.process({ data: { transactionId: tx.id, round: 1 } } as never, pools.deps);
+        const said = await confirmSettlementJob.process({ data: { transactionId: tx.id, round: 1 } } as never, deep);
         return said !== undefined && (await untilStatus(api, key, tx.id, ['awaiting_funds', 'funded', 'processing', 'completed'])).status !== 'awaiting_funds';
       }, { what: 'the confirmations counted' });
       expect((await untilStatus(api, key, tx.id, ['completed', 'failed'])).status).to.equal('completed');
       expect(await history(tx.id)).to.deep.equal(['created', 'awaiting_funds', 'action_required', 'awaiting_funds', 'funded', 'processing', 'completed']);
     });
+  });
+
+  describe('with the settlement pool down (its jobs run here)', () => {
+    before(async () => {
+      pools = await startPools(['pricing', 'providers', 'sandbox']);
+    });
+    after(() => pools.close());
 
     it('an on-ramp whose USDC delivery gave up (hot wallet short) is retried and delivered once', async () => {
       const customer = await createCustomer(api, key);
