@@ -41,10 +41,22 @@ export async function balance(api: ApiHarness, key: string, walletId: string, ch
 }
 
 /** An available quote (throws unless 201). */
+/**
+ * A priced quote. Priced within the POST's wait it is the 201's body; a loaded machine's pricing pool may answer later
+ * (202 pending, as the API documents), and then the quote is read until it is priced.
+ */
 export async function quote(api: ApiHarness, key: string, body: Record<string, unknown>): Promise<{ id: string } & Record<string, any>> {
   const res = await api.http.post(`${BASE}/quotes`).set(writeHeaders(key)).send({ chain: 'base', currency: 'KES', payment_method: 'mobile_money', ...body });
-  expect(res.status, JSON.stringify(res.body)).to.equal(201);
-  return res.body;
+  if (res.status !== 202) {
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body;
+  }
+  const priced = await until(async () => {
+    const got = (await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body;
+    return got.status !== 'pending' && got;
+  }, { what: `quote ${res.body.id} priced` });
+  expect(priced.status, JSON.stringify(priced)).to.equal('available');
+  return priced;
 }
 
 export async function offramp(api: ApiHarness, key: string, quoteId: string, walletId: string) {

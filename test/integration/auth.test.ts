@@ -92,11 +92,12 @@ describe('authentication', () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     // The real database; only its answer is held back, as a slow reply would be.
-    const slow = { query: async (sql: string, params: unknown[]) => { const rows = await ds.query(sql, params); await held; return rows; } };
+    let read = false;
+    const slow = { query: async (sql: string, params: unknown[]) => { const rows = await ds.query(sql, params); read = true; await held; return rows; } };
     const cache = new ApiKeyCache(slow as unknown as typeof ds, 60_000);
     const hash = hashApiKey(biz.sandboxKey);
     const inFlight = cache.lookup(hash);
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => read, { what: 'the lookup\'s read done' }); // before the revocation, however slow the machine
     await revokeKey({ ds, config: getConfig() }, { keyId: biz.keys.find((k) => k.environment === 'sandbox')!.id });
     cache.clear(); // what the key-change channel does in every web process
     release();

@@ -127,10 +127,11 @@ describe('live M-Pesa: every STK result code ends its prompt (CONTRACT §18)', f
     const [{ waited }]: { waited: number }[] = await ds.query(
       `SELECT extract(epoch FROM (SELECT created_at FROM status_history WHERE resource_id = $1 AND to_status = 'funded') - received_at) * 1000 AS waited
          FROM provider_callbacks WHERE body->'Body'->'stkCallback'->>'CheckoutRequestID' = $2`, [id, checkout]);
-    // Funded within a couple of seconds of M-Pesa's record catching up with its callback, long before any status check.
-    expect(Number(waited)).to.be.below(lagMs + 2500);
+    // Funded within a few seconds of M-Pesa's record catching up with its callback (the corroboration asks again every
+    // 2 s by then), long before any status check (60 s); the bounds leave a loaded machine room.
+    expect(Number(waited)).to.be.below(lagMs + 5000);
     const asked = rail.fake.log.filter((r) => r.path === STK_QUERY && r.body.CheckoutRequestID === checkout);
-    expect(asked[0].at - rail.fake.log.find((r) => r.path === '/mpesa/stkpush/v1/processrequest' && r.body.PhoneNumber === phoneFor(80).slice(1))!.at).to.be.below(1000);
+    expect(asked[0].at - rail.fake.log.find((r) => r.path === '/mpesa/stkpush/v1/processrequest' && r.body.PhoneNumber === phoneFor(80).slice(1))!.at).to.be.below(10_000);
   });
 });
 

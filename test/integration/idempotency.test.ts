@@ -119,7 +119,7 @@ describe('idempotency', () => {
   it('409 idempotency_key_in_use with Retry-After while the first request is in flight', async () => {
     const headers = writeHeaders(key);
     const first = api.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-    await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
+    await until(() => slowRelease, { timeoutMs: 5_000, everyMs: 10, what: 'the slow request starting' });
     const during = await api.http.post('/api/v1/business/test-slow').set(headers).send({});
     expect(during.status).to.equal(409);
     expect(during.body.error.code).to.equal('idempotency_key_in_use');
@@ -134,14 +134,15 @@ describe('idempotency', () => {
   });
 
   it('a request slower than the in-flight lock keeps its lock: a late retry is 409, never a second run', async () => {
-    const shortLock = await startApi({ extraRoutes: testRoutes, env: { IDEMPOTENCY_LOCK_MS: '200' } });
+    // A lock of 600 ms renewed every 200 ms: a loaded machine's event loop may stall longer than a third of 200 ms.
+    const shortLock = await startApi({ extraRoutes: testRoutes, env: { IDEMPOTENCY_LOCK_MS: '600' } });
     try {
       const headers = writeHeaders(key);
       slowRelease = null;
       const before = calls.slow;
       const first = shortLock.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-      await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
-      await new Promise((r) => setTimeout(r, 700)); // more than three lock lifetimes
+      await until(() => slowRelease, { timeoutMs: 5_000, everyMs: 10, what: 'the slow request starting' });
+      await new Promise((r) => setTimeout(r, 2_000)); // more than three lock lifetimes
       const late = await shortLock.http.post('/api/v1/business/test-slow').set(headers).send({});
       expect(late.status).to.equal(409);
       expect(late.body.error.code).to.equal('idempotency_key_in_use');
@@ -166,7 +167,7 @@ describe('idempotency', () => {
       slowRelease = null;
       const before = calls.slow;
       const first = flaky.http.post('/api/v1/business/test-slow').set(headers).send({}).then((r) => r);
-      await until(() => slowRelease, { timeoutMs: 1_000, everyMs: 10, what: 'the slow request starting' });
+      await until(() => slowRelease, { timeoutMs: 5_000, everyMs: 10, what: 'the slow request starting' });
       // Redis goes away mid-request: the connection drops, and it stays away longer than the in-flight lock lives.
       proxy.cut();
       await new Promise((r) => setTimeout(r, 600));
