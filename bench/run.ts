@@ -122,7 +122,11 @@ async function quiet(): Promise<void> {
               (SELECT count(*) FROM hd_address_pool WHERE environment = 'sandbox')::int AS pooled`,
     )).rows;
     if (open === 0 && pooled >= poolSize) break;
-    if (Date.now() > deadline) throw new Error(`the service did not go quiet after a write: ${open} quotes open, ${pooled} pooled addresses`);
+    if (Date.now() > deadline) {
+      // Said, not fatal: what follows is measured beside that work, as before this wait existed.
+      process.stderr.write(`  not quiet after a write: ${open} quotes still open, ${pooled} addresses pooled; measuring on\n`);
+      break;
+    }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   await autovacuum.settle();
