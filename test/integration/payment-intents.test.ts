@@ -387,7 +387,8 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     expect((await api.http.get(`${BASE}/treasury/deposits/${confirmed[0].id}`).set(bearer(key))).status).to.equal(404);
   });
 
-  it('a hot treasury takes 200 concurrent deposits without losing one', async () => {
+  it('a hot treasury takes 200 concurrent deposits without losing one', async function () {
+    this.timeout(120_000); // about 400 requests and 200 lifecycles: room for a loaded machine
     const own = await makeBusiness();
     const k = own.sandboxKey;
     await createCustomer(api, k);
@@ -416,7 +417,7 @@ describe('payment intents, treasury deposits and payouts from the treasury, in s
     // Watched in the database: polling 200 intents over HTTP would spend the key's rate limit.
     const completed = async () =>
       (await (await getDs()).query(`SELECT count(*)::int AS n FROM payment_intents WHERE business_id = $1 AND status = 'completed'`, [own.businessId]))[0].n === 200;
-    await until(completed, { timeoutMs: 30_000, everyMs: 50, what: '200 intents completing' }).catch(async (err: Error) => {
+    await until(completed, { timeoutMs: 60_000, everyMs: 50, what: '200 intents completing' }).catch(async (err: Error) => {
       const stuck = await (await getDs()).query(`SELECT i.id, i.status, i.received_amount, i.usdc_amount, (SELECT json_agg(d) FROM treasury_deposits d WHERE d.payment_intent_id = i.id) AS deposits FROM payment_intents i WHERE business_id = $1 AND status <> 'completed'`, [own.businessId]);
       const failed = await Promise.all((['sandbox', 'settlement'] as const).map((q) => pools.deps.queues[q].getFailed()));
       throw new Error(`${err.message}: ${JSON.stringify(stuck)} ${JSON.stringify(failed.flat().map((j) => [j.name, j.failedReason, j.data]))}`);

@@ -138,7 +138,7 @@ describe('quotes priced by the pricing pool', () => {
       await new Promise((r) => setTimeout(r, 1100));
       expect((await api.http.get(`${BASE}/quotes/${res.body.id}`).set(bearer(key))).body.status).to.equal('expired');
       await until(async () => (await (await getDs()).query(`SELECT status FROM quotes WHERE id = $1`, [res.body.id]))[0].status === 'expired', {
-        timeoutMs: 3_000, what: 'the expiry job moving the stored quote',
+        timeoutMs: 10_000, what: 'the expiry job moving the stored quote',
       });
       const history = await (await getDs()).query(`SELECT from_status, to_status FROM status_history WHERE resource_id = $1 ORDER BY id`, [res.body.id]);
       expect(history).to.deep.equal([{ from_status: 'pending', to_status: 'available' }, { from_status: 'available', to_status: 'expired' }]);
