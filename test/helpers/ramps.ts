@@ -40,7 +40,6 @@ export async function balance(api: ApiHarness, key: string, walletId: string, ch
   return (await api.http.get(`${BASE}/wallets/${walletId}/balance?chain=${chain}`).set(bearer(key))).body.available;
 }
 
-/** An available quote (throws unless 201). */
 /**
  * A priced quote. Priced within the POST's wait it is the 201's body; a loaded machine's pricing pool may answer later
  * (202 pending, as the API documents), and then the quote is read until it is priced.

@@ -78,7 +78,6 @@ describe('live M-Pesa results late, out of order, or never', function () {
     expect(statusQueries()).to.equal(11);
     expect(rail.fake.payoutsTo(id)).to.have.length(1);
   });
-
 });
 
 // Redis losing a job, caught before it runs: the status check a prompt schedules waits 10 s here, and M-Pesa's
