@@ -6,6 +6,7 @@ import { inUnit, type Unit } from '../shared/db/unit-of-work.js';
 import { readRecord, type DurableAnswer } from '../shared/db/idempotency-records.js';
 import { AppError, errorEnvelope } from '../shared/errors.js';
 import { httpAnswerOf } from './http-errors.js';
+import { renderedBytes } from './rendered.js';
 
 /**
  * The one way a business answer leaves the service: serialize once, settle the idempotency record (stored for
@@ -19,7 +20,14 @@ export async function sendJson(
   const claim = req.state.idempotency;
   const serialize = req.state.serialize;
   // The unit of work serialized the replay body for its record: the same object is not serialized again.
-  const serialized = (value: unknown) => (claim?.recorded && claim.recordedFrom === value ? claim.recorded.body : serialize ? serialize(status, value) : JSON.stringify(value));
+  if (!claim) {
+    // A read whose answer was rendered beforehand (api/rendered.ts): its bytes go out as they are.
+    const bytes = renderedBytes(serialize, status, body);
+    if (bytes) return sendHeadersAndPayload(req, res, status, headers, bytes);
+  }
+  const serialized = (value: unknown) => (claim?.recorded && claim.recordedFrom === value
+    ? claim.recorded.body
+    : renderedBytes(serialize, status, value)?.toString() ?? (serialize ? serialize(status, value) : JSON.stringify(value)));
   let payload = serialized(body);
   if (claim) {
     req.state.idempotency = undefined;
@@ -34,8 +42,12 @@ export async function sendJson(
     }
     await finishIdempotency(deps, claim, status, stored, req.state.id, req.state);
   }
+  sendHeadersAndPayload(req, res, status, headers, payload);
+}
+
+function sendHeadersAndPayload(req: Request, res: Response, status: number, headers: Record<string, string>, payload: string | Buffer): void {
   if (res.headersSent) return;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  for (const name in headers) res.setHeader(name, headers[name]);
   sendPayload(req, res, status, payload);
 }
 
@@ -43,10 +55,10 @@ export async function sendJson(
  * A serialized JSON answer, written as Express's `send` would write it here (no ETag, no 204 among our answers),
  * without its per-request work on headers we already know.
  */
-export function sendPayload(req: Request, res: Response, status: number, payload: string): void {
+export function sendPayload(req: Request, res: Response, status: number, payload: string | Buffer): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(payload));
+  res.setHeader('Content-Length', typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length);
   if (req.method === 'HEAD') res.end();
   else res.end(payload);
 }

@@ -3,12 +3,13 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { AppDeps } from './context.js';
 import { AppError } from '../shared/errors.js';
 import { check, checkParams, type OperationValidator } from './openapi/validator.js';
-import type { Reply, RouteDef } from './routes/route.js';
+import type { HandlerContext, Reply, RouteDef } from './routes/route.js';
+import { RenderedRows } from './rendered.js';
 import { replyInUnit, sendJson } from './respond.js';
 import type { Unit } from '../shared/db/unit-of-work.js';
 import { bodyError, rejectUnstorableText } from './middleware/body.js';
 import { sendCsv } from './csv.js';
-import { serializerFor, type Serialize } from './openapi/serializers.js';
+import { componentSerializer, serializerFor, type Serialize } from './openapi/serializers.js';
 import type { OpenApiDocument } from './openapi/document.js';
 
 function expressPath(openapiPath: string): string {
@@ -46,7 +47,7 @@ function createdTransaction(body: unknown): string | undefined {
 }
 
 /** Per operation, after the gate: deferred body errors, schema validation, then the handler. */
-function handle(route: RouteDef, validator: OperationValidator, serialize: Serialize, deps: AppDeps) {
+function handle(route: RouteDef, validator: OperationValidator, serialize: Serialize, deps: AppDeps, rendered: HandlerContext['rendered']) {
   const txParam = transactionParam(route);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
@@ -78,6 +79,7 @@ function handle(route: RouteDef, validator: OperationValidator, serialize: Seria
           return (log ??= transactionId ? req.state.log.child({ transactionId }) : req.state.log);
         },
         reply: (work: (unit: Unit) => Promise<Reply>) => replyInUnit(deps, req.state, work),
+        rendered,
       };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
         await sendCsv(deps, ctx.auth.keyId, ctx.log, res, route.csv, () => route.csv!.rows(ctx)).catch((err: unknown) => {
@@ -103,9 +105,15 @@ export function businessRouter(
   const router = express.Router();
   // Tests compare every answer with JSON.stringify's: a field its schema leaves out fails the test, not the client.
   const checkAnswers = deps.config.nodeEnv === 'test';
+  const renderers = new Map<string, RenderedRows>();
+  const rendered = (name: string, schema: string): RenderedRows => {
+    let rows = renderers.get(name);
+    if (!rows) renderers.set(name, (rows = new RenderedRows(componentSerializer(document, schema, checkAnswers))));
+    return rows;
+  };
   for (const route of routes) {
     const check = access(route);
-    const run = handle(route, validators.get(route)!, serializerFor(document, route, checkAnswers), deps);
+    const run = handle(route, validators.get(route)!, serializerFor(document, route, checkAnswers), deps, rendered);
     // One router layer per operation (access -> gate -> handler composed here): fewer layers to walk per request.
     router[route.method](expressPath(route.path), (req: Request, res: Response, next: NextFunction) =>
       check(req, res, () => gateMiddleware(req, res, (err?: unknown) => (err ? next(err) : run(req, res, next)))),

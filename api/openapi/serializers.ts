@@ -62,37 +62,59 @@ function forSerializing(node: unknown): unknown {
   return out;
 }
 
+/** fast-json-stringify's serializer of one schema of the document (its $refs resolved in the document's components). */
+function compiled(doc: OpenApiDocument, schema: object): (value: unknown) => string {
+  return build({ ...(forSerializing(schema) as object), components: { schemas: serializableSchemas(doc) } } as never, { ajv: { strictSchema: false } }) as unknown as (value: unknown) => string;
+}
+
+/**
+ * `fn` with its failures handled as every answer's are: in `check` mode (tests) its text is also compared with
+ * JSON.stringify's, so a field the schema does not declare, or declares otherwise, fails loudly instead of silently
+ * leaving the answer; an answer its schema cannot express (a value no branch of a union takes) fails a test, and a
+ * client still gets it, never a 500 for a row the schema did not foresee.
+ */
+function guarded(fn: (value: unknown) => string, check: boolean, what: string): (value: unknown) => string {
+  return (value) => {
+    let text: string;
+    try {
+      text = fn(value);
+    } catch (err) {
+      if (check) throw err;
+      logger().error({ schema: what, err: (err as Error).message }, 'an answer did not match its OpenAPI schema; sent as it is');
+      return JSON.stringify(value);
+    }
+    if (check) {
+      const difference = firstDifference(JSON.parse(text), JSON.parse(JSON.stringify(value)));
+      if (difference) throw new Error(`${what}: the answer does not match its OpenAPI schema at ${difference}`);
+    }
+    return text;
+  };
+}
+
+/**
+ * The serializer of one component schema (`Transaction`): an item rendered on its own, as a page's rows are once per
+ * row version (api/rendered.ts), with the same guarantee as an operation's (only declared fields leave).
+ */
+export function componentSerializer(doc: OpenApiDocument, name: string, check: boolean): (value: unknown) => string {
+  if (!doc.components.schemas[name]) throw new Error(`no component schema ${name}`);
+  return guarded(compiled(doc, { $ref: `#/components/schemas/${name}` }), check, name);
+}
+
 /**
  * The serializer of one operation. `check` (tests): every answer is also serialized by JSON.stringify and compared,
  * so a field the schema does not declare, or declares otherwise, fails loudly instead of silently leaving the answer.
  */
 export function serializerFor(doc: OpenApiDocument, route: RouteDef, check: boolean): Serialize {
   const responses = doc.paths[fullPath(route)][route.method].responses as Record<string, { content?: Record<string, { schema?: object }> }>;
-  const compiled = new Map<number, (value: unknown) => string>();
+  const byStatus = new Map<number, (value: unknown) => string>();
   const compile = (status: number): ((value: unknown) => string) => {
     const schema = responses[status]?.content?.['application/json']?.schema;
     // Errors keep their envelope's own serialization (api/http-errors.ts); only declared answers are compiled.
     const fn = schema && status < 400
-      ? (build({ ...(forSerializing(schema) as object), components: { schemas: serializableSchemas(doc) } } as never, { ajv: { strictSchema: false } }) as unknown as (value: unknown) => string)
+      ? guarded(compiled(doc, schema), check, `${route.operationId} ${status}`)
       : JSON.stringify;
-    compiled.set(status, fn);
+    byStatus.set(status, fn);
     return fn;
   };
-  return (status, value) => {
-    let text: string;
-    try {
-      text = (compiled.get(status) ?? compile(status))(value);
-    } catch (err) {
-      // An answer its schema cannot express (a value no branch of a union takes): a test fails on it; a client still
-      // gets its answer, never a 500 for a row the schema did not foresee.
-      if (check) throw err;
-      logger().error({ operationId: route.operationId, status, err: (err as Error).message }, 'an answer did not match its OpenAPI schema; sent as it is');
-      return JSON.stringify(value);
-    }
-    if (check && status < 400) {
-      const difference = firstDifference(JSON.parse(text), JSON.parse(JSON.stringify(value)));
-      if (difference) throw new Error(`${route.operationId} ${status}: the answer does not match its OpenAPI schema at ${difference}`);
-    }
-    return text;
-  };
+  return (status, value) => (byStatus.get(status) ?? compile(status))(value);
 }

@@ -3,6 +3,7 @@ import type { AppDeps, AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import type { Unit } from '../../shared/db/unit-of-work.js';
+import type { RenderedRows } from '../rendered.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -33,6 +34,8 @@ export interface HandlerContext<B = any, Q = any, P = any> {
    * same transaction (CONTRACT §3, "The record is durable"). Every write's unit goes through it.
    */
   reply(work: (unit: Unit) => Promise<Reply>): Promise<Reply>;
+  /** The process's texts of one kind of row (`name`), each serialized by the component schema `schema` (api/rendered.ts). */
+  rendered(name: string, schema: string): RenderedRows;
 }
 
 export interface Reply {

@@ -9,6 +9,7 @@ import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
+import { Rendered, RenderedPage } from '../rendered.js';
 import { schemas as transactionSchemas } from './transactions.schemas.js';
 
 export const schemas: Record<string, JsonSchema> = {
@@ -33,6 +34,8 @@ export const schemas: Record<string, JsonSchema> = {
 };
 
 const TAG = 'Transactions';
+/** A page's row: the transaction alone (its settlement is embedded only in a read by id). */
+const pageView = (row: TransactionViewRow) => transactionView(row);
 const byId = (params: unknown) => (params as { id: string }).id;
 const TIME = { type: 'string', format: 'date-time' };
 
@@ -99,11 +102,15 @@ export const routes: RouteDef[] = [
         csv: `RFC 4180, a header row, one transaction per row: ${CSV_COLUMNS.join(', ')}. A null value is an empty field. A reference that begins with \`=\`, \`+\`, \`-\`, \`@\`, a tab or a carriage return is written with a \`'\` before it, so a spreadsheet shows it as text; amounts and ids are written as they are.`,
       },
     },
-    handler: async ({ deps, auth, query }) => {
+    handler: async ({ deps, auth, query, rendered }) => {
       const q = query as ListQuery;
       const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
-      const page = await listPage<TransactionViewRow & { cursor_ts: string }, unknown>(deps.ds, { columns: TRANSACTION_VIEW_COLUMNS, from: 'transactions t', alias: 't', where, params }, q, (row) => transactionView(row));
-      return { status: 200, body: page };
+      const texts = rendered('a page\'s transactions', 'Transaction');
+      const page = await listPage<TransactionViewRow & { cursor_ts: string; row_version: string }, Buffer>(
+        deps.ds, { columns: `${TRANSACTION_VIEW_COLUMNS}, t.xmin::text AS row_version`, from: 'transactions t', alias: 't', where, params }, q,
+        (row) => texts.bytes(row, row.row_version, pageView),
+      );
+      return { status: 200, body: new RenderedPage(page) };
     },
     csv: {
       columns: CSV_COLUMNS,
@@ -126,9 +133,10 @@ export const routes: RouteDef[] = [
     pathParams: { id: uuidParam },
     description: 'An off-ramp embeds its `settlement`, as its creation answer does (the object `GET /transactions/{id}/settlement` returns).',
     responses: { '200': { description: 'The transaction.', schema: ref('Transaction') } },
-    handler: async ({ deps, auth, params }) => {
-      const { tx, settlement } = await findTransactionWithSettlement(deps.ds, auth, byId(params));
-      return { status: 200, body: transactionView(tx, tx.direction === 'offramp' && settlement ? { settlement: settlementView(settlement) } : {}) };
+    handler: async ({ deps, auth, params, rendered }) => {
+      const { tx, settlement, version } = await findTransactionWithSettlement(deps.ds, auth, byId(params));
+      const view = (row: TransactionViewRow) => transactionView(row, row.direction === 'offramp' && settlement ? { settlement: settlementView(settlement) } : {});
+      return { status: 200, body: new Rendered(rendered('a transaction with its settlement', 'Transaction').bytes(tx, version, view)) };
     },
   },
   {

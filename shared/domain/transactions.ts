@@ -163,12 +163,24 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
   return findScoped(q, { from: 'transactions t', columns: TRANSACTION_COLUMNS, resource: 'transaction' }, scope, id, lock);
 }
 
-/** A transaction as its view reads it, with its settlement (an off-ramp's; none for an on-ramp), in one statement. */
-export async function findTransactionWithSettlement(q: Queryable, scope: EventScope, id: string): Promise<{ tx: TransactionViewRow; settlement?: SettlementRow }> {
-  const row = await findScoped<TransactionViewRow & Record<string, unknown>>(
-    q, { from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id', alias: 't', columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT.select}`, resource: 'transaction' }, scope, id,
+/**
+ * A transaction as its view reads it, with its settlement (an off-ramp's; none for an on-ramp), in one statement, and
+ * the version of the two rows it saw (their xmin: api/rendered.ts).
+ */
+export async function findTransactionWithSettlement(
+  q: Queryable, scope: EventScope, id: string,
+): Promise<{ tx: TransactionViewRow; settlement?: SettlementRow; version: string }> {
+  const row = await findScoped<TransactionViewRow & Record<string, unknown> & { row_version: string; settlement_version: string | null }>(
+    q,
+    {
+      from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id',
+      alias: 't',
+      columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT.select}, t.xmin::text AS row_version, s.xmin::text AS settlement_version`,
+      resource: 'transaction',
+    },
+    scope, id,
   );
-  return { tx: row, settlement: JOINED_SETTLEMENT.take(row) };
+  return { tx: row, settlement: JOINED_SETTLEMENT.take(row), version: `${row.row_version}/${row.settlement_version ?? ''}` };
 }
 
 /** For jobs, which carry ids only. */

@@ -1,0 +1,93 @@
+import { expect } from 'chai';
+import { startApi, type ApiHarness } from '../helpers/harness.js';
+import { bearer, makeBusiness } from '../helpers/factories.js';
+import { BASE, createCustomer } from '../helpers/wallets.js';
+import { startPools, type RunningPools } from '../helpers/workers.js';
+import { expectLedgerSound, fund, kesBeneficiary, offramp, quote, untilStatus } from '../helpers/ramps.js';
+import { getDs } from '../helpers/shared.js';
+
+// A transaction's text is kept per row version (api/rendered.ts): whatever changes a row, through the service or
+// not, the next read shows it, by id and in a page.
+describe('reads of transactions rendered once per row version', function () {
+  this.timeout(30_000);
+  let api: ApiHarness;
+  let pools: RunningPools;
+  let key: string;
+  let beneficiary: string;
+  let walletId: string;
+
+  before(async () => {
+    api = await startApi();
+    pools = await startPools(['pricing', 'settlement', 'providers', 'sandbox']);
+    key = (await makeBusiness()).sandboxKey;
+    beneficiary = await kesBeneficiary(api, key);
+    walletId = (await createCustomer(api, key)).wallet.id;
+    await fund(api, key, walletId, '100');
+  });
+  after(async () => {
+    await pools?.close();
+    await api?.close();
+  });
+  afterEach(expectLedgerSound);
+
+  const byId = async (id: string) => {
+    const res = await api.http.get(`${BASE}/transactions/${id}`).set(bearer(key));
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res;
+  };
+  const inPage = async (id: string) => {
+    const res = await api.http.get(`${BASE}/transactions?limit=5`).set(bearer(key));
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return (res.body.data as Record<string, any>[]).find((t) => t.id === id)!;
+  };
+
+  it('a row changed outside the service, its settlement alone, or its status through the pools: the next read shows it', async () => {
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '10', beneficiary_id: beneficiary });
+    const created = await offramp(api, key, q.id, walletId);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.id as string;
+    const done = await untilStatus(api, key, id, ['completed', 'failed']);
+    expect(done.status).to.equal('completed');
+
+    // Read twice: the same bytes, the second from the kept text.
+    const first = await byId(id);
+    expect((await byId(id)).text).to.equal(first.text);
+    expect(await inPage(id)).to.deep.equal(await inPage(id));
+    expect(first.body.settlement.transaction_id).to.equal(id);
+    const inList = await inPage(id);
+    expect(inList).to.not.have.property('settlement');
+    expect({ ...first.body, settlement: undefined }).to.deep.equal({ ...inList, settlement: undefined });
+
+    // The transaction's row, written by something other than the service's own code.
+    const ds = await getDs();
+    await ds.query(`UPDATE transactions SET external_reference = 'changed-behind-its-back-Zoë-€' WHERE id = $1`, [id]);
+    expect((await byId(id)).body.external_reference).to.equal('changed-behind-its-back-Zoë-€');
+    expect((await inPage(id)).external_reference).to.equal('changed-behind-its-back-Zoë-€');
+
+    // Its settlement's row alone: the read by id embeds it, so its version counts too.
+    const before = (await byId(id)).body.settlement.required_confirmations as number;
+    await ds.query(`UPDATE settlements SET required_confirmations = required_confirmations + 1 WHERE transaction_id = $1`, [id]);
+    expect((await byId(id)).body.settlement.required_confirmations).to.equal(before + 1);
+    await ds.query(`UPDATE settlements SET required_confirmations = required_confirmations - 1 WHERE transaction_id = $1`, [id]);
+    expect((await byId(id)).body.settlement.required_confirmations).to.equal(before);
+  });
+
+  it('each status a lifecycle passes through is read no older than PostgreSQL held it just before, by id and in a page', async () => {
+    const order = ['created', 'awaiting_funds', 'funded', 'processing', 'completed'];
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '10', beneficiary_id: beneficiary });
+    const created = await offramp(api, key, q.id, walletId);
+    const id = created.body.id as string;
+    const ds = await getDs();
+    for (let i = 0; ; i++) {
+      expect(i, 'the off-ramp completed within 400 reads').to.be.lessThan(400);
+      const [{ status: held }] = await ds.query(`SELECT status FROM transactions WHERE id = $1`, [id]);
+      const one = (await byId(id)).body.status as string;
+      const listed = (await inPage(id)).status as string;
+      // A kept text of an earlier version would read behind the row PostgreSQL held before the request.
+      expect(order.indexOf(one), `by id: ${one} after ${held}`).to.be.at.least(order.indexOf(held));
+      expect(order.indexOf(listed), `in a page: ${listed} after ${held}`).to.be.at.least(order.indexOf(held));
+      if (held === 'completed') break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+});
