@@ -1,8 +1,9 @@
-import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
+import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, CUSTOMER_VERSION, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../../shared/db/pagination.js';
 import { listPage } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
+import { RenderedPage } from '../rendered.js';
 
 export const schemas: Record<string, JsonSchema> = {
   CustomerWalletSummary: {
@@ -87,7 +88,7 @@ export const routes: RouteDef[] = [
       external_reference: { schema: { type: 'string', minLength: 1, maxLength: 128 }, description: 'Only the customer with this external reference.' },
     },
     responses: { '200': { description: 'A page of customers.', schema: ref('CustomerList') } },
-    handler: async ({ deps, auth, query }) => {
+    handler: async ({ deps, auth, query, rendered }) => {
       const q = query as PageQuery & { external_reference?: string };
       const where = ['c.business_id = $1', 'c.environment = $2'];
       const params: unknown[] = [auth.businessId, auth.environment];
@@ -95,10 +96,12 @@ export const routes: RouteDef[] = [
         params.push(q.external_reference);
         where.push(`c.external_reference = $${params.length}`);
       }
-      const page = await listPage<CustomerRow & { cursor_ts: string }, unknown>(
-        deps.ds, { columns: CUSTOMER_COLUMNS, from: CUSTOMER_FROM, alias: 'c', where, params }, q, customerView,
+      const texts = rendered('a page\'s customers', 'Customer');
+      const page = await listPage<CustomerRow & { cursor_ts: string; row_version: string }, Buffer>(
+        deps.ds, { columns: `${CUSTOMER_COLUMNS}, ${CUSTOMER_VERSION}`, from: CUSTOMER_FROM, alias: 'c', where, params }, q,
+        (row) => texts.bytes(row, row.row_version, customerView),
       );
-      return { status: 200, body: page };
+      return { status: 200, body: new RenderedPage(page) };
     },
   },
   {

@@ -8,7 +8,7 @@ import { getDs } from '../helpers/shared.js';
 
 // A transaction's text is kept per row version (api/rendered.ts): whatever changes a row, through the service or
 // not, the next read shows it, by id and in a page.
-describe('reads of transactions rendered once per row version', function () {
+describe('reads of transactions and customers rendered once per row version', function () {
   this.timeout(30_000);
   let api: ApiHarness;
   let pools: RunningPools;
@@ -89,5 +89,24 @@ describe('reads of transactions rendered once per row version', function () {
       if (held === 'completed') break;
       await new Promise((r) => setTimeout(r, 10));
     }
+  });
+
+  it('a page of customers: a customer changed, or its managed wallet alone, is read as it is now', async () => {
+    const customer = await createCustomer(api, key);
+    const listed = async () => {
+      const res = await api.http.get(`${BASE}/customers?limit=5`).set(bearer(key));
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return (res.body.data as Record<string, any>[]).find((c) => c.id === customer.id)!;
+    };
+    const first = await listed();
+    expect(await listed()).to.deep.equal(first);
+    expect(first.wallet.status).to.equal('active');
+    const ds = await getDs();
+    await ds.query(`UPDATE customers SET display_name = 'Zoë Wanjiru' WHERE id = $1`, [customer.id]);
+    expect((await listed()).display_name).to.equal('Zoë Wanjiru');
+    await ds.query(`UPDATE wallets SET status = 'archived', archived_at = now() WHERE id = $1`, [customer.wallet.id]);
+    expect((await listed()).wallet.status).to.equal('archived');
+    await ds.query(`UPDATE wallets SET status = 'active', archived_at = NULL WHERE id = $1`, [customer.wallet.id]);
+    expect(await listed()).to.deep.equal({ ...first, display_name: 'Zoë Wanjiru', updated_at: first.updated_at });
   });
 });
