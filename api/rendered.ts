@@ -1,9 +1,10 @@
 // Rows rendered once per version. For a read of transactions, building each row's view and serializing it cost the
 // web process more than anything else it did (docs/performance.md): clients that poll read the same rows again and
-// again, and got the same text each time. Each row's text is kept by its id beside its version, PostgreSQL's `xmin`
-// (the transaction that wrote the row version the read saw): every update writes a new version with a new xmin, so a
-// read that sees another version renders it again. The database is still asked on every request; nothing is answered
-// that the request's own read did not just see, only its text is not built twice.
+// again, and got the same text each time. Each row's text is kept by its id beside its version (shared/db/row-version.ts:
+// PostgreSQL's `xmin`, the transaction that wrote the row version the read saw, with its updated_at): every update
+// writes a new version with a new xmin, so a read that sees another version renders it again. The database is still
+// asked on every request; nothing is answered that the request's own read did not just see, only its text is not
+// built twice.
 import { Lru } from '../shared/lru.js';
 import type { Page } from '../shared/db/pagination.js';
 import type { Serialize } from './openapi/serializers.js';
@@ -33,7 +34,7 @@ function ownBytes(text: string): Buffer {
  * One kind of row's texts (a page's transactions; a transaction with its settlement), each serialized by its
  * component schema's serializer, so only declared fields leave, as from any answer, and kept as UTF-8 bytes, which
  * an answer copies as they are. A version a read sees is a committed one (a transaction that wrote a row twice shows
- * only its last version), so (id, xmin) names one text.
+ * only its last version), so (id, version) names one text.
  */
 export class RenderedRows {
   private readonly entries = new Lru<string, Entry>(CAPACITY);

@@ -10,6 +10,7 @@ import { listOf, paginationQuery } from '../openapi/components.js';
 import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
 import { Rendered, RenderedPage } from '../rendered.js';
+import { rowVersion } from '../../shared/db/row-version.js';
 import { schemas as transactionSchemas } from './transactions.schemas.js';
 
 export const schemas: Record<string, JsonSchema> = {
@@ -107,7 +108,7 @@ export const routes: RouteDef[] = [
       const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
       const texts = rendered('a page\'s transactions', 'Transaction');
       const page = await listPage<TransactionViewRow & { cursor_ts: string; row_version: string }, Buffer>(
-        deps.ds, { columns: `${TRANSACTION_VIEW_COLUMNS}, t.xmin::text AS row_version`, from: 'transactions t', alias: 't', where, params }, q,
+        deps.ds, { columns: `${TRANSACTION_VIEW_COLUMNS}, ${rowVersion('t')} AS row_version`, from: 'transactions t', alias: 't', where, params }, q,
         (row) => texts.bytes(row, row.row_version, pageView),
       );
       return { status: 200, body: new RenderedPage(page) };

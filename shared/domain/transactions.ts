@@ -16,6 +16,7 @@ import { joinedColumns } from '../db/joined-columns.js';
 import type { Direction, PaymentMethod } from './corridors.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
 import { JOINED_SETTLEMENT, type SettlementRow } from './settlements.js';
+import { rowVersion } from '../db/row-version.js';
 
 type Queryable = Pick<DataSource | EntityManager, 'query'>;
 
@@ -165,7 +166,7 @@ export function findTransaction(q: Queryable, scope: EventScope, id: string, loc
 
 /**
  * A transaction as its view reads it, with its settlement (an off-ramp's; none for an on-ramp), in one statement, and
- * the version of the two rows it saw (their xmin: api/rendered.ts).
+ * the version of the two rows it saw (rowVersion).
  */
 export async function findTransactionWithSettlement(
   q: Queryable, scope: EventScope, id: string,
@@ -175,7 +176,7 @@ export async function findTransactionWithSettlement(
     {
       from: 'transactions t LEFT JOIN settlements s ON s.transaction_id = t.id',
       alias: 't',
-      columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT.select}, t.xmin::text AS row_version, s.xmin::text AS settlement_version`,
+      columns: `${TRANSACTION_VIEW_COLUMNS}, ${JOINED_SETTLEMENT.select}, ${rowVersion('t')} AS row_version, ${rowVersion('s')} AS settlement_version`,
       resource: 'transaction',
     },
     scope, id,
