@@ -50,10 +50,6 @@ export class RenderedRows {
     this.entries.set(row.id, { version, bytes, at: now });
     return bytes;
   }
-
-  get size(): number {
-    return this.entries.size;
-  }
 }
 
 /** An answer already serialized by its schema's serializer (RenderedRows): sent as it is. */
