@@ -107,6 +107,30 @@ describe('reads of transactions and customers rendered once per row version', fu
     await ds.query(`UPDATE wallets SET status = 'archived', archived_at = now() WHERE id = $1`, [customer.wallet.id]);
     expect((await listed()).wallet.status).to.equal('archived');
     await ds.query(`UPDATE wallets SET status = 'active', archived_at = NULL WHERE id = $1`, [customer.wallet.id]);
-    expect(await listed()).to.deep.equal({ ...first, display_name: 'Zoë Wanjiru', updated_at: first.updated_at });
+    const now = await listed();
+    // The customer's update moved its updated_at (the updated_at_moves trigger); everything else is as it was.
+    expect(now.updated_at).to.not.equal(first.updated_at);
+    expect({ ...now, updated_at: null }).to.deep.equal({ ...first, display_name: 'Zoë Wanjiru', updated_at: null });
+  });
+
+  it('on every table a read renders by version, an update that leaves updated_at moves it; one that sets it keeps its value', async () => {
+    const customer = await createCustomer(api, key);
+    const ds = await getDs();
+    const updatedAt = async (table: string, id: string) => ((await ds.query(`SELECT updated_at::text AS at FROM ${table} WHERE id = $1`, [id]))[0].at as string);
+    const [{ id: transactionId }] = await ds.query(`SELECT id FROM transactions WHERE business_id = (SELECT business_id FROM customers WHERE id = $1) LIMIT 1`, [customer.id]);
+    const [{ id: settlementId }] = await ds.query(`SELECT id FROM settlements WHERE transaction_id = $1`, [transactionId]);
+    for (const [table, id, change] of [
+      ['transactions', transactionId, `external_reference = external_reference`],
+      ['settlements', settlementId, `required_confirmations = required_confirmations`],
+      ['customers', customer.id, `display_name = display_name`],
+      ['wallets', customer.wallet.id, `label = label`],
+    ] as const) {
+      await ds.query(`UPDATE ${table} SET updated_at = '2026-01-01T00:00:00Z' WHERE id = $1`, [id]);
+      expect(await updatedAt(table, id), table).to.equal('2026-01-01 00:00:00+00');
+      await ds.query(`UPDATE ${table} SET ${change} WHERE id = $1`, [id]);
+      const moved = await updatedAt(table, id);
+      expect(moved, table).to.not.equal('2026-01-01 00:00:00+00');
+      expect(Date.parse(moved.replace(' ', 'T').replace(/\+00$/, 'Z')), table).to.be.closeTo(Date.now(), 60_000);
+    }
   });
 });
