@@ -105,11 +105,13 @@ export function businessRouter(
   const router = express.Router();
   // Tests compare every answer with JSON.stringify's: a field its schema leaves out fails the test, not the client.
   const checkAnswers = deps.config.nodeEnv === 'test';
-  const renderers = new Map<string, RenderedRows>();
+  // One kind of row's texts per name, each kind serialized by one schema: a name asked for with another is a mistake.
+  const renderers = new Map<string, { schema: string; rows: RenderedRows }>();
   const rendered = (name: string, schema: string): RenderedRows => {
-    let rows = renderers.get(name);
-    if (!rows) renderers.set(name, (rows = new RenderedRows(componentSerializer(document, schema, checkAnswers))));
-    return rows;
+    let kind = renderers.get(name);
+    if (!kind) renderers.set(name, (kind = { schema, rows: new RenderedRows(componentSerializer(document, schema, checkAnswers)) }));
+    if (kind.schema !== schema) throw new Error(`rendered rows "${name}" are ${kind.schema}, not ${schema}`);
+    return kind.rows;
   };
   for (const route of routes) {
     const check = access(route);
