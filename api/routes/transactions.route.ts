@@ -35,8 +35,6 @@ export const schemas: Record<string, JsonSchema> = {
 };
 
 const TAG = 'Transactions';
-/** A page's row: the transaction alone (its settlement is embedded only in a read by id). */
-const pageView = (row: TransactionViewRow) => transactionView(row);
 const byId = (params: unknown) => (params as { id: string }).id;
 const TIME = { type: 'string', format: 'date-time' };
 
@@ -109,7 +107,7 @@ export const routes: RouteDef[] = [
       const texts = rendered('a page\'s transactions', 'Transaction');
       const page = await listPage<TransactionViewRow & { cursor_ts: string; row_version: string }, Buffer>(
         deps.ds, { columns: `${TRANSACTION_VIEW_COLUMNS}, ${rowVersion('t')} AS row_version`, from: 'transactions t', alias: 't', where, params }, q,
-        (row) => texts.bytes(row, row.row_version, pageView),
+        (row) => texts.bytes(row, row.row_version, transactionView),
       );
       return { status: 200, body: new RenderedPage(page) };
     },

@@ -36,9 +36,10 @@ export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.m
 // The managed wallet is found for each customer by its unique index, whatever the planner knows: LIMIT 1 keeps the
 // subquery a lookup per customer row. Joined plainly, a planner without statistics (a table never analyzed) read the
 // whole index for every customer of a page: 2,800 buffers for 25 rows with 150 customers, growing with the table.
-export const CUSTOMER_FROM = `customers c JOIN LATERAL (SELECT *, ${rowVersion('w')} AS wallet_version FROM wallets w WHERE w.customer_id = c.id AND w.type = 'managed_wallet' LIMIT 1) w ON true`;
+// The subquery passes its wallet's xmin on (a subquery's `*` holds no system column), for CUSTOMER_VERSION alone.
+export const CUSTOMER_FROM = `customers c JOIN LATERAL (SELECT *, xmin FROM wallets w WHERE w.customer_id = c.id AND w.type = 'managed_wallet' LIMIT 1) w ON true`;
 /** The version of the two rows a customer's view reads (rowVersion), from CUSTOMER_FROM. */
-export const CUSTOMER_VERSION = `${rowVersion('c')} || '/' || w.wallet_version AS row_version`;
+export const CUSTOMER_VERSION = `${rowVersion('c')} || '/' || ${rowVersion('w')} AS row_version`;
 
 export function customerView(row: CustomerRow): Record<string, unknown> {
   return {
