@@ -26,6 +26,13 @@ import { momoEnv, startFakeMomo, type FakeMomo } from './fake-momo.js';
 import { forgetMomoTokens } from '../../shared/providers/momo/momo-client.js';
 
 export const CALLBACK_TOKEN = `cbtok_${randomUUID().replace(/-/g, '')}`;
+/**
+ * Tests of an answer that comes too late: our requests to Daraja give up after ANSWER_TIMEOUT_MS, and the stand-in holds
+ * such an answer LATE_ANSWER_MS. The budget leaves room for a first request on a busy two-core CI machine (a 300 ms
+ * budget once timed out an ordinary STK Push there, and its 1037 callback then named a prompt we did not know).
+ */
+export const ANSWER_TIMEOUT_MS = 1500;
+export const LATE_ANSWER_MS = 3500;
 export const MOMO_CALLBACK_TOKEN = `momotok_${randomUUID().replace(/-/g, '')}`;
 
 export interface LiveRail {

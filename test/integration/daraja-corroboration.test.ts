@@ -4,7 +4,7 @@ import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
-import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { ANSWER_TIMEOUT_MS, LATE_ANSWER_MS, CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { registry } from '../../shared/metrics.js';
 import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
 
@@ -170,7 +170,7 @@ describe('live M-Pesa: a success is never lost', function () {
   this.timeout(60_000);
   let rail: LiveRail;
   before(async () => {
-    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '60000', DARAJA_REQUEST_TIMEOUT_MS: '300', PROVIDER_RETRY_BASE_MS: '500' } });
+    rail = await startLiveRail({ env: { DARAJA_STATUS_QUERY_AFTER_MS: '60000', DARAJA_REQUEST_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS), PROVIDER_RETRY_BASE_MS: '500' } });
   });
   after(() => rail?.close());
   afterEach(expectLedgerSound);
@@ -233,7 +233,7 @@ describe('live M-Pesa: a success is never lost', function () {
   });
 
   it('a prompt whose STK Push answer was lost learns its CheckoutRequestID from its callback: the retry asks, never prompts again', async () => {
-    rail.fake.holdMs = 1500;
+    rail.fake.holdMs = LATE_ANSWER_MS;
     try {
       const id = await liveOnramp(rail, '+254712380066');
       const tx = await untilStatus(rail.api, rail.key, id, ['completed', 'failed', 'action_required']);

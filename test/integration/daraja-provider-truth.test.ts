@@ -4,7 +4,7 @@ import { getDs } from '../helpers/shared.js';
 import { BASE } from '../helpers/wallets.js';
 import { expectLedgerSound, history, untilStatus } from '../helpers/ramps.js';
 import { until } from '../helpers/until.js';
-import { CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
+import { ANSWER_TIMEOUT_MS, LATE_ANSWER_MS, CALLBACK_TOKEN, liveOnramp, livePayout, startLiveRail, type LiveRail } from '../helpers/live-rail.js';
 import { checkProviderJob } from '../../workers/providers/check-provider.job.js';
 import { MAX_CHECK_ROUNDS } from '../../shared/domain/provider-results.js';
 import { forgetDarajaTokens } from '../../shared/providers/daraja/daraja-client.js';
@@ -174,7 +174,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
   this.timeout(60_000);
   let rail: LiveRail;
   before(async () => {
-    rail = await startLiveRail({ env: { PROVIDER_RETRY_BASE_MS: '100', PROVIDER_MAX_ATTEMPTS: '2', DARAJA_REQUEST_TIMEOUT_MS: '300' } });
+    rail = await startLiveRail({ env: { PROVIDER_RETRY_BASE_MS: '100', PROVIDER_MAX_ATTEMPTS: '2', DARAJA_REQUEST_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS) } });
   });
   after(() => rail?.close());
   afterEach(expectLedgerSound);
@@ -204,7 +204,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
   it('a prompt whose answer and callback were both lost times out after the status checks; the payer\'s payment, reported later, still completes it', async () => {
     // The answer is late (the request times out) and the callback goes nowhere: M-Pesa never names the prompt to us,
     // and the payer has not paid (Pull Transactions lists nothing), so it times out.
-    rail.fake.holdMs = 1500;
+    rail.fake.holdMs = LATE_ANSWER_MS;
     rail.fake.callbackOrigin = 'http://127.0.0.1:9';
     let id: string;
     let failed;
@@ -229,7 +229,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
 
   it('of two unnamed prompts of one amount to one phone, a success is matched to the one sent in the last minutes', async () => {
     const unnamed = async () => {
-      rail.fake.holdMs = 1500;
+      rail.fake.holdMs = LATE_ANSWER_MS;
       rail.fake.callbackOrigin = 'http://127.0.0.1:9';
       try {
         const id = await liveOnramp(rail, '+254712460067');
@@ -255,7 +255,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
     expect(create.status, JSON.stringify(create.body)).to.equal(201);
     const id = create.body.id;
-    rail.fake.holdMs = 1500;
+    rail.fake.holdMs = LATE_ANSWER_MS;
     rail.fake.callbackOrigin = 'http://127.0.0.1:9';
     let given;
     try {
@@ -286,7 +286,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     const phone = `+2547${String(Math.floor(Math.random() * 1e4)).padStart(4, '0')}0067`;
     const create = await rail.api.http.post(`${BASE}/payment-intents`).set(writeHeaders(rail.key)).send({ amount: { currency: 'KES', value: '1500' }, settlement: { mode: 'stablecoin', asset: 'USDC', chain: 'base' } });
     const id = create.body.id;
-    rail.fake.holdMs = 1500;
+    rail.fake.holdMs = LATE_ANSWER_MS;
     rail.fake.callbackOrigin = 'http://127.0.0.1:9';
     try {
       await rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
@@ -321,7 +321,7 @@ describe('live M-Pesa: every stalled collection has an exit', function () {
     const collect = (phone: string) => rail.api.http.post(`${BASE}/payment-intents/${id}/collect`).set(writeHeaders(rail.key))
       .send({ payment_method: { type: 'mobile_money', phone_number: phone, mobile_network: 'safaricom' } });
     // The first prompt is never named to us and times out on the phone; the intent waits for payment again.
-    rail.fake.holdMs = 1500;
+    rail.fake.holdMs = LATE_ANSWER_MS;
     rail.fake.callbackOrigin = 'http://127.0.0.1:9';
     try {
       expect((await collect(first)).status).to.equal(202);
