@@ -5,8 +5,11 @@
 // writes a new version with a new xmin, so a read that sees another version renders it again. The database is still
 // asked on every request; nothing is answered that the request's own read did not just see, only its text is not
 // built twice.
+import type { DataSource, EntityManager } from 'typeorm';
 import { Lru } from '../shared/lru.js';
-import type { Page } from '../shared/db/pagination.js';
+import { listPage, type ListSpec, type Page, type PageQuery } from '../shared/db/pagination.js';
+import { planOnce } from '../shared/db/prepared-client.js';
+import { rowVersion } from '../shared/db/row-version.js';
 import type { Serialize } from './openapi/serializers.js';
 
 /** Rows kept per cache: a transaction's text is 1 to 2 KB. */
@@ -41,15 +44,65 @@ export class RenderedRows {
 
   constructor(private readonly serialize: (value: unknown) => string) {}
 
+  /** The text kept for this version of the row, if it was rendered within MAX_AGE_MS. */
+  kept(id: string, version: string): Buffer | undefined {
+    const kept = this.entries.get(id);
+    return kept !== undefined && kept.version === version && Date.now() - kept.at < MAX_AGE_MS ? kept.bytes : undefined;
+  }
+
   /** The row's text: kept, when the version its read saw was rendered before; else rendered by `view` and kept. */
   bytes<R extends { id: string }>(row: R, version: string, view: (row: R) => unknown): Buffer {
-    const now = Date.now();
-    const kept = this.entries.get(row.id);
-    if (kept !== undefined && kept.version === version && now - kept.at < MAX_AGE_MS) return kept.bytes;
+    const kept = this.kept(row.id, version);
+    if (kept !== undefined) return kept;
     const bytes = ownBytes(this.serialize(view(row)));
-    this.entries.set(row.id, { version, bytes, at: now });
+    this.entries.set(row.id, { version, bytes, at: Date.now() });
     return bytes;
   }
+}
+
+/** A list whose rows are rendered once per version: the ListSpec of its full rows, and the table the page is found in. */
+export interface RenderedList<R> extends ListSpec {
+  /** The listed table with its alias (`customers c`): the rows' ids and versions are read from it alone. */
+  table: string;
+  view: (row: R) => unknown;
+}
+
+/**
+ * A page of a list rendered once per row version, read in two steps. First the page's ids and versions, from the
+ * listed table alone (its list index and 26 rows, none of their columns); every row whose version was rendered before
+ * is its kept text. Then the rows not kept, by id in the same scope, with every column their view reads, each rendered
+ * from that second read and kept under the version it saw. A client that polls a page reads ids and versions only.
+ * A row's view must depend on its own row alone (a customer's managed wallet moves its customer's version: migration
+ * 1764900000000). A row the second read no longer finds in scope is left out.
+ */
+export async function renderedPage<R extends { id: string }>(
+  db: DataSource | EntityManager,
+  list: RenderedList<R>,
+  query: PageQuery,
+  texts: RenderedRows,
+): Promise<RenderedPage> {
+  const version = rowVersion(list.alias);
+  const page = await listPage<{ id: string; cursor_ts: string; row_version: string }, { id: string; kept: Buffer | undefined }>(
+    db, { ...list, columns: `${list.alias}.id, ${version} AS row_version`, from: list.table }, query,
+    (row) => ({ id: row.id, kept: texts.kept(row.id, row.row_version) }),
+  );
+  const missing = page.data.filter((row) => row.kept === undefined).map((row) => row.id);
+  const read = new Map<string, R & { row_version: string }>();
+  if (missing.length > 0) {
+    const a = list.alias;
+    const rows: (R & { row_version: string })[] = await db.query(
+      planOnce(`SELECT ${list.columns}, ${version} AS row_version FROM ${list.from} WHERE ${a}.id = ANY($1::uuid[]) AND (${a}.business_id = $2 AND ${a}.environment = $3) IS TRUE`),
+      [missing, list.params[0], list.params[1]],
+    );
+    for (const row of rows) read.set(row.id, row);
+  }
+  const data: Buffer[] = [];
+  for (const { id, kept } of page.data) {
+    const row = kept === undefined ? read.get(id) : undefined;
+    if (kept !== undefined) data.push(kept);
+    else if (row !== undefined) data.push(texts.bytes(row, row.row_version, list.view));
+  }
+  return new RenderedPage({ ...page, data });
 }
 
 /** An answer already serialized by its schema's serializer (RenderedRows): sent as it is. */

@@ -1,9 +1,8 @@
-import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, CUSTOMER_VERSION, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
+import { createCustomer, CUSTOMER_COLUMNS, CUSTOMER_FROM, customerView, findCustomer, type CreateCustomerInput, type CustomerRow } from '../../shared/domain/customers.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
 import type { PageQuery } from '../../shared/db/pagination.js';
-import { listPage } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
-import { RenderedPage } from '../rendered.js';
+import { renderedPage } from '../rendered.js';
 
 export const schemas: Record<string, JsonSchema> = {
   CustomerWalletSummary: {
@@ -96,12 +95,8 @@ export const routes: RouteDef[] = [
         params.push(q.external_reference);
         where.push(`c.external_reference = $${params.length}`);
       }
-      const texts = rendered('a page\'s customers', 'Customer');
-      const page = await listPage<CustomerRow & { cursor_ts: string; row_version: string }, Buffer>(
-        deps.ds, { columns: `${CUSTOMER_COLUMNS}, ${CUSTOMER_VERSION}`, from: CUSTOMER_FROM, alias: 'c', where, params }, q,
-        (row) => texts.bytes(row, row.row_version, customerView),
-      );
-      return { status: 200, body: new RenderedPage(page) };
+      const list = { columns: CUSTOMER_COLUMNS, from: CUSTOMER_FROM, table: 'customers c', alias: 'c', where, params, view: customerView };
+      return { status: 200, body: await renderedPage<CustomerRow>(deps.ds, list, q, rendered('a page\'s customers', 'Customer')) };
     },
   },
   {

@@ -7,10 +7,9 @@ import { requestRefund, type RefundRequest } from '../../shared/domain/refunds.j
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { receiptJob } from '../../shared/chain/scanner.js';
 import { listOf, paginationQuery } from '../openapi/components.js';
-import { allRows, listPage, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
+import { allRows, scopedWhere, type PageQuery } from '../../shared/db/pagination.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
-import { Rendered, RenderedPage } from '../rendered.js';
-import { rowVersion } from '../../shared/db/row-version.js';
+import { Rendered, renderedPage } from '../rendered.js';
 import { schemas as transactionSchemas } from './transactions.schemas.js';
 
 export const schemas: Record<string, JsonSchema> = {
@@ -104,12 +103,8 @@ export const routes: RouteDef[] = [
     handler: async ({ deps, auth, query, rendered }) => {
       const q = query as ListQuery;
       const { where, params } = scopedWhere('t', auth, q as Record<string, unknown>, FILTERS);
-      const texts = rendered('a page\'s transactions', 'Transaction');
-      const page = await listPage<TransactionViewRow & { cursor_ts: string; row_version: string }, Buffer>(
-        deps.ds, { columns: `${TRANSACTION_VIEW_COLUMNS}, ${rowVersion('t')} AS row_version`, from: 'transactions t', alias: 't', where, params }, q,
-        (row) => texts.bytes(row, row.row_version, transactionView),
-      );
-      return { status: 200, body: new RenderedPage(page) };
+      const list = { columns: TRANSACTION_VIEW_COLUMNS, from: 'transactions t', table: 'transactions t', alias: 't', where, params, view: transactionView };
+      return { status: 200, body: await renderedPage<TransactionViewRow>(deps.ds, list, q, rendered('a page\'s transactions', 'Transaction')) };
     },
     csv: {
       columns: CSV_COLUMNS,

@@ -7,7 +7,6 @@ import type { Config } from '../config.js';
 import type { EventScope } from './events.js';
 import { supportedChains, type WalletRow } from './wallets.js';
 import { byIdInScope, planOnce } from '../db/prepared-client.js';
-import { rowVersion } from '../db/row-version.js';
 
 /** The chain a managed wallet reports as its own; its address serves every supported chain. */
 export const MANAGED_WALLET_HOME_CHAIN = 'base';
@@ -36,10 +35,9 @@ export const CUSTOMER_COLUMNS = `c.id, c.external_reference, c.display_name, c.m
 // The managed wallet is found for each customer by its unique index, whatever the planner knows: LIMIT 1 keeps the
 // subquery a lookup per customer row. Joined plainly, a planner without statistics (a table never analyzed) read the
 // whole index for every customer of a page: 2,800 buffers for 25 rows with 150 customers, growing with the table.
-// The subquery passes its wallet's xmin on (a subquery's `*` holds no system column), for CUSTOMER_VERSION alone.
-export const CUSTOMER_FROM = `customers c JOIN LATERAL (SELECT *, xmin FROM wallets w WHERE w.customer_id = c.id AND w.type = 'managed_wallet' LIMIT 1) w ON true`;
-/** The version of the two rows a customer's view reads (rowVersion), from CUSTOMER_FROM. */
-export const CUSTOMER_VERSION = `${rowVersion('c')} || '/' || ${rowVersion('w')} AS row_version`;
+// A change to the managed wallet moves its customer's version too (migration 1764900000000): the customer's row
+// version names what its view reads.
+export const CUSTOMER_FROM = `customers c JOIN LATERAL (SELECT * FROM wallets w WHERE w.customer_id = c.id AND w.type = 'managed_wallet' LIMIT 1) w ON true`;
 
 export function customerView(row: CustomerRow): Record<string, unknown> {
   return {

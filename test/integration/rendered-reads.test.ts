@@ -118,6 +118,43 @@ describe('reads of transactions and customers rendered once per row version', fu
     expect({ ...now, updated_at: null }).to.deep.equal({ ...first, display_name: 'Zoë Wanjiru', updated_at: null });
   });
 
+  it('a page read again keeps its order, cursor and kept rows, and renders only the row that changed, wherever it is', async () => {
+    for (let i = 0; i < 4; i++) await createCustomer(api, key);
+    const page = async () => {
+      const res = await api.http.get(`${BASE}/customers?limit=3`).set(bearer(key));
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body as { data: Record<string, any>[]; has_more: boolean; next_cursor: string | null };
+    };
+    const first = await page();
+    expect(first.data).to.have.length(3);
+    expect(first.has_more).to.equal(true);
+    const middle = first.data[1].id as string;
+    const ds = await getDs();
+    await ds.query(`UPDATE customers SET metadata = '{"tier":"gold"}' WHERE id = $1`, [middle]);
+    const again = await page();
+    expect(again.data.map((c) => c.id)).to.deep.equal(first.data.map((c) => c.id));
+    expect(again.next_cursor).to.equal(first.next_cursor);
+    expect(again.data[0]).to.deep.equal(first.data[0]);
+    expect(again.data[2]).to.deep.equal(first.data[2]);
+    expect(again.data[1].metadata).to.deep.equal({ tier: 'gold' });
+    // The next page follows on from the cursor as before.
+    const next = await api.http.get(`${BASE}/customers?limit=3&starting_after=${again.next_cursor}`).set(bearer(key));
+    expect(next.body.data[0].id).to.not.be.oneOf(again.data.map((c) => c.id));
+  });
+
+  it('a managed wallet changed (outside the service: it never updates one) moves its customer\'s version', async () => {
+    const customer = await createCustomer(api, key);
+    const ds = await getDs();
+    await ds.query(`UPDATE customers SET updated_at = '2026-01-01T00:00:00Z' WHERE id = $1`, [customer.id]);
+    const [{ xmin: before }] = await ds.query(`SELECT xmin::text FROM customers WHERE id = $1`, [customer.id]);
+    await ds.query(`UPDATE wallets SET label = 'changed' WHERE id = $1`, [customer.wallet.id]);
+    const [{ xmin: after, at }] = await ds.query(`SELECT xmin::text, updated_at::text AS at FROM customers WHERE id = $1`, [customer.id]);
+    expect(after).to.not.equal(before);
+    expect(at).to.not.equal('2026-01-01 00:00:00+00');
+    const listed = await api.http.get(`${BASE}/customers?limit=5`).set(bearer(key));
+    expect(listed.body.data.find((c: { id: string }) => c.id === customer.id).updated_at).to.not.equal('2026-01-01T00:00:00.000Z');
+  });
+
   it('on every table a read renders by version, an update that leaves updated_at moves it; one that sets it keeps its value', async () => {
     const customer = await createCustomer(api, key);
     const ds = await getDs();

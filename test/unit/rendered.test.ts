@@ -30,6 +30,10 @@ describe('rows rendered once per version (api/rendered.ts)', () => {
     const other = text(rows, { id: onramp.id as string, status: 'completed' }, '1002', () => onramp);
     expect(JSON.parse(other)).to.deep.equal(onramp);
     expect(views).to.equal(2);
+    // What a page's first step asks: the text of exactly this version, if one is kept.
+    expect(rows.kept(id, '1002')?.toString()).to.equal(moved);
+    expect(rows.kept(id, '1001')).to.equal(undefined);
+    expect(rows.kept('never-read', '1002')).to.equal(undefined);
   });
 
   it('trusts a kept text for ten minutes at most (a 32-bit xmin comes round again, in far longer)', () => {
@@ -48,6 +52,7 @@ describe('rows rendered once per version (api/rendered.ts)', () => {
       text(rows, { id: 'a' }, '7', view);
       expect(views).to.equal(1);
       Date.now = () => start + 11 * 60_000;
+      expect(rows.kept('a', '7')).to.equal(undefined);
       text(rows, { id: 'a' }, '7', view);
       expect(views).to.equal(2);
     } finally {
