@@ -60,7 +60,10 @@ export class RenderedRows {
   }
 }
 
-/** A list whose rows are rendered once per version: the ListSpec of its full rows, and the table the page is found in. */
+/**
+ * A list whose rows are rendered once per version: the ListSpec of its full rows, and the table the page is found in.
+ * Its conditions (the scope first, then any filter) name the listed table's alias alone: both reads apply them.
+ */
 export interface RenderedList<R> extends ListSpec {
   /** The listed table with its alias (`customers c`): the rows' ids and versions are read from it alone. */
   table: string;
@@ -70,10 +73,12 @@ export interface RenderedList<R> extends ListSpec {
 /**
  * A page of a list rendered once per row version, read in two steps. First the page's ids and versions, from the
  * listed table alone (its list index and 26 rows, none of their columns); every row whose version was rendered before
- * is its kept text. Then the rows not kept, by id in the same scope, with every column their view reads, each rendered
- * from that second read and kept under the version it saw. A client that polls a page reads ids and versions only.
- * A row's view must depend on its own row alone (a customer's managed wallet moves its customer's version: migration
- * 1764900000000). A row the second read no longer finds in scope is left out.
+ * is its kept text. Then the rows not kept, by id under the same conditions (scope and filters), with every column
+ * their view reads, each rendered from that second read and kept under the version it saw. A client that polls a page
+ * reads ids and versions only. A row's view must depend on its own row alone (a customer's managed wallet moves its
+ * customer's version: migration 1764900000000). A row that no longer matches the conditions when read again (its
+ * status moved out of a status filter meanwhile) is left out, so such a page may hold fewer rows than asked; its
+ * cursor is the first read's and goes on where that read stopped.
  */
 export async function renderedPage<R extends { id: string }>(
   db: DataSource | EntityManager,
@@ -89,10 +94,12 @@ export async function renderedPage<R extends { id: string }>(
   const missing = page.data.filter((row) => row.kept === undefined).map((row) => row.id);
   const read = new Map<string, R & { row_version: string }>();
   if (missing.length > 0) {
-    const a = list.alias;
+    // The ids are the last parameter, after the list's own; its conditions are a filter (`IS TRUE`), so every plan
+    // finds the rows by primary key (prepared-client.ts).
+    const ids = list.params.length + 1;
     const rows: (R & { row_version: string })[] = await db.query(
-      planOnce(`SELECT ${list.columns}, ${version} AS row_version FROM ${list.from} WHERE ${a}.id = ANY($1::uuid[]) AND (${a}.business_id = $2 AND ${a}.environment = $3) IS TRUE`),
-      [missing, list.params[0], list.params[1]],
+      planOnce(`SELECT ${list.columns}, ${version} AS row_version FROM ${list.from} WHERE ${list.alias}.id = ANY($${ids}::uuid[]) AND (${list.where.join(' AND ')}) IS TRUE`),
+      [...list.params, missing],
     );
     for (const row of rows) read.set(row.id, row);
   }

@@ -5,7 +5,10 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 // version (shared/db/row-version.ts) then names the pair, and a page of customers finds which rows it has already
 // rendered from the customers alone (api/rendered.ts), without looking up 25 wallets. A managed wallet is written in
 // its customer's own creating statement, and the service never updates one (it cannot be archived on its own), so
-// this runs only for changes made outside the service's code.
+// this runs only for changes made outside the service's code. What skips row triggers (a session with
+// session_replication_role = replica, as logical replication's apply and pg_restore --disable-triggers run, or a
+// trigger disabled by hand) leaves a customer's version as it was: a web process may then show its earlier wallet
+// for up to ten minutes, or until the customer changes.
 export class CustomerVersionCoversWallet1764900000000 implements MigrationInterface {
   name = 'CustomerVersionCoversWallet1764900000000';
 
