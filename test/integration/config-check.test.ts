@@ -249,6 +249,7 @@ describe("the Procfile's processes from dist/, in production, given only what co
     const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
     await until(() => started.every((pid) => !alive(pid)), { timeoutMs: 40_000, everyMs: 200, what: 'npm start\'s children to end' });
     // npm start's own lines name a child that died of a signal or outlived its drain.
-    expect(out.split('\n').filter((line) => line.startsWith('npm start:')).join('\n')).to.not.match(/was killed by|still running/);
+    const said = out.split('\n').filter((line) => line.startsWith('npm start:')).join('\n');
+    expect(said, said).to.not.match(/was killed by|still running/);
   });
 });
