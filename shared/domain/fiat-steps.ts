@@ -13,6 +13,7 @@ import { stepDelay, txJobs } from './lifecycle-jobs.js';
 import { consumeQuote, insertTransaction, scopeOf, usableWalletOf, type TransactionRow } from './transactions.js';
 import { decideAndApplyAnswered, decideAndApplyPayout, decidePayoutIn } from './payout-moves.js';
 import { decideOnrampIn } from './onramp-moves.js';
+import type { KnownSettlement } from './transaction-moves.js';
 import { answerOfSend } from '../kernel/offramp-payouts.js';
 
 // The steps that meet the fiat provider (payouts of off-ramps, collections of on-ramps) and the on-ramp's delivery.
@@ -28,13 +29,15 @@ export function forcedSuccess(tx: TransactionRow): ProviderOutcome | null {
  * shared/kernel/offramp-payouts.ts decides. A temporary refusal changes nothing here: the job retries, and its final
  * failure leaves the transaction action_required.
  */
-export async function applyPayoutOutcome(unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome, held?: TransactionRow): Promise<string> {
+export async function applyPayoutOutcome(
+  unit: Unit, chain: ChainAdapter, tx: TransactionRow, outcome: ProviderOutcome, held?: TransactionRow, known?: KnownSettlement,
+): Promise<string> {
   // The provider took the request and answered: both steps are recorded (processing, then paid or refused), as with a live
   // callback, in one statement where the answer needs no refund.
-  // `held`: the row as this unit read it, locked; else it is read (locked) here.
+  // `held`: the row as this unit read it, locked; else it is read (locked) here. `known`: its settlement, read with it.
   const answer = answerOfSend(outcome);
-  if (answer) return decideAndApplyAnswered(unit, chain, tx.id, { kind: 'sent', outcome }, answer, held);
-  return (await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome }, held)).outcome;
+  if (answer) return decideAndApplyAnswered(unit, chain, tx.id, { kind: 'sent', outcome }, answer, held, known);
+  return (await decideAndApplyPayout(unit, chain, tx.id, { kind: 'sent', outcome }, held, known)).outcome;
 }
 
 /** The payout job's last attempt failed: the business (or an operator) must act; retry resumes at `funded`. */

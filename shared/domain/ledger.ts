@@ -113,71 +113,36 @@ async function createAccounts(em: EntityManager, scope: EventScope, accounts: Le
   return new Set(created.map((c) => c.account_key));
 }
 
-interface LockedAccount {
-  id: string;
-  account_key: string;
-  striped: boolean;
-  /** The locked stored balance (guarded accounts only; striped accounts are not locked). */
-  balance: string;
-  /** The entry already posted under this reference, if any (read under the same locks). */
-  existing: string | null;
-}
-
 /**
- * Locks the entry's single-row accounts in id order (striped ones need no lock), reads their balances as locked, and
- * the entry already posted under the reference, in one round trip.
- */
-async function lockForEntry(em: EntityManager, scope: EventScope, keys: string[], reference: string | null): Promise<LockedAccount[]> {
-  return em.query(
-    planOnce(`WITH locked AS (
-       SELECT id, balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($3::text[]) AND NOT striped
-        ORDER BY id FOR NO KEY UPDATE)
-     SELECT a.id, a.account_key, a.striped, coalesce(l.balance, 0)::text AS balance,
-            (SELECT e.id FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $4) AS existing
-       FROM ledger_accounts a LEFT JOIN locked l ON l.id = a.id
-      WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($3::text[])`),
-    [scope.businessId, scope.environment, keys, reference],
-  );
-}
-
-/**
- * Posts a balanced entry in the caller's transaction (the one that writes the state change it records).
- * Every touched account is locked first (in id order, so concurrent posts never deadlock), so concurrent debits of
- * one account serialize on its stored balance. Two round trips when the accounts exist: lock-and-read, then write (one
- * for an entry of striped accounts alone, which takes no lock: the write alone, writeEntry).
+ * Posts a balanced entry in the caller's transaction (the one that writes the state change it records). Every touched
+ * single-row account is locked first (in id order, so concurrent posts never deadlock), so concurrent debits of one
+ * account serialize on its stored balance; striped accounts take no lock. One round trip when the accounts exist
+ * (writeEntry: lock, check and write in one statement); accounts not known to exist are created first.
  */
 export async function postEntry(em: EntityManager, scope: EventScope, input: EntryInput): Promise<{ id: string; created: boolean }> {
   assertBalanced(input.postings);
   assertInTransaction(em);
+  for (const p of input.postings) {
+    if (p.noOverdraft && STRIPED_KINDS.has(p.account.kind)) throw new LedgerError(`${p.account.kind} accounts are striped and cannot be guarded against overdraft`);
+  }
   const keys = [...new Set(input.postings.map((p) => accountKey(p.account)))].sort();
-  if (input.postings.every((p) => STRIPED_KINDS.has(p.account.kind) && !p.noOverdraft && KNOWN_ACCOUNTS.has(knownKey(scope, p.account)))) {
+  if (input.postings.every((p) => KNOWN_ACCOUNTS.has(knownKey(scope, p.account)))) {
     const posted = await writeEntry(em, scope, input, keys.length);
     if (posted) return posted;
   }
   const unknown = input.postings.filter((p) => !KNOWN_ACCOUNTS.has(knownKey(scope, p.account)));
   // Created before any lock is taken (an insert waiting on a concurrent creator while holding a lock could deadlock).
   const createdHere = unknown.length ? await createAccounts(em, scope, unknown.map((p) => p.account)) : new Set<string>();
-  let locked = await lockForEntry(em, scope, keys, input.reference ?? null);
-  if (locked.length < keys.length) {
-    // Known here but gone (its creator rolled back after another post saw it): rare; create it again and lock again.
+  let posted = await writeEntry(em, scope, input, keys.length);
+  if (!posted) {
+    // Known here but gone (its creator rolled back after another post saw it): rare; create it again and post again.
     for (const key of await createAccounts(em, scope, input.postings.map((p) => p.account))) createdHere.add(key);
-    locked = await lockForEntry(em, scope, keys, input.reference ?? null);
+    posted = await writeEntry(em, scope, input, keys.length);
   }
   if (KNOWN_ACCOUNTS.size > 100_000) KNOWN_ACCOUNTS.clear();
   // Only accounts that existed before this transaction: one created here is not there for others until it commits.
   for (const p of input.postings) if (!createdHere.has(accountKey(p.account))) KNOWN_ACCOUNTS.add(knownKey(scope, p.account));
-  if (locked[0]?.existing) return { id: locked[0].existing, created: false };
-  const byKey = new Map(locked.map((l) => [l.account_key, l]));
-  // Checked against the locked stored balance, net of the whole entry: two debits of 60 from 100 overdraw it.
-  const net = new Map<string, bigint>();
-  for (const p of input.postings) net.set(accountKey(p.account), (net.get(accountKey(p.account)) ?? 0n) + p.amount);
-  for (const p of input.postings) {
-    if (p.noOverdraft && STRIPED_KINDS.has(p.account.kind)) throw new LedgerError(`${p.account.kind} accounts are striped and cannot be guarded against overdraft`);
-    const balance = BigInt(byKey.get(accountKey(p.account))!.balance);
-    if (p.noOverdraft && balance + net.get(accountKey(p.account))! < 0n) throw new InsufficientFundsError(p.account, balance, -net.get(accountKey(p.account))!);
-  }
-  const posted = await writeEntry(em, scope, input, keys.length);
-  if (!posted) throw new LedgerError(`an account of entry ${input.reference ?? input.kind} is gone though it was just found`);
+  if (!posted) throw new LedgerError(`an account of entry ${input.reference ?? input.kind} is gone though it was just created`);
   return posted;
 }
 
@@ -191,30 +156,50 @@ async function postedBefore(em: EntityManager, scope: EventScope, input: EntryIn
 }
 
 /**
- * The entry and its postings, in one statement: its accounts found by key in the write itself (all of them, or nothing
- * is written: undefined). A post of the same reference that came first answers that entry. Alone, it posts an entry of
- * striped accounts, known to exist (the platform's clearing and fee accounts, which no post locks or guards); an
- * account not there (known here but gone) writes nothing, and the full way creates it.
+ * The entry and its postings, in one statement: its single-row accounts locked in id order and their stored balances
+ * read as locked, a guarded posting (noOverdraft) checked against its account's balance net of the whole entry (two
+ * debits of 60 from 100 overdraw it), and the accounts found by key in the write itself (all of them, or nothing is
+ * written: undefined, for the caller to create them). A post of the same reference that came first answers that
+ * entry, unchecked; an overdraft writes nothing and throws InsufficientFundsError.
  */
 async function writeEntry(em: EntityManager, scope: EventScope, input: EntryInput, accounts: number): Promise<{ id: string; created: boolean } | undefined> {
-  const [row]: { id: string | null; found: number }[] = await em.query(
-    planOnce(`WITH acc AS (SELECT id, account_key FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($7::text[])),
+  const [row]: { id: string | null; found: number; existing: string | null; short: { account_key: string; balance: string }[] | null }[] = await em.query(
+    planOnce(`WITH locked AS (
+       SELECT id, balance FROM ledger_accounts WHERE business_id = $1 AND environment = $2 AND account_key = ANY($7::text[]) AND NOT striped
+        ORDER BY id FOR NO KEY UPDATE),
+     acc AS (
+       SELECT a.id, a.account_key, coalesce(l.balance, 0) AS balance FROM ledger_accounts a LEFT JOIN locked l ON l.id = a.id
+        WHERE a.business_id = $1 AND a.environment = $2 AND a.account_key = ANY($7::text[])),
+     p AS (SELECT * FROM unnest($7::text[], $8::text[], $9::numeric[], $11::boolean[]) WITH ORDINALITY AS p(account_key, asset, amount, guarded, o)),
+     short AS (
+       SELECT acc.account_key, acc.balance::text AS balance FROM acc JOIN p ON p.account_key = acc.account_key
+        GROUP BY acc.account_key, acc.balance HAVING bool_or(p.guarded) AND acc.balance + sum(p.amount) < 0),
      entry AS (
-       INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) SELECT $1, $2, $3, $4, $5, $6 WHERE (SELECT count(*) FROM acc) = $10
+       INSERT INTO journal_entries (business_id, environment, kind, reference, description, metadata) SELECT $1, $2, $3, $4, $5, $6
+        WHERE (SELECT count(*) FROM acc) = $10 AND NOT EXISTS (SELECT 1 FROM short)
        ON CONFLICT (business_id, environment, reference) DO NOTHING RETURNING id),
      postings AS (
        INSERT INTO ledger_postings (entry_id, account_id, business_id, environment, asset, amount)
-       SELECT entry.id, acc.id, $1, $2, p.asset, p.amount
-         FROM entry CROSS JOIN unnest($7::text[], $8::text[], $9::numeric[]) WITH ORDINALITY AS p(account_key, asset, amount, o) JOIN acc ON acc.account_key = p.account_key
-        ORDER BY p.o)
-     SELECT (SELECT id FROM entry) AS id, (SELECT count(*)::int FROM acc) AS found`),
+       SELECT entry.id, acc.id, $1, $2, p.asset, p.amount FROM entry CROSS JOIN p JOIN acc ON acc.account_key = p.account_key ORDER BY p.o)
+     SELECT (SELECT id FROM entry) AS id, (SELECT count(*)::int FROM acc) AS found,
+            (SELECT e.id FROM journal_entries e WHERE e.business_id = $1 AND e.environment = $2 AND e.reference = $4) AS existing,
+            (SELECT json_agg(short) FROM short) AS short`),
     [
       scope.businessId, scope.environment, input.kind, input.reference ?? null, input.description ?? null, JSON.stringify(input.metadata ?? {}),
       input.postings.map((p) => accountKey(p.account)), input.postings.map((p) => p.account.asset), input.postings.map((p) => p.amount.toString()), accounts,
+      input.postings.map((p) => Boolean(p.noOverdraft)),
     ],
   );
   if (row!.found < accounts) return undefined;
-  return row!.id ? { id: row!.id, created: true } : postedBefore(em, scope, input);
+  if (row!.id) return { id: row!.id, created: true };
+  if (row!.existing) return { id: row!.existing, created: false };
+  const short = new Map((row!.short ?? []).map((a) => [a.account_key, BigInt(a.balance)]));
+  const over = input.postings.find((p) => p.noOverdraft && short.has(accountKey(p.account)));
+  if (over) {
+    const net = input.postings.filter((p) => accountKey(p.account) === accountKey(over.account)).reduce((sum, p) => sum + p.amount, 0n);
+    throw new InsufficientFundsError(over.account, short.get(accountKey(over.account))!, -net);
+  }
+  return postedBefore(em, scope, input);
 }
 
 const touchesGuarded = (entry: EntryInput) => entry.postings.some((p) => !STRIPED_KINDS.has(p.account.kind));

@@ -11,7 +11,7 @@ import { fromMinor, toMinor, USDC_SCALE } from './money.js';
 import { AUTO_REFUND_CODES, refundAddressOf, scheduleAutoRefund, scheduleExcessReturn } from './refunds.js';
 import { confirmPollDelay, stepDelay, sweepJob, txJobs } from './lifecycle-jobs.js';
 import {
-  countedTransfers, createSettlement, JOINED_SETTLEMENT, type Transfers, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
+  countedTransfers, createSettlement, JOINED_SETTLEMENT, transfersColumn, transfersRead, type Transfers, uncountTransfers, type CountedTransfer, recordTransfer, setConfirmations, settlementOf, settlementView, type ObservedTransfer, type SettlementRow,
 } from './settlements.js';
 import {
   consumeQuote, insertTransaction, JOINED_WALLET, loadTransaction, lockTransaction, scopeOf, TRANSACTION_COLUMNS, transactionView, usableWallet, usableWalletOf, walletJoin,
@@ -20,7 +20,7 @@ import {
 import { TRANSACTION_VIEWS } from './transaction-moves.js';
 import { walletUsdcAccount } from './wallet-balances.js';
 import { assertProvider } from '../providers/providers.js';
-import { issuedBlock, paymentDepth } from './confirmations.js';
+import { issuedBlock, paymentDepth, type PaymentDepth } from './confirmations.js';
 import { payOrReturn } from './liquidation-returns.js';
 import { planOnce } from '../db/prepared-client.js';
 import { decideSubmission, type SubmissionDecision, type SubmissionFact } from '../kernel/submission.js';
@@ -80,7 +80,7 @@ export async function submitOfframp(deps: ChainDeps, chainOf: (environment: Envi
   let tx: TransactionRow | undefined;
   try {
     const first = await inUnit(deps, async (unit) => {
-      const read = await lockSettled(unit, transactionId, true);
+      const read = await lockSettled(unit, transactionId, { wallet: true });
       if (!read) return { outcome: 'gone' };
       const { tx: row, settlement } = read;
       tx = row;
@@ -205,8 +205,14 @@ export async function observeTransfer(
   const { settlement: updated, isNew, observation, transfers } = await recordTransfer(unit, settlement, transfer, execution);
   const tx = current ?? (await loadTransaction(unit.em, updated.transaction_id))!;
   const deposit = isNew && (chain ?? chainFor(settlement.environment, config)).live ? depositEntry(updated, tx, transfer, observation!) : null;
+  // The transfers recordTransfer's statement read are all there are where the caller locked the settlement before it
+  // (`current`): none can be recorded meanwhile. With the chain at hand, they are counted now, before the decision, so
+  // the move to confirming records what the chain shows (the count below then writes nothing more).
+  const known = current && transfers;
+  const depth = chain && known ? await paymentDepth(chain, updated.chain, known.counted, updated.required_confirmations, known.lastAt) : undefined;
   const { outcome, moved } = await decideSettlementIn(unit, tx.id, {
     kind: 'transfer_counted', isNew, deposit, countNow: !!chain, next: txJobs.confirm(tx, 1, stepDelay(config, tx.environment)), autoRefund: autoRefundOf(config, tx.id),
+    ...(depth?.state === 'counted' ? { confirmations: depth.confirmations } : {}),
   }, current && { settlement: updated, tx: current });
   if (outcome === LATE_EXCESS) await scheduleExcessReturn(unit, tx);
   else if (outcome === LATE_REASON) await lateDepositReason(unit, config, updated, tx);
@@ -214,9 +220,8 @@ export async function observeTransfer(
   else if (outcome === COUNT_NOW) {
     // Both rows as the decision left them, locked by its loader or by the caller.
     const now = { settlement: (moved.get(updated.id) as unknown as SettlementRow | undefined) ?? updated, tx: moved.get(tx.id) as unknown as TransactionRow };
-    // The transfers recordTransfer's statement read are all there are where the caller locked the settlement before it
-    // (`current`): none can be recorded meanwhile. Otherwise one recorded concurrently may be missing: they are read.
-    await countConfirmations(unit, config, chain!, now.tx, now.settlement, 0, now, current && transfers);
+    // Otherwise (no `current`) one recorded concurrently may be missing: they are read, and counted, again.
+    await countConfirmations(unit, config, chain!, now.tx, now.settlement, 0, now, known, depth);
   }
   return updated;
 }
@@ -264,34 +269,39 @@ export async function confirmSettlement(
 ): Promise<string> {
   // The settlement and its transaction, both locked, read together as the unit's first statement: the decision reads
   // neither again, and the job reads nothing before it.
-  const read = await lockSettled(unit, transactionId);
+  // Its transfers too: counting reads them again only when one was recorded while this read waited for the lock.
+  const read = await lockSettled(unit, transactionId, { transfers: true });
   if (!read) return 'gone';
   const { settlement, tx: locked } = read;
   if (settlement.status !== 'confirming') return `settlement ${settlement.status}`;
   if (locked.status !== 'awaiting_funds') return `not awaiting funds (${locked.status})`;
-  return countConfirmations(unit, config, chainOf(locked.environment), locked, settlement, round, { settlement, tx: locked });
+  return countConfirmations(unit, config, chainOf(locked.environment), locked, settlement, round, { settlement, tx: locked }, read.transfers);
 }
 
 /**
  * An off-ramp's transaction and its settlement in one statement, the settlement locked as its loader locks it (FOR
- * UPDATE) and the transaction as its moves do (FOR NO KEY UPDATE); `withWallet`: the wallet it is funded from too
- * (not locked), as usableWalletOf checks it. Undefined: no such transaction, or no settlement.
+ * UPDATE) and the transaction as its moves do (FOR NO KEY UPDATE); `wallet`: the wallet it is funded from too (not
+ * locked), as usableWalletOf checks it; `transfers`: the settlement's transfers (transfersRead: undefined when they
+ * must be read again). Undefined: no such transaction, or no settlement.
  */
 async function lockSettled(
-  unit: Unit, transactionId: string, withWallet = false,
-): Promise<{ tx: TransactionRow; settlement: SettlementRow; wallet?: ReturnType<typeof JOINED_WALLET.take> } | undefined> {
+  unit: Unit, transactionId: string, also: { wallet?: boolean; transfers?: boolean } = {},
+): Promise<{ tx: TransactionRow; settlement: SettlementRow; wallet?: ReturnType<typeof JOINED_WALLET.take>; transfers?: Transfers } | undefined> {
   const [row]: Record<string, unknown>[] = await unit.em.query(
-    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT.select}${withWallet ? `, ${JOINED_WALLET.select}` : ''}
-       FROM settlements s JOIN transactions t ON t.id = s.transaction_id${withWallet ? ` ${walletJoin('t.wallet_id', 't')}` : ''}
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_SETTLEMENT.select}${also.wallet ? `, ${JOINED_WALLET.select}` : ''}${also.transfers ? `, ${transfersColumn('s')} AS settled_transfers` : ''}
+       FROM settlements s JOIN transactions t ON t.id = s.transaction_id${also.wallet ? ` ${walletJoin('t.wallet_id', 't')}` : ''}
       WHERE s.transaction_id = $1 FOR UPDATE OF s FOR NO KEY UPDATE OF t`),
     [transactionId],
   );
   if (!row) return undefined;
   const settlement = JOINED_SETTLEMENT.take(row)!;
-  const rest = JOINED_SETTLEMENT.strip<Record<string, unknown>>(row);
-  return withWallet
-    ? { tx: JOINED_WALLET.strip<TransactionRow>(rest), settlement, wallet: JOINED_WALLET.take(rest) }
-    : { tx: rest as unknown as TransactionRow, settlement };
+  const { settled_transfers: transfers, ...rest } = JOINED_SETTLEMENT.strip<Record<string, unknown>>(row);
+  return {
+    tx: (also.wallet ? JOINED_WALLET.strip<TransactionRow>(rest) : rest) as TransactionRow,
+    settlement,
+    ...(also.wallet ? { wallet: JOINED_WALLET.take(rest) } : {}),
+    ...(also.transfers ? { transfers: transfersRead(transfers, settlement) } : {}),
+  };
 }
 
 /**
@@ -301,10 +311,12 @@ async function lockSettled(
  */
 async function countConfirmations(
   unit: Unit, config: Config, chain: ChainAdapter, tx: TransactionRow, settlement: SettlementRow, round: number, held: HeldSettlement, known?: Transfers,
+  counted?: PaymentDepth<CountedTransfer>,
 ): Promise<string> {
-  // `known`: what the statement that recorded a transfer in this unit answered (the settlement is locked since).
+  // `known`: what the statement that recorded a transfer in this unit, or that locked the settlement, answered;
+  // `counted`: what the chain showed of them, read already in this unit.
   const transfers = known ?? (await countedTransfers(unit.em, settlement.id));
-  const depth = await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt);
+  const depth = (known && counted) || (await paymentDepth(chain, settlement.chain, transfers.counted, settlement.required_confirmations, transfers.lastAt));
   if (depth.state === 'reorged') return rollBack(unit, config, tx, settlement, depth.removed, round);
   const next = (delayMs: number) => txJobs.confirm(tx, round + 1, Math.max(confirmPollDelay(config, tx.environment), delayMs));
   let fact: SettlementFact;

@@ -6,7 +6,7 @@ import { refundMove } from '../kernel/refund-machine.js';
 import type { Flow } from '../kernel/run.js';
 import { payoutEntry, refundOfframp } from './offramps.js';
 import { lockTransaction, scopeOf, type TransactionRow } from './transactions.js';
-import { TRANSACTION_VIEWS } from './transaction-moves.js';
+import { TRANSACTION_VIEWS, transactionViewsKnowing, type KnownSettlement } from './transaction-moves.js';
 
 // An off-ramp's payout carried out as shared/kernel/offramp-payouts.ts decides: the row read and locked, the decision,
 // apply(), which runs what follows a transaction's move (TRANSACTION_VIEWS) in the same unit.
@@ -38,14 +38,16 @@ export async function decidePayoutIn(unit: Unit, chain: ChainAdapter | null, id:
  * decidePayoutIn(), answering the row as the plan left it (locked in this unit) too. `held`: the row, locked by the
  * caller in this unit as it is now, not read again.
  */
-export async function decideAndApplyPayout(unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact, held?: TransactionRow): Promise<{ outcome: string; row?: TransactionRow }> {
+export async function decideAndApplyPayout(
+  unit: Unit, chain: ChainAdapter | null, id: string, fact: PayoutFact, held?: TransactionRow, known?: KnownSettlement,
+): Promise<{ outcome: string; row?: TransactionRow }> {
   const loaded = held ? loadedOf(held) : await OFFRAMP_PAYOUT_FLOW.load(unit, id);
   if (!loaded) return { outcome: 'gone' };
   const { row } = loaded;
   const decided: PayoutPlan = decideOfframpPayout(loaded, fact);
   if (decided.refund && !chain) throw new Error(`a payout refusal of ${id} decided without a chain to refund on`);
   const refund = decided.refund ? refundMove(row, await refundOfframp(unit, chain!, row)) : null;
-  const moved = await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, OFFRAMP_PAYOUT_FLOW.views);
+  const moved = await apply(unit, refund ? { ...decided, moves: [refund, ...decided.moves] } : decided, transactionViewsKnowing(known));
   return { outcome: decided.outcome, row: (moved.get(id) as unknown as TransactionRow | undefined) ?? row };
 }
 
@@ -55,7 +57,9 @@ export async function decideAndApplyPayout(unit: Unit, chain: ChainAdapter | nul
  * processing -> completed, one statement). A refusal's refund is written against the row as it is, so a refused payout
  * goes step by step, as does a row not funded. `held`: as decideAndApplyPayout's.
  */
-export async function decideAndApplyAnswered(unit: Unit, chain: ChainAdapter, id: string, sent: PayoutFact, answer: PayoutFact, held?: TransactionRow): Promise<string> {
+export async function decideAndApplyAnswered(
+  unit: Unit, chain: ChainAdapter, id: string, sent: PayoutFact, answer: PayoutFact, held?: TransactionRow, known?: KnownSettlement,
+): Promise<string> {
   const loaded = held ? loadedOf(held) : await OFFRAMP_PAYOUT_FLOW.load(unit, id);
   if (!loaded) return 'gone';
   const taken = decideOfframpPayout(loaded, sent);
@@ -64,12 +68,12 @@ export async function decideAndApplyAnswered(unit: Unit, chain: ChainAdapter, id
     const answered = decideOfframpPayout(loadedOf({ ...loaded.row, status: move.to, ...move.set } as TransactionRow), answer);
     if (!answered.refund) {
       const both = { ...answered, moves: [...taken.moves, ...answered.moves], entries: [...taken.entries, ...answered.entries], jobs: [...taken.jobs, ...answered.jobs] };
-      await apply(unit, both, OFFRAMP_PAYOUT_FLOW.views);
+      await apply(unit, both, transactionViewsKnowing(known));
       return answered.outcome;
     }
   }
-  const first = await decideAndApplyPayout(unit, chain, id, sent, loaded.row);
-  return first.outcome === 'processing' ? (await decideAndApplyPayout(unit, chain, id, answer, first.row)).outcome : first.outcome;
+  const first = await decideAndApplyPayout(unit, chain, id, sent, loaded.row, known);
+  return first.outcome === 'processing' ? (await decideAndApplyPayout(unit, chain, id, answer, first.row, known)).outcome : first.outcome;
 }
 
 function loadedOf(row: TransactionRow): Loaded {

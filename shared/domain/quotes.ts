@@ -93,13 +93,9 @@ function requestedAmount(input: CreateQuoteInput, units: { source: string; desti
 }
 
 /** Off-ramp: the beneficiary exists here, is active, and is paid in the quote's currency by the quote's method. */
-async function checkBeneficiary(q: Queryable, scope: EventScope, id: string, currency: string, method: string): Promise<void> {
-  const rows: { status: string; currency: string; payment_method: string }[] = await q.query(
-    planOnce(`SELECT status, currency, payment_method FROM beneficiaries WHERE ${byIdInScope()}`),
-    [id, scope.businessId, scope.environment],
-  );
-  const b = rows[0];
-  if (!b) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
+/** An off-ramp quote's beneficiary as the quote's insert reads it: it must exist, be active, and be paid as the quote pays. */
+function checkBeneficiary(b: { status: string | null; currency: string | null; payment_method: string | null }, id: string, currency: string, method: string): void {
+  if (b.status === null) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
   if (b.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });
   if (b.currency !== currency || b.payment_method !== method) {
     throw corridorError('unsupported_corridor', `This beneficiary is paid in ${b.currency} by ${b.payment_method}, not ${currency} by ${method}.`, {
@@ -136,25 +132,37 @@ export async function createQuote(unit: Unit, config: Config, scope: EventScope,
   if (input.direction === 'offramp') {
     if (!input.beneficiary_id) throw invalid('beneficiary_id', 'is required for an off-ramp quote');
     if (input.wallet_id) throw invalid('wallet_id', 'belongs to on-ramp quotes (the off-ramp names its funding wallet when it starts)');
-    await checkBeneficiary(unit.em, scope, input.beneficiary_id, currency, corridor.payment_method);
-    // MTN MoMo pays its own network only: the beneficiary's network must be one a live provider serves.
-    if (scope.environment === 'live' && corridor.payment_method === 'mobile_money' && momoServes(config, currency)) {
-      const { details } = await loadActiveBeneficiary(unit.em, config.encryptionKeys, scope, input.beneficiary_id);
-      requireLiveProvider(config, currency, corridor.payment_method, details.mobile_network);
-    }
+    // Its beneficiary is checked by the quote's own insert, below.
   } else {
     if (!input.wallet_id) throw invalid('wallet_id', 'is required for an on-ramp quote');
     if (input.beneficiary_id) throw invalid('beneficiary_id', 'belongs to off-ramp quotes');
     await checkDestinationWallet(unit.em, scope, input.wallet_id, input.chain);
   }
-  const rows: QuoteRow[] = await unit.em.query(
-    planOnce(`INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, wallet_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`),
+  // One statement: an off-ramp's beneficiary read (it must exist, be active and be paid as the quote pays) and the
+  // quote written only if it is; what was read says why not.
+  const [row]: (QuoteRow & { beneficiary_status: string | null; beneficiary_currency: string | null; beneficiary_method: string | null })[] = await unit.em.query(
+    planOnce(`WITH b AS (SELECT status, currency, payment_method FROM beneficiaries WHERE id = $10::uuid AND (business_id = $2 AND environment = $3) IS TRUE),
+     ins AS (INSERT INTO quotes (id, business_id, environment, direction, chain, currency, payment_method, requested_side, requested_amount, beneficiary_id, wallet_id)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
+        WHERE $10::uuid IS NULL OR EXISTS (SELECT 1 FROM b WHERE b.status = 'active' AND b.currency = $6 AND b.payment_method = $7)
+       RETURNING ${COLUMNS})
+     SELECT ins.*, b.status AS beneficiary_status, b.currency AS beneficiary_currency, b.payment_method AS beneficiary_method
+       FROM (SELECT 1) one LEFT JOIN ins ON true LEFT JOIN b ON true`),
     [id, scope.businessId, scope.environment, input.direction, input.chain, currency, corridor.payment_method, requested.side, requested.amount,
       input.beneficiary_id ?? null, input.wallet_id ?? null],
   );
+  const { beneficiary_status: status, beneficiary_currency: paidIn, beneficiary_method: paidBy, ...quote } = row;
+  if (input.beneficiary_id) {
+    checkBeneficiary({ status, currency: paidIn, payment_method: paidBy }, input.beneficiary_id, currency, corridor.payment_method);
+    // MTN MoMo pays its own network only: the beneficiary's network must be one a live provider serves (refused, the
+    // unit and the quote with it are rolled back).
+    if (scope.environment === 'live' && corridor.payment_method === 'mobile_money' && momoServes(config, currency)) {
+      const { details } = await loadActiveBeneficiary(unit.em, config.encryptionKeys, scope, input.beneficiary_id);
+      requireLiveProvider(config, currency, corridor.payment_method, details.mobile_network);
+    }
+  }
   await unit.stage(quoteJobs.price(id), scope);
-  return rows[0];
+  return quote as QuoteRow;
 }
 
 /** What a payout priced by the service itself (not asked for by a quote request) is priced at. */

@@ -31,14 +31,14 @@ export async function payoutState(q: Queryable, tx: TransactionRow): Promise<'pa
 }
 
 /** What the off-ramp received and paid out, the two facts its refund is measured against. */
-export async function fundsOf(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined): Promise<RefundFunds> {
+export async function fundsOf(q: Queryable, tx: TransactionRow, settlement: Pick<SettlementRow, 'received_amount'> | undefined): Promise<RefundFunds> {
   const received = tx.funding_type === 'treasury' ? minor(tx.total_required) : settlement ? minor(settlement.received_amount) : 0n;
   const paidOut = tx.status === 'completed' || (await payoutState(q, tx)) === 'paid' ? minor(tx.total_required) : 0n;
   return { received, paidOut };
 }
 
 /** USDC received, paid out, already returned (completed sends only), on its way back, and what is left to return. */
-export async function heldFunds(q: Queryable, tx: TransactionRow, settlement: SettlementRow | undefined) {
+export async function heldFunds(q: Queryable, tx: TransactionRow, settlement: Pick<SettlementRow, 'received_amount'> | undefined) {
   const funds = await fundsOf(q, tx, settlement);
   return { ...funds, ...refundTally(funds, sendsOf(tx)) };
 }
@@ -72,9 +72,16 @@ export async function scheduleAutoRefund(unit: Unit, config: Config, tx: Transac
   return { refund_due_at: dueAt };
 }
 
-/** A completed off-ramp received more than total_required: the excess goes back now. */
-export async function scheduleExcessReturn(unit: Unit, tx: TransactionRow): Promise<void> {
-  const settlement = await settlementOf(unit.em, tx.id);
+/** What an off-ramp's settlement received, read in the unit already (null: the off-ramp has no settlement). */
+export type Received = Pick<SettlementRow, 'received_amount'> | null;
+
+/**
+ * A completed off-ramp received more than total_required: the excess goes back now. `received`: the settlement as
+ * the caller read it in this unit (a statement earlier than this one's read, just as current: a transfer recorded
+ * meanwhile waits for the off-ramp's lock, and finds it completed); else it is read here.
+ */
+export async function scheduleExcessReturn(unit: Unit, tx: TransactionRow, received?: Received): Promise<void> {
+  const settlement = received === undefined ? await settlementOf(unit.em, tx.id) : received ?? undefined;
   if (tx.direction !== 'offramp' || tx.funding_type === 'treasury' || !settlement) return;
   if ((await heldFunds(unit.em, tx, settlement)).due <= 0n) return;
   const [{ refund_due_at: dueAt }] = await updateReturning<{ refund_due_at: Date }>(unit.em,

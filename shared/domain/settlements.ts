@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { encodeFunctionData, erc20Abi, type Address } from 'viem';
+import { encodeFunctionData, erc20Abi, getAbiItem, toFunctionSelector, type Address, type Hex } from 'viem';
 import { AppError } from '../errors.js';
 import type { Config } from '../config.js';
 import { updateReturning, type Unit } from '../db/unit-of-work.js';
 import { walletOf } from '../chain/hd-wallet.js';
-import { claimAddress } from '../chain/address-pool.js';
+import { claimAddress, claimed, claimStart, nextPooled } from '../chain/address-pool.js';
 import type { Chain } from './chains.js';
 import type { EventScope } from './events.js';
 import { formatAmount, fromMinor, toMinor, USDC_SCALE } from './money.js';
@@ -113,29 +113,60 @@ export interface NewSettlement {
  */
 export async function createSettlement(unit: Unit, config: Config, scope: EventScope, input: NewSettlement): Promise<SettlementRow> {
   const wallet = walletOf(config, scope.environment, 'Live deposit addresses');
+  const token = config.chains[input.chain].usdcAddress as Address;
+  const total = toMinor(input.totalRequired, USDC_SCALE);
+  const id = randomUUID();
+  const params = (toAddress: string | null, index: number | null, execution: string | null) => [
+    id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
+    input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, execution, config.settlementTtlSeconds,
+    input.issuedBlock?.toString() ?? null, input.liquidationAddress?.id ?? null,
+  ];
+  const insert = (values: { text: string; params: unknown[]; with?: string }) =>
+    insertCreated<SettlementStatus, SettlementRow>(unit, SETTLEMENT_MACHINE, scope, 'awaiting_transfer', { ...values, prepared: true, ids: [id] }, settlementView);
+  if (!input.liquidationAddress) {
+    // One statement: a pooled address claimed and the settlement paying to it, its ERC-20 transfer encoded as
+    // erc20TransferData() does. An empty pool past the claim's start writes nothing: the fuller path below.
+    const start = claimStart(scope.environment, wallet.xpub);
+    const [row] = await insert({
+      with: `claimed AS (DELETE FROM hd_address_pool WHERE hd_index = (${nextPooled('$3', '$8', '$9::integer')}) RETURNING hd_index, address)`,
+      text: `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
+         amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block, liquidation_address_id)
+       SELECT $1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, c.address, c.hd_index, $10, $11, $12, $13, $14,
+              jsonb_build_object('method', 'erc20_transfer', 'to', $6::text, 'value', '0',
+                'data', '${TRANSFER_SELECTOR}' || lpad(lower(substr(c.address, 3)), 64, '0') || $15::text),
+              now() + make_interval(secs => $16), $17, $18
+         FROM claimed c RETURNING ${COLUMNS}`,
+      params: params(start.xpubId, start.from, amountWord(total)),
+    });
+    if (row) {
+      claimed(scope.environment, wallet.xpub, row.hd_index!);
+      return row;
+    }
+  }
   const { index, address: toAddress } = input.liquidationAddress
     ? { index: input.liquidationAddress.hdIndex, address: input.liquidationAddress.address as Address }
     : await claimAddress(unit.em, scope.environment, wallet.xpub);
-  const token = config.chains[input.chain].usdcAddress as Address;
-  const total = toMinor(input.totalRequired, USDC_SCALE);
-  const execution = {
-    method: 'erc20_transfer',
-    to: token,
-    data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [toAddress, total] }),
-    value: '0',
-  };
-  const id = randomUUID();
-  const [row] = await insertCreated<SettlementStatus, SettlementRow>(unit, SETTLEMENT_MACHINE, scope, 'awaiting_transfer', {
+  const execution = { method: 'erc20_transfer', to: token, data: erc20TransferData(toAddress, total), value: '0' };
+  const [row] = await insert({
     text: `INSERT INTO settlements (id, business_id, environment, transaction_id, status, chain, token_address, from_address, to_address, hd_index, fee_address,
        amount, fee_amount, total_required, required_confirmations, execution, expires_at, issued_block, liquidation_address_id)
      VALUES ($1, $2, $3, $4, 'awaiting_transfer', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now() + make_interval(secs => $16), $17, $18) RETURNING ${COLUMNS}`,
-    params: [id, scope.businessId, scope.environment, input.transactionId, input.chain, token, input.fromAddress, toAddress, index, wallet.treasuryAddress,
-      input.amount, input.feeAmount, input.totalRequired, config.chains[input.chain].confirmations, JSON.stringify(execution), config.settlementTtlSeconds,
-      input.issuedBlock?.toString() ?? null, input.liquidationAddress?.id ?? null],
-    prepared: true,
-    ids: [id],
-  }, settlementView);
+    params: params(toAddress, index, JSON.stringify(execution)),
+  });
   return row;
+}
+
+/** transfer(address,uint256)'s selector: the calldata of a settlement's ERC-20 transfer begins with it. */
+const TRANSFER_SELECTOR = toFunctionSelector(getAbiItem({ abi: erc20Abi, name: 'transfer' }));
+
+/** The ERC-20 transfer of `amount` (minor units) to `to`, as calldata. */
+export function erc20TransferData(to: Address, amount: bigint): Hex {
+  return encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] });
+}
+
+/** The calldata's last word, the amount, as 64 hex digits (the address's word comes from the claimed row, in SQL). */
+function amountWord(amount: bigint): string {
+  return erc20TransferData('0x0000000000000000000000000000000000000000', amount).slice(2 + 8 + 64);
 }
 
 export interface ObservedTransfer {
@@ -211,6 +242,24 @@ const TRANSFER_COLUMNS = 'id::text AS id, transaction_hash, log_index, amount::t
 function transfersOf(rows: TransferRow[]): Transfers {
   const lastAt = rows.reduce<Date | null>((last, r) => (!last || r.observed_at > last ? r.observed_at : last), null);
   return { counted: rows.filter((r) => r.block_hash !== null).map(({ observed_at: _, ...t }) => t as CountedTransfer), lastAt };
+}
+
+/**
+ * A settlement's transfers as one JSON column of a read that has the settlement as `alias` (transfersRead() takes them
+ * out): a read of the settlement with its transfers is one statement.
+ */
+export const transfersColumn = (alias: string) =>
+  `(SELECT json_agg(x ORDER BY x.id::bigint) FROM (SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = ${alias}.id) x)`;
+
+/**
+ * The transfers transfersColumn() read beside `settlement`, or undefined when they are not all it counts. Under READ
+ * COMMITTED a read that waited for the settlement's lock answers the settlement as the unit that held it left it, but
+ * its transfers as they were when the read began: a transfer recorded meanwhile is missing, so they are read again.
+ */
+export function transfersRead(json: unknown, settlement: SettlementRow): Transfers | undefined {
+  const rows = ((json ?? []) as (TransferRow & { observed_at: string })[]).map((t) => ({ ...t, observed_at: new Date(t.observed_at) }));
+  const total = rows.reduce((sum, t) => sum + toMinor(t.amount, USDC_SCALE), 0n);
+  return total === minor(settlement.received_amount) ? transfersOf(rows) : undefined;
 }
 
 /** A settlement's transfers (Transfers), in one query. */

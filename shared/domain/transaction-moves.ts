@@ -4,7 +4,7 @@ import { decideIn, type Flow } from '../kernel/run.js';
 import { decideStepFailed, type TxSnapshot } from '../kernel/transaction-steps.js';
 import { TRANSACTION_MACHINE, type TransactionStatus } from './machines.js';
 import { followPayout } from './payout-follow.js';
-import { scheduleExcessReturn } from './refund-funds.js';
+import { scheduleExcessReturn, type Received } from './refund-funds.js';
 import { lockTransaction, scopeOf, transactionView, type TransactionRow } from './transactions.js';
 
 // A transaction's status moves only through apply() (shared/kernel/apply.ts), with what follows in the same unit (a
@@ -16,14 +16,26 @@ import { lockTransaction, scopeOf, transactionView, type TransactionRow } from '
  * What follows a transaction's move in its unit, whoever decided it: a treasury-funded payout's intent or batch follows
  * its end, and a paid-out off-ramp's excess goes back.
  */
-async function followMove(unit: Unit, row: TransactionRow): Promise<void> {
+async function followMove(unit: Unit, row: TransactionRow, known?: KnownSettlement): Promise<void> {
   if (row.funding_type === 'treasury' && ['completed', 'failed', 'action_required'].includes(row.status)) await followPayout(unit, row);
   // Paid out: whatever arrived beyond total_required goes back (CONTRACT section 14).
-  if (row.status === 'completed' && row.direction === 'offramp') await scheduleExcessReturn(unit, row);
+  if (row.status === 'completed' && row.direction === 'offramp') await scheduleExcessReturn(unit, row, known?.transactionId === row.id ? known.received : undefined);
 }
 
 /** The views apply() needs for a plan that moves a transaction: its event's data, and what follows the move. */
-export const TRANSACTION_VIEWS: Views = new Map([[TRANSACTION_MACHINE, { view: (row: TransactionRow) => transactionView(row), follow: followMove }]]);
+export const TRANSACTION_VIEWS: Views = new Map([[TRANSACTION_MACHINE, { view: (row: TransactionRow) => transactionView(row), follow: (unit: Unit, row: TransactionRow) => followMove(unit, row) }]]);
+
+/** An off-ramp's settlement as its caller read it in the unit: what followed its move does not read it again. */
+export interface KnownSettlement {
+  transactionId: string;
+  received: Received;
+}
+
+/** TRANSACTION_VIEWS, for a plan whose caller read the off-ramp's settlement in this unit already. */
+export function transactionViewsKnowing(known: KnownSettlement | undefined): Views {
+  if (!known) return TRANSACTION_VIEWS;
+  return new Map([[TRANSACTION_MACHINE, { view: (row: TransactionRow) => transactionView(row), follow: (unit: Unit, row: TransactionRow) => followMove(unit, row, known) }]]);
+}
 
 /** What the decisions of shared/kernel/transaction-steps.ts read, from the row. */
 export function txSnapshot(row: TransactionRow): TxSnapshot {

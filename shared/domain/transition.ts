@@ -31,6 +31,16 @@ export interface TransitionInput<S extends string, R> {
   ledger?: (row: R) => EntryInput | null;
   /** Jobs this change starts, staged in the outbox and enqueued after the commit. */
   jobs?: (row: R) => JobRequest[];
+  /**
+   * Other columns the caller's decision read, which must still hold these values for the move to happen (a
+   * compare-and-set on all it read, as moveRecord's).
+   */
+  unchanged?: Record<string, unknown>;
+  /**
+   * A record written in the same statement whether the row moves or not (a webhook attempt beside its message's
+   * move): an INSERT whose parameters are numbered from `first`, with `params` as their values.
+   */
+  alongside?: { insert: (first: number) => string; params: unknown[] };
 }
 
 export interface Moved<S extends string, R> {
@@ -81,12 +91,19 @@ export async function transitionAll<S extends string, R extends Record<string, a
   const t = machine.table;
   params.push(machine.resource, input.reason ?? null);
   const [resourceParam, reasonParam] = [params.length - 1, params.length];
+  const unchanged = Object.entries(input.unchanged ?? {}).map(([column, value]) => {
+    if (!IDENTIFIER.test(column)) throw new Error(`bad column in transition: ${column}`);
+    params.push(value);
+    return ` AND ${t}.${column} IS NOT DISTINCT FROM $${params.length}`;
+  }).join('');
+  const alongside = input.alongside ? `alongside AS (${input.alongside.insert(params.length + 1)}),\n     ` : '';
+  if (input.alongside) params.push(...input.alongside.params);
   // One round trip: lock (in id order), conditional update and the history rows. The lock is NO KEY UPDATE, as the
   // UPDATE's own: a status change never touches a key, so rows referencing this one (their foreign-key checks) never wait on it.
   // Prepared (planOnce): the scope is a filter (IS TRUE), so every plan finds the rows by their primary key.
   const rows: (R & { previous_status: S })[] = await unit.em.query(
-    planOnce(`WITH prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE ${one ? 'id = $1::uuid' : 'id = ANY($1::uuid[])'} AND (business_id = $2 AND environment = $3) IS TRUE ORDER BY id FOR NO KEY UPDATE),
-     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])${guarded(machine, from, input.to, t, input.reason)} RETURNING ${t}.*, prev.status AS previous_status),
+    planOnce(`WITH ${alongside}prev AS (SELECT id, ${machine.column} AS status FROM ${t} WHERE ${one ? 'id = $1::uuid' : 'id = ANY($1::uuid[])'} AND (business_id = $2 AND environment = $3) IS TRUE ORDER BY id FOR NO KEY UPDATE),
+     moved AS (UPDATE ${t} SET ${sets.join(', ')} FROM prev WHERE ${t}.id = prev.id AND prev.status = ANY($4::text[])${guarded(machine, from, input.to, t, input.reason)}${unchanged} RETURNING ${t}.*, prev.status AS previous_status),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason)
                  SELECT $2, $3, $${resourceParam}, id, previous_status, $5, $${reasonParam} FROM moved)
      SELECT * FROM moved`),
@@ -257,18 +274,19 @@ function guarded<S extends string>(machine: Machine<S>, from: S[], to: S, t: str
  * Creates resources with their first status in one statement: `insert` (an INSERT ... RETURNING that names `id`) and
  * each created row's history row (from nothing to `status`), then each one's event when the status is announced.
  * `prepared`: the text is planned once (a fixed shape). `ids`: the new ids in the order the resources were created, which
- * the answer and the events keep.
+ * the answer and the events keep. `with`: statements the insert reads from, as a WITH list's entries.
  */
 export async function insertCreated<S extends string, R extends { id: string }>(
   unit: Unit,
   machine: Machine<S>,
   scope: EventScope,
   status: S,
-  insert: { text: string; params: unknown[]; prepared: boolean; ids: readonly string[] },
+  insert: { text: string; params: unknown[]; prepared: boolean; ids: readonly string[]; with?: string },
   view: (row: R) => Record<string, unknown> | Promise<Record<string, unknown>>,
 ): Promise<R[]> {
   const n = insert.params.length;
-  const text = `WITH created AS (${insert.text}),
+  // `with`: named statements the insert reads from (an address claimed for it), written before it.
+  const text = `WITH ${insert.with ? `${insert.with},\n     ` : ''}created AS (${insert.text}),
      history AS (INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status)
                  SELECT $${n + 1}, $${n + 2}, $${n + 3}, id, NULL, $${n + 4} FROM created)
      SELECT * FROM created`;

@@ -38,7 +38,11 @@ export type SettlementFact =
    * else a log seen before). `deposit`: its ledger entry (live, new); `next` counts its confirmations later unless
    * `countNow` (the chain at hand: the caller counts in the same unit); `autoRefund` for a late deposit.
    */
-  | { kind: 'transfer_counted'; isNew: boolean; deposit: EntryInput | null; countNow: boolean; next: JobRequest; autoRefund: AutoRefund }
+  | {
+    kind: 'transfer_counted'; isNew: boolean; deposit: EntryInput | null; countNow: boolean; next: JobRequest; autoRefund: AutoRefund;
+    /** What the chain at hand already shows (countNow): recorded with the move to confirming. */
+    confirmations?: number;
+  }
   /** The expiry job, at (or after) expires_at; `autoRefund` is the refund an underpaid off-ramp schedules. */
   | { kind: 'expiry_tick'; autoRefund: AutoRefund }
   /** The transaction failed or is being refunded: its deposit address is closed (a later transfer is a late deposit). */
@@ -158,7 +162,8 @@ function transferCounted(s: SettlementSnapshot, fact: Extract<SettlementFact, { 
     if (s.tx.status !== 'submitting' || s.status !== 'confirming') return plan(s.scope, 'seen before', { entries });
   } else if (CLOSED.includes(s.status) || s.tx.status === 'failed' || s.tx.status === 'completed') return late(s, fact, entries);
   if (s.received < s.totalRequired || (s.status !== 'awaiting_transfer' && s.status !== 'confirming')) return plan(s.scope, 'counted', { entries });
-  const confirming = s.status === 'awaiting_transfer' ? [settlementMove(s, 'confirming')] : [];
+  const shown = fact.confirmations ? { confirmations: Math.min(fact.confirmations, s.requiredConfirmations) } : {};
+  const confirming = s.status === 'awaiting_transfer' ? [settlementMove(s, 'confirming', shown)] : [];
   if (s.tx.status === 'signing') return plan(s.scope, 'confirming', { moves: confirming, entries });
   const funds = transactionMove(s, 'awaiting_funds', s.tx.status === 'action_required' ? { failure: null, stalled_at: null } : {});
   const jobs = funds.length && !fact.countNow ? [fact.next] : [];

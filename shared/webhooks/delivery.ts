@@ -11,7 +11,7 @@ import { endpointTakes, webhookJobs } from './fan-out.js';
 
 export { webhookJobs };
 import { WEBHOOK_ENDPOINT_MACHINE, WEBHOOK_MESSAGE_MACHINE, WEBHOOK_MESSAGE_STATUSES, type WebhookEndpointStatus, type WebhookMessageStatus } from '../domain/machines.js';
-import { NOW, transition } from '../domain/transition.js';
+import { NOW, transition, type TransitionInput } from '../domain/transition.js';
 import { endpointPolicy, sendWebhook, type DeliveryResult } from './http-delivery.js';
 import { planOnce } from '../db/prepared-client.js';
 
@@ -181,24 +181,27 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
   const gone = result.statusCode === 410;
   const delay = ok || gone ? null : nextDelayMs(config.webhooks.retryScheduleMs, data.attempt, result.retryAfterSeconds);
   const nextAt = delay === null ? null : new Date(Date.now() + delay);
-  // The attempt recorded, and the message locked with its round read, in one statement. A redelivery started a new
-  // round meanwhile: this attempt is history; the new round decides the message's status.
-  const [current]: { round: number }[] = await unit.em.query(
-    planOnce(`WITH attempt AS (
-       INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11))
-     SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`),
-    [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
-      Math.round(result.latencyMs), result.error, nextAt],
-  );
-  if (current.round !== data.round) return 'superseded by a redelivery';
+  const attempt = [message.id, message.endpoint_id, message.event_id, message.event_type, message.business_id, message.environment, data.attempt, result.statusCode,
+    Math.round(result.latencyMs), result.error, nextAt];
   if (ok) {
-    await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW });
+    // The attempt recorded and the message delivered in one statement, the move made only while the message is still
+    // in this round (a redelivery started a new one meanwhile: this attempt is history; the new round decides).
+    const moved = await moveMessage(unit, message, 'delivered', { attempts: data.attempt, next_attempt_at: null, delivered_at: NOW }, undefined, {
+      unchanged: { round: data.round }, alongside: { insert: (first) => attemptInsert(first), params: attempt },
+    });
+    if (!moved) return 'attempt recorded; the message had moved on (a redelivery, or another attempt)';
     // Any success means the endpoint works again (a healthy endpoint's row is not touched: deliveries never queue on it).
     if (message.endpoint_status === 'failing') await moveEndpoint(unit, message, 'enabled', { failing_since: null }, 'delivered');
     else if (message.endpoint_failing_since) await unit.em.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [message.endpoint_id]);
     return 'delivered';
   }
+  // The attempt recorded, and the message locked with its round read, in one statement. A redelivery started a new
+  // round meanwhile: this attempt is history; the new round decides the message's status.
+  const [current]: { round: number }[] = await unit.em.query(
+    planOnce(`WITH attempt AS (${attemptInsert(1)}) SELECT round FROM webhook_messages WHERE id = $1 FOR UPDATE`),
+    attempt,
+  );
+  if (current.round !== data.round) return 'superseded by a redelivery';
   if (gone) {
     await moveMessage(unit, message, 'failed', { attempts: data.attempt, next_attempt_at: null }, 'gone');
     await moveEndpoint(unit, message, 'disabled', { disabled_reason: 'The endpoint answered 410 Gone.' }, 'gone');
@@ -217,10 +220,19 @@ async function recordAttempt(unit: Unit, config: Config, message: MessageRow, da
   return 'failed';
 }
 
+/** An attempt's row, its eleven parameters numbered from `first`. */
+function attemptInsert(first: number): string {
+  return `INSERT INTO webhook_deliveries (message_id, endpoint_id, event_id, event_type, business_id, environment, attempt, status_code, latency_ms, error, next_retry_at)
+       VALUES (${Array.from({ length: 11 }, (_, i) => `$${first + i}`).join(', ')})`;
+}
+
 const scopeOf = (message: MessageRow) => ({ businessId: message.business_id, environment: message.environment });
 
-function moveMessage(unit: Unit, message: MessageRow, to: WebhookMessageStatus, set: Record<string, unknown>, reason?: string) {
-  return transition<WebhookMessageStatus, MessageRow>(unit, WEBHOOK_MESSAGE_MACHINE, { scope: scopeOf(message), id: message.id, to, expected: message.status, set, reason, view: () => ({}) });
+function moveMessage(
+  unit: Unit, message: MessageRow, to: WebhookMessageStatus, set: Record<string, unknown>, reason?: string,
+  also: Pick<TransitionInput<WebhookMessageStatus, MessageRow>, 'unchanged' | 'alongside'> = {},
+) {
+  return transition<WebhookMessageStatus, MessageRow>(unit, WEBHOOK_MESSAGE_MACHINE, { scope: scopeOf(message), id: message.id, to, expected: message.status, set, reason, view: () => ({}), ...also });
 }
 
 function moveEndpoint(unit: Unit, message: MessageRow, to: WebhookEndpointStatus, set: Record<string, unknown>, reason: string) {

@@ -9,6 +9,10 @@ import { getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
 import { BASE, createCustomer } from '../helpers/wallets.js';
 import { startPools } from '../helpers/workers.js';
+import { fund, kesBeneficiary, offramp, quote } from '../helpers/ramps.js';
+import { erc20TransferData } from '../../shared/domain/settlements.js';
+import { toMinor, USDC_SCALE } from '../../shared/domain/money.js';
+import type { Address } from 'viem';
 
 // Section 15 / issue 24: addresses are derived ahead of need by a worker; a create claims one, so the request path
 // does no elliptic-curve work. An empty pool is not an error: the create derives its own.
@@ -52,6 +56,38 @@ describe('the pool of pre-derived addresses', function () {
       const [{ hd_index }] = await (await getDs()).query(`SELECT hd_index FROM payment_intents WHERE id = $1`, [intent.body.id]);
       expect(hd_index).to.equal(before[1].hd_index);
       expect((await pooled()).map((r) => r.address)).to.deep.equal(before.slice(2).map((r) => r.address));
+    } finally {
+      await pricing.close();
+    }
+  });
+
+  it('an off-ramp\'s deposit address is claimed by its settlement\'s own insert, with the transfer viem encodes; an empty pool derives one', async () => {
+    const pricing = await startPools(['pricing'], { env: { ADDRESS_POOL_SIZE: '0' } });
+    try {
+      const key = biz.sandboxKey;
+      const beneficiary = await kesBeneficiary(api, key);
+      const customer = await createCustomer(api, key);
+      await fund(api, key, customer.wallet.id, '50');
+      const start = async () => {
+        const q = await quote(api, key, { direction: 'offramp', source_amount: '10', beneficiary_id: beneficiary });
+        const res = await offramp(api, key, q.id, customer.wallet.id);
+        expect(res.status, JSON.stringify(res.body)).to.equal(201);
+        const [row]: { to_address: string; hd_index: number; total_required: string }[] = await (await getDs()).query(
+          `SELECT to_address, hd_index, total_required::text FROM settlements WHERE transaction_id = $1`, [res.body.id]);
+        expect(res.body.settlement.execution).to.deep.equal({
+          method: 'erc20_transfer', to: res.body.settlement.token_address, value: '0', data: erc20TransferData(row.to_address as Address, toMinor(row.total_required, USDC_SCALE)),
+        });
+        return row;
+      };
+      await refillAddressPool(await getDs(), 'sandbox', sandboxXpub(), 2);
+      const before = await pooled();
+      const fromPool = await start();
+      expect(fromPool).to.deep.include({ to_address: before[0].address, hd_index: before[0].hd_index });
+      expect((await pooled()).map((r) => r.hd_index)).to.deep.equal([before[1].hd_index]);
+      await (await getDs()).query(`DELETE FROM hd_address_pool`);
+      const derived = await start();
+      expect(derived.to_address).to.equal(managedWalletAddress(sandboxXpub(), derived.hd_index));
+      expect(derived.hd_index).to.not.equal(fromPool.hd_index);
     } finally {
       await pricing.close();
     }

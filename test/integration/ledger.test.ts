@@ -187,6 +187,19 @@ describe('ledger', () => {
     });
   });
 
+  /** postEntry in a transaction of its own, with the statements it sent counted. */
+  const postCounted = async (local: EventScope, input: Parameters<typeof postEntry>[2]) => {
+    let statements = 0;
+    const posted = await ds.transaction((em) => {
+      const counting = new Proxy(em, { get: (target, name, receiver) => (name === 'query' ? (...args: unknown[]) => {
+        statements++;
+        return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+      } : Reflect.get(target, name, receiver)) });
+      return postEntry(counting, local, input);
+    });
+    return { ...posted, statements };
+  };
+
   it('posts one entry per reference, even when posted concurrently', async () => {
     const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
     const reference = `ref-${randomUUID()}`;
@@ -216,6 +229,26 @@ describe('ledger', () => {
     expect(InsufficientFundsError.prototype).to.be.instanceOf(LedgerError);
   });
 
+  it('a guarded debit is locked, checked and written in one statement; its repeat answers the entry though the balance no longer covers it', async () => {
+    const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
+    // The first post creates the accounts; the second finds them (from then on this process knows they exist).
+    for (const n of [60n, 40n]) await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: [{ account: FAUCET, amount: -n - 1n }, { account: TREASURY, amount: n }, { account: FEES, amount: 1n }] }));
+    const spend = (amount: bigint) => [{ account: TREASURY, amount: -amount, noOverdraft: true }, { account: TREASURY, amount: 1n }, { account: FEES, amount: amount - 1n }];
+    const counted = (reference: string, amount: bigint) => postCounted(local, { kind: 'spend', reference, postings: spend(amount) });
+    const reference = `guarded-${randomUUID()}`;
+    const first = await counted(reference, 71n);
+    expect([first.created, first.statements]).to.deep.equal([true, 1]);
+    // 30 left: the same entry again answers the first, unchecked and unwritten.
+    const again = await counted(reference, 71n);
+    expect([again.created, again.id, again.statements]).to.deep.equal([false, first.id, 1]);
+    // Net of the whole entry (71 out, 1 back): 70 asked of 30.
+    const refused = await counted(`guarded-${randomUUID()}`, 71n).catch((err: unknown) => err);
+    expect(refused).to.be.instanceOf(InsufficientFundsError);
+    expect((refused as Error).message).to.match(/30/).and.match(/70/);
+    expect(await accountBalance(ds, local, TREASURY)).to.equal(30n);
+    for (const row of await storedVsPosted(ds, local)) expect(row.balance, row.account_key).to.equal(row.posted);
+  });
+
   describe('striped balances of the shared clearing, fee and faucet accounts', () => {
     it('take 80 concurrent postings without a lock queue, a lost update or a deadlock, and sum to their postings', async () => {
       const local: EventScope = { businessId: (await makeBusiness()).businessId, environment: 'sandbox' };
@@ -243,17 +276,7 @@ describe('ledger', () => {
       const postings = (n: bigint) => [{ account: FAUCET, amount: -n }, { account: SETTLEMENT, amount: n - 2n }, { account: PROVIDER, amount: 1n }, { account: FEES, amount: 1n }];
       // The first post creates the accounts; the second finds them (from then on this process knows they exist).
       for (const n of [10n, 20n]) await ds.transaction((em) => postEntry(em, local, { kind: 'seed', postings: postings(n) }));
-      const counted = async (reference: string) => {
-        let statements = 0;
-        const posted = await ds.transaction((em) => {
-          const counting = new Proxy(em, { get: (target, name, receiver) => (name === 'query' ? (...args: unknown[]) => {
-            statements++;
-            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
-          } : Reflect.get(target, name, receiver)) });
-          return postEntry(counting, local, { kind: 'payout', reference, postings: postings(30n) });
-        });
-        return { ...posted, statements };
-      };
+      const counted = (reference: string) => postCounted(local, { kind: 'payout', reference, postings: postings(30n) });
       const reference = `striped-${randomUUID()}`;
       const first = await counted(reference);
       expect([first.created, first.statements]).to.deep.equal([true, 1]);

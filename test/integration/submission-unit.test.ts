@@ -10,6 +10,7 @@ import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
 import { setConfirmations, settlementOf } from '../../shared/domain/settlements.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
+import { sendPayoutJob } from '../../workers/providers/send-payout.job.js';
 
 // The sandbox submission of a managed wallet's off-ramp is one unit of work; what it reads comes with the statements
 // that lock or write (issue 39): the wallet with the off-ramp and its settlement, the transfers with the statement
@@ -51,9 +52,11 @@ describe('the sandbox submission unit', function () {
     expect(statements[0]).to.match(/FROM settlements s JOIN transactions t .* LEFT JOIN wallets w ON w\.id = t\.wallet_id/);
     expect(statements.filter((s) => /FROM wallets w LEFT JOIN customers/.test(s))).to.deep.equal([]);
     expect(statements.filter((s) => /^SELECT .* FROM settlement_transfers WHERE settlement_id = \$1/.test(s))).to.deep.equal([]);
-    // Then its path to submitting, the debit (its accounts made the first time), the transfer, the settlement's and the
-    // off-ramp's moves, and the confirmations the sandbox chain already shows.
-    expect(statements.filter((s) => !/^INSERT INTO ledger_accounts/.test(s)), statements.join('\n')).to.have.length(8);
+    // Then its path to submitting, the debit (its accounts made the first time; locked, checked and written in one
+    // statement), the transfer, the settlement's move (with the confirmations the chain already shows) and the off-ramp's.
+    expect(statements.filter((s) => !/^INSERT INTO ledger_accounts/.test(s)), statements.join('\n')).to.have.length(6);
+    expect(statements.filter((s) => /^UPDATE settlements SET confirmations/.test(s))).to.deep.equal([]);
+    expect(statements.filter((s) => /FOR NO KEY UPDATE\).*INSERT INTO journal_entries/.test(s))).to.have.length(1);
     // A count no higher than the locked row's writes nothing; a higher one is one UPDATE.
     const counts = await inUnit(pools.deps, async (unit) => {
       const locked = (await settlementOf(unit.em, created.body.id, true))!;
@@ -62,6 +65,23 @@ describe('the sandbox submission unit', function () {
       return [same.statements.length, higher.statements.length];
     });
     expect(counts).to.deep.equal([0, 1]);
+  });
+
+  it('the sandbox payout unit reads the off-ramp\'s settlement with it: what follows its completion reads nothing more', async () => {
+    const customer = await createCustomer(api, key);
+    await fund(api, key, customer.wallet.id, '50');
+    const q = await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(api, key) });
+    const { id } = (await offramp(api, key, q.id, customer.wallet.id)).body;
+    // Submitted and confirmed here (a chain with every confirmation at once): funded, its payout job left waiting.
+    const deepChain = () => chainFor('sandbox', { ...pools.deps.config, sandboxStepMs: 0 });
+    expect(await submitOfframp(pools.deps, deepChain, id)).to.equal('submitted');
+    expect(await history(id)).to.include('funded');
+    const job = { data: { transactionId: id } } as Parameters<typeof sendPayoutJob.process>[0];
+    const { result, statements } = await statementsOf(await getDs(), () => sendPayoutJob.process(job, pools.deps));
+    expect(result).to.equal('completed');
+    expect((await history(id)).slice(-2)).to.deep.equal(['processing', 'completed']);
+    expect(statements[0]).to.match(/LEFT JOIN settlements s ON s\.transaction_id = t\.id/);
+    expect(statements.filter((s) => /settlements/.test(s)), statements.join('\n')).to.have.length(1);
   });
 
   it('an archived funding wallet refuses the submission, as before its read joined the off-ramp\'s', async () => {

@@ -76,6 +76,34 @@ describe('the engine: units of work and the one transition function', () => {
     expect((await api.deps.ds.query(`SELECT ownership_status FROM wallets WHERE id = $1`, [wallet.id]))[0].ownership_status).to.equal('unverified');
   });
 
+  it('moves only while the columns its caller read are unchanged, and writes its companion record either way', async () => {
+    const { wallet } = await externalWallet(api, key);
+    const note = async (label: string, chain: string) => {
+      const [{ n }] = await api.deps.ds.query(`SELECT count(*)::int AS n FROM status_history WHERE resource_id = $1`, [wallet.id]);
+      const moved = await inUnit(api.deps, (unit) =>
+        transition(unit, WALLET_OWNERSHIP_MACHINE, {
+          scope, id: wallet.id, to: 'verified', expected: 'unverified', set: { verified_at: NOW }, reason: 'test', view: (row: Record<string, any>) => ({ id: row.id }),
+          unchanged: { chain },
+          // A record of the attempt, written in the same statement as the move (a status history row stands in here).
+          alongside: {
+            insert: (first) => `INSERT INTO status_history (business_id, environment, resource_type, resource_id, from_status, to_status, reason) VALUES ($${first}, $${first + 1}, 'note', $${first + 2}, NULL, 'noted', $${first + 3})`,
+            params: [scope.businessId, scope.environment, wallet.id, label],
+          },
+        }),
+      );
+      const [{ n: after }] = await api.deps.ds.query(`SELECT count(*)::int AS n FROM status_history WHERE resource_id = $1`, [wallet.id]);
+      return { moved, written: after - n };
+    };
+    // Read as another chain: not moved, the companion written.
+    const stale = await note('stale', 'ethereum'); // registered on base
+    expect(stale.moved).to.equal(null);
+    expect(stale.written).to.equal(1);
+    const fresh = await note('fresh', 'base');
+    expect(fresh.moved?.row.ownership_status).to.equal('verified');
+    expect(fresh.written).to.equal(2); // the move's history row and the companion
+    const notes = await api.deps.ds.query(`SELECT reason FROM status_history WHERE resource_id = $1 AND resource_type = 'note' ORDER BY id`, [wallet.id]);
+    expect(notes.map((r: { reason: string }) => r.reason)).to.deep.equal(['stale', 'fresh']);
+  });
   it('never touches a row of another business or environment', async () => {
     const { wallet } = await externalWallet(api, key);
     const other = await inUnit(api.deps, (unit) =>

@@ -1,17 +1,20 @@
 import { JOINED_BENEFICIARY, joinedBeneficiary, type ActiveBeneficiary } from '../../shared/domain/beneficiaries.js';
 import { scopeOf, TRANSACTION_COLUMNS, type TransactionRow } from '../../shared/domain/transactions.js';
 import { planOnce } from '../../shared/db/prepared-client.js';
+import type { KnownSettlement } from '../../shared/domain/transaction-moves.js';
 import { AppError } from '../../shared/errors.js';
 import { type PaymentProvider, type ProviderOutcome } from '../../shared/providers/provider.js';
 import { providerFor } from '../../shared/providers/providers.js';
 import type { Queryable } from '../../shared/providers/provider.js';
 import type { WorkerDeps } from '../job-definition.js';
 
-/** A payout to make: the off-ramp, and its beneficiary's row (sealed) read in the same statement. */
+/** A payout to make: the off-ramp, and its beneficiary's row (sealed) and its settlement read in the same statement. */
 export interface PayoutToMake {
   tx: TransactionRow;
   /** The row with JOINED_BENEFICIARY's columns: opened only when the payout is requested. */
   row: Record<string, unknown>;
+  /** What its settlement received (what follows its completion reads it: the excess goes back). */
+  settlement: KnownSettlement;
 }
 
 /**
@@ -20,15 +23,16 @@ export interface PayoutToMake {
  */
 export async function loadPayout(q: Queryable, transactionId: string, lock = false): Promise<PayoutToMake | undefined> {
   const [row]: (TransactionRow & Record<string, unknown>)[] = await q.query(
-    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}
+    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}, s.received_amount::text AS settlement_received
        FROM transactions t LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment
+       LEFT JOIN settlements s ON s.transaction_id = t.id
       WHERE t.id = $1${lock ? ' FOR NO KEY UPDATE OF t' : ''}`),
     [transactionId],
   );
   if (!row) return undefined;
   // The transaction alone: the beneficiary's sealed columns stay with the row they were read in.
-  const tx = JOINED_BENEFICIARY.strip<TransactionRow>(row);
-  return { tx, row };
+  const { settlement_received: received, ...tx } = JOINED_BENEFICIARY.strip<TransactionRow & { settlement_received: string | null }>(row);
+  return { tx, row, settlement: { transactionId: tx.id, received: received === null ? null : { received_amount: received } } };
 }
 
 /** The off-ramp's provider, recording its requests through `db` (a unit's manager, where it answers in the unit). */

@@ -8,8 +8,8 @@ import { loadPayout, payoutProvider, requestPayout, type PayoutToMake } from './
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
 /** The provider's answer applied: the transaction's moves, and its status check staged while it is pending. */
-async function applyAnswer(unit: Unit, deps: WorkerDeps, tx: TransactionRow, outcome: ProviderOutcome, held?: TransactionRow): Promise<string> {
-  const applied = await applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome, held);
+async function applyAnswer(unit: Unit, deps: WorkerDeps, tx: TransactionRow, outcome: ProviderOutcome, held?: PayoutToMake): Promise<string> {
+  const applied = await applyPayoutOutcome(unit, chainFor(tx.environment, deps.config), tx, outcome, held?.tx, held?.settlement);
   await awaitResult(unit, deps.config, { transactionId: tx.id, round: 1, after: `r${tx.retry_count}` }, outcome, scopeOf(tx), tx.currency);
   return applied;
 }
@@ -34,7 +34,7 @@ export const sendPayoutJob = defineJob({
       if (!forced && !provider.answersInUnit) return { payout };
       const outcome = forced ?? (await requestPayout(deps, payout, provider));
       if (outcome.status === 'temporary_failure') return { refusal: outcome };
-      return { done: await applyAnswer(unit, deps, payout.tx, outcome, payout.tx) };
+      return { done: await applyAnswer(unit, deps, payout.tx, outcome, payout) };
     });
     if (first.refusal) throw refused(first.refusal);
     if (!first.payout) return first.done!;

@@ -209,6 +209,15 @@ describe('kernel: an off-ramp settlement', () => {
     it('with the chain at hand: no job, the caller counts at once', () => {
       const p = decideSettlement(settlement('awaiting_transfer', 'created', { received: 100n }), seen({ countNow: true }));
       expect([p.outcome, p.jobs]).to.deep.equal([COUNT_NOW, []]);
+      expect(p.moves[0]).to.deep.include({ to: 'confirming', set: {} });
+    });
+
+    it('what the chain at hand already shows is recorded with the move to confirming, never past the required number', () => {
+      for (const [shown, recorded] of [[1, 1], [30, 12]]) {
+        const p = decideSettlement(settlement('awaiting_transfer', 'submitting', { received: 100n }), seen({ countNow: true, confirmations: shown }));
+        expect(p.moves[0]).to.deep.include({ to: 'confirming', set: { confirmations: recorded } });
+        expect(p.outcome).to.equal(COUNT_NOW);
+      }
     });
 
     it('a top-up completing an underpayment the business was told of: its failure cleared', () => {
