@@ -300,7 +300,7 @@ async function lockSettled(
     tx: (also.wallet ? JOINED_WALLET.strip<TransactionRow>(rest) : rest) as TransactionRow,
     settlement,
     ...(also.wallet ? { wallet: JOINED_WALLET.take(rest) } : {}),
-    ...(also.transfers ? { transfers: transfersRead(transfers, settlement) } : {}),
+    ...(also.transfers ? { transfers: transfersRead(transfers) } : {}),
   };
 }
 

@@ -249,17 +249,19 @@ function transfersOf(rows: TransferRow[]): Transfers {
  * out): a read of the settlement with its transfers is one statement.
  */
 export const transfersColumn = (alias: string) =>
-  `(SELECT json_agg(x ORDER BY x.id::bigint) FROM (SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = ${alias}.id) x)`;
+  `CASE WHEN (SELECT x.xmin FROM settlements x WHERE x.id = ${alias}.id) = ${alias}.xmin
+     THEN coalesce((SELECT json_agg(x ORDER BY x.id::bigint) FROM (SELECT ${TRANSFER_COLUMNS} FROM settlement_transfers WHERE settlement_id = ${alias}.id) x), '[]') END`;
 
 /**
- * The transfers transfersColumn() read beside `settlement`, or undefined when they are not all it counts. Under READ
- * COMMITTED a read that waited for the settlement's lock answers the settlement as the unit that held it left it, but
- * its transfers as they were when the read began: a transfer recorded meanwhile is missing, so they are read again.
+ * The transfers transfersColumn() read beside a locked settlement, or undefined when they must be read again. Under
+ * READ COMMITTED a read that waited for the settlement's lock answers the settlement as the unit that held it left it
+ * (its latest version), but its transfers as they were when the read began. Every transfer recorded or removed updates
+ * its settlement in the same transaction, so the transfers are current exactly when the version the read began with is
+ * the one it locked: the column is then the list, else null (read again).
  */
-export function transfersRead(json: unknown, settlement: SettlementRow): Transfers | undefined {
-  const rows = ((json ?? []) as (TransferRow & { observed_at: string })[]).map((t) => ({ ...t, observed_at: new Date(t.observed_at) }));
-  const total = rows.reduce((sum, t) => sum + toMinor(t.amount, USDC_SCALE), 0n);
-  return total === minor(settlement.received_amount) ? transfersOf(rows) : undefined;
+export function transfersRead(json: unknown): Transfers | undefined {
+  if (json === null || json === undefined) return undefined;
+  return transfersOf((json as (TransferRow & { observed_at: string })[]).map((t) => ({ ...t, observed_at: new Date(t.observed_at) })));
 }
 
 /** A settlement's transfers (Transfers), in one query. */
@@ -273,8 +275,10 @@ export async function countedTransfers(q: Queryable, settlementId: string): Prom
  * transfer, block and detection are those of what remains. Answers the settlement as it now stands.
  */
 export async function uncountTransfers(unit: Unit, settlement: SettlementRow, removed: CountedTransfer[]): Promise<SettlementRow> {
-  const total = removed.reduce((sum, t) => sum + toMinor(t.amount, USDC_SCALE), 0n);
-  await unit.em.query(`DELETE FROM settlement_transfers WHERE id = ANY($1::bigint[])`, [removed.map((t) => t.id)]);
+  // What the delete took, not what the caller listed: a transfer already removed by another unit is not uncounted twice.
+  const taken = await updateReturning<{ amount: string }>(unit.em,
+    `DELETE FROM settlement_transfers WHERE settlement_id = $1 AND id = ANY($2::bigint[]) RETURNING amount::text AS amount`, [settlement.id, removed.map((t) => t.id)]);
+  const total = taken.reduce((sum, t) => sum + toMinor(t.amount, USDC_SCALE), 0n);
   const rows = await updateReturning<SettlementRow>(unit.em,
     `UPDATE settlements s SET received_amount = received_amount - $2, confirmations = 0,
        transaction_hash = (SELECT transaction_hash FROM settlement_transfers WHERE settlement_id = s.id ORDER BY id LIMIT 1),

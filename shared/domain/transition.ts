@@ -82,6 +82,8 @@ export async function transitionAll<S extends string, R extends Record<string, a
   if (!allowed.length) throw new Error(`no ${machine.resource} status may move to ${input.to}`);
   const expected: readonly S[] = typeof input.expected === 'string' ? [input.expected] : input.expected;
   const from = allowed.filter((s) => expected.includes(s));
+  // A record written alongside is written whether the row moves or not: never by a move that cannot be made at all.
+  if (input.alongside && !from.length) throw new Error(`${machine.resource}: a record alongside a move from ${expected.join(', ')} to ${input.to}, which the machine never makes`);
   if (!from.length || !input.ids.length) return [];
   // One id (nearly every change) as a scalar: the prepared statement's generic plan then expects one row by primary
   // key, costs no more than a custom plan, and is used, so the statement is not planned again on each call.

@@ -8,7 +8,10 @@ import { getDs } from '../helpers/shared.js';
 import { statementsOf } from '../helpers/statements.js';
 import { chainFor } from '../../shared/chain/sandbox-chain.js';
 import { submitOfframp } from '../../shared/domain/offramps.js';
-import { setConfirmations, settlementOf } from '../../shared/domain/settlements.js';
+import { setConfirmations, settlementOf, transfersColumn, transfersRead } from '../../shared/domain/settlements.js';
+import pg from 'pg';
+import { testDatabaseUrl } from '../env.js';
+import { loadPayout } from '../../workers/providers/payout-request.js';
 import { inUnit } from '../../shared/db/unit-of-work.js';
 import { sendPayoutJob } from '../../workers/providers/send-payout.job.js';
 
@@ -80,8 +83,60 @@ describe('the sandbox submission unit', function () {
     const { result, statements } = await statementsOf(await getDs(), () => sendPayoutJob.process(job, pools.deps));
     expect(result).to.equal('completed');
     expect((await history(id)).slice(-2)).to.deep.equal(['processing', 'completed']);
-    expect(statements[0]).to.match(/LEFT JOIN settlements s ON s\.transaction_id = t\.id/);
+    expect(statements[0]).to.match(/FROM settlements s JOIN transactions t .* FOR UPDATE OF s FOR NO KEY UPDATE OF t/);
     expect(statements.filter((s) => /settlements/.test(s)), statements.join('\n')).to.have.length(1);
+  });
+
+  describe('a read that waits for a settlement\'s lock while another unit records a transfer', () => {
+    let a: pg.Client;
+    let b: pg.Client;
+    beforeEach(async () => {
+      [a, b] = [new pg.Client(testDatabaseUrl()), new pg.Client(testDatabaseUrl())];
+      await Promise.all([a.connect(), b.connect()]);
+    });
+    afterEach(() => Promise.all([a.end(), b.end()]));
+
+    /** A fresh off-ramp's settlement, and a unit (on `a`, open) recording a 7 USDC transfer to it. */
+    const recording = async () => {
+      const customer = await createCustomer(api, key);
+      await fund(api, key, customer.wallet.id, '50');
+      const q = await quote(api, key, { direction: 'offramp', source_amount: '20', beneficiary_id: await kesBeneficiary(api, key) });
+      const { id } = (await offramp(api, key, q.id, customer.wallet.id)).body;
+      const { id: settlementId } = (await settlementOf(await getDs(), id))!;
+      await a.query('BEGIN');
+      await a.query(`INSERT INTO settlement_transfers (settlement_id, transaction_hash, log_index, amount, block_number, block_hash) VALUES ($1, $2, 0, 7.000000, 1, '0xb1')`, [settlementId, `0x${'ab'.repeat(32)}`]);
+      await a.query(`UPDATE settlements SET received_amount = received_amount + 7.000000, updated_at = now() WHERE id = $1`, [settlementId]);
+      return { id, settlementId };
+    };
+    /** `read` on `b` waits for `a`'s lock; `a` commits; the read's answer. */
+    const waitedFor = async <T>(read: () => Promise<T>): Promise<T> => {
+      await b.query('BEGIN');
+      let done = false;
+      const answer = read().finally(() => (done = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(done, 'the read waits for the lock').to.equal(false);
+      await a.query('COMMIT');
+      const value = await answer;
+      await b.query('ROLLBACK');
+      return value;
+    };
+
+    it('the confirmation\'s read names the transfers only when the settlement it locked is the one it began with', async () => {
+      const { settlementId } = await recording();
+      const text = `SELECT s.received_amount::text AS received, ${transfersColumn('s')} AS transfers FROM settlements s WHERE s.id = $1 FOR UPDATE OF s`;
+      const [waited] = (await waitedFor(() => b.query(text, [settlementId]))).rows;
+      expect(waited.received).to.equal('7.000000'); // the settlement as the other unit left it ...
+      expect(waited.transfers, 'its transfers as the read began: not used').to.equal(null);
+      expect(transfersRead(waited.transfers)).to.equal(undefined);
+      const [again] = (await b.query(text, [settlementId])).rows;
+      expect(transfersRead(again.transfers)?.counted.map((t) => t.amount)).to.deep.equal(['7.000000']);
+    });
+
+    it('the payout\'s read answers what the settlement received with the transfer recorded while it waited', async () => {
+      const { id } = await recording();
+      const payout = await waitedFor(() => loadPayout({ query: <T>(text: string, params?: unknown[]) => b.query(text, params).then((r) => r.rows as T) } as Parameters<typeof loadPayout>[0], id, true));
+      expect(payout?.settlement).to.deep.equal({ transactionId: id, received: { received_amount: '7.000000' } });
+    });
   });
 
   it('an archived funding wallet refuses the submission, as before its read joined the off-ramp\'s', async () => {

@@ -18,17 +18,22 @@ export interface PayoutToMake {
 }
 
 /**
- * The off-ramp as it is now and the beneficiary it pays, read together (undefined: no such transaction). `lock`: the
- * transaction is locked as its moves lock it (FOR NO KEY UPDATE), for the unit that goes on to move it.
+ * The off-ramp as it is now, the beneficiary it pays and what its settlement received, read together (undefined: no
+ * such transaction). `lock`: the transaction is locked as its moves lock it (FOR NO KEY UPDATE), for the unit that goes
+ * on to move it, and its settlement with it, first, as every unit of an off-ramp's settlement takes them (lockSettled):
+ * a transfer recorded while this read waited is then counted in what it answers (an unlocked join would answer the
+ * settlement as it was when the read began). An off-ramp without a settlement (treasury-funded) is read on its own.
  */
 export async function loadPayout(q: Queryable, transactionId: string, lock = false): Promise<PayoutToMake | undefined> {
-  const [row]: (TransactionRow & Record<string, unknown>)[] = await q.query(
-    planOnce(`SELECT ${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}, s.received_amount::text AS settlement_received
-       FROM transactions t LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment
-       LEFT JOIN settlements s ON s.transaction_id = t.id
-      WHERE t.id = $1${lock ? ' FOR NO KEY UPDATE OF t' : ''}`),
-    [transactionId],
-  );
+  const columns = `${TRANSACTION_COLUMNS}, ${JOINED_BENEFICIARY.select}, s.received_amount::text AS settlement_received`;
+  const beneficiary = 'LEFT JOIN beneficiaries b ON b.id = t.beneficiary_id AND b.business_id = t.business_id AND b.environment = t.environment';
+  const read = (text: string): Promise<(TransactionRow & Record<string, unknown>)[]> => q.query(planOnce(text), [transactionId]);
+  let [row] = lock
+    ? await read(`SELECT ${columns} FROM settlements s JOIN transactions t ON t.id = s.transaction_id ${beneficiary}
+        WHERE s.transaction_id = $1 FOR UPDATE OF s FOR NO KEY UPDATE OF t`)
+    : [];
+  row ??= (await read(`SELECT ${columns} FROM transactions t ${beneficiary} LEFT JOIN settlements s ON s.transaction_id = t.id
+      WHERE t.id = $1${lock ? ' FOR NO KEY UPDATE OF t' : ''}`))[0];
   if (!row) return undefined;
   // The transaction alone: the beneficiary's sealed columns stay with the row they were read in.
   const { settlement_received: received, ...tx } = JOINED_BENEFICIARY.strip<TransactionRow & { settlement_received: string | null }>(row);
