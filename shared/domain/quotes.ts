@@ -92,8 +92,7 @@ function requestedAmount(input: CreateQuoteInput, units: { source: string; desti
   return { side, amount: formatAmount(amount, scaleOf(unit)) };
 }
 
-/** Off-ramp: the beneficiary exists here, is active, and is paid in the quote's currency by the quote's method. */
-/** An off-ramp quote's beneficiary as the quote's insert reads it: it must exist, be active, and be paid as the quote pays. */
+/** An off-ramp quote's beneficiary as the quote's insert read it: it exists here, is active, and is paid in the quote's currency by its method. */
 function checkBeneficiary(b: { status: string | null; currency: string | null; payment_method: string | null }, id: string, currency: string, method: string): void {
   if (b.status === null) throw new AppError('not_found', 'No such beneficiary.', { param: 'beneficiary_id' });
   if (b.status !== 'active') throw new AppError('resource_archived', 'This beneficiary is archived and cannot be used.', { beneficiary_id: id });

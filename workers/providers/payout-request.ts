@@ -13,8 +13,11 @@ export interface PayoutToMake {
   tx: TransactionRow;
   /** The row with JOINED_BENEFICIARY's columns: opened only when the payout is requested. */
   row: Record<string, unknown>;
-  /** What its settlement received (what follows its completion reads it: the excess goes back). */
-  settlement: KnownSettlement;
+  /**
+   * What its settlement received, read under the settlement's lock (`lock` only: an unlocked read may miss a transfer
+   * recorded meanwhile): what follows its completion reads it (the excess goes back).
+   */
+  settlement?: KnownSettlement;
 }
 
 /**
@@ -37,7 +40,7 @@ export async function loadPayout(q: Queryable, transactionId: string, lock = fal
   if (!row) return undefined;
   // The transaction alone: the beneficiary's sealed columns stay with the row they were read in.
   const { settlement_received: received, ...tx } = JOINED_BENEFICIARY.strip<TransactionRow & { settlement_received: string | null }>(row);
-  return { tx, row, settlement: { transactionId: tx.id, received: received === null ? null : { received_amount: received } } };
+  return { tx, row, ...(lock ? { settlement: { transactionId: tx.id, received: received === null ? null : { received_amount: received } } } : {}) };
 }
 
 /** The off-ramp's provider, recording its requests through `db` (a unit's manager, where it answers in the unit). */
