@@ -54,8 +54,11 @@ export interface IdempotencyClaim {
   scopeKey: Buffer;
   fingerprint: string;
   token: string;
-  /** The answer this request's unit of work committed as its record (replyInUnit), if one did. */
-  recorded?: { status: number; body: string };
+  /**
+   * The answer this request's unit of work committed as its record (replyInUnit), if one did. `replaceable`: the work
+   * it waits for may still replace it in PostgreSQL (a quote's pricing), until the request closes it (closeAnswer).
+   */
+  recorded?: { status: number; body: string; replaceable?: boolean };
   /** The object `recorded.body` was serialized from: an answer sending that same object sends those bytes. */
   recordedFrom?: unknown;
   /** Renews the in-flight lock while the request runs. */

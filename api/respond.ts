@@ -3,7 +3,7 @@ import type { AppDeps, IdempotencyClaim, RequestState } from './context.js';
 import type { Reply } from './routes/route.js';
 import { finishIdempotency, recordDurably } from './middleware/idempotency-store.js';
 import { inUnit, type Unit } from '../shared/db/unit-of-work.js';
-import { readRecord, type DurableAnswer } from '../shared/db/idempotency-records.js';
+import { closeRecord, readRecord, recordRefOf, type DurableAnswer, type RecordRef } from '../shared/db/idempotency-records.js';
 import { AppError, errorEnvelope } from '../shared/errors.js';
 import { httpAnswerOf } from './http-errors.js';
 import { renderedBytes } from './rendered.js';
@@ -68,23 +68,59 @@ export function sendPayload(req: Request, res: Response, status: number, payload
  * shows it) is written in the same transaction as the resource, in the unit's last statement. An earlier request that
  * holds the key (Redis had forgotten it) fails the unit, which leaves nothing; the error handler answers its record.
  */
-export async function replyInUnit(deps: AppDeps, state: RequestState, work: (unit: Unit) => Promise<Reply>): Promise<Reply> {
+export async function replyInUnit(deps: AppDeps, state: RequestState, work: (unit: Unit, record?: RecordRef) => Promise<Reply>): Promise<Reply> {
   const claim = state.idempotency;
   // A second unit in one request leaves the record to the first (sendJson updates it if the answer changed).
-  if (!claim || claim.recorded) return inUnit(deps, work);
+  if (!claim || claim.recorded) return inUnit(deps, (unit) => work(unit));
   let recorded: { status: number; body: string } | undefined;
   let from: unknown;
-  const reply = await inUnit(deps, work, {
+  const ref = recordRefOf({ scopeKey: claim.scopeKey, requestId: state.id });
+  const reply = await inUnit(deps, (unit) => work(unit, ref), {
     answer: (r) => {
       if (r.status >= 500) return null;
       from = 'replayBody' in r ? r.replayBody : r.body;
       recorded = { status: r.status, body: state.serialize ? state.serialize(r.status, from) : JSON.stringify(from) };
-      return { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, requestId: state.id, ...recorded };
+      return { scopeKey: claim.scopeKey, fingerprint: claim.fingerprint, requestId: state.id, ...recorded, replaceable: r.replaceable };
     },
   });
-  claim.recorded = recorded;
+  claim.recorded = recorded && { ...recorded, replaceable: !!reply.replaceable };
   claim.recordedFrom = from;
   return reply;
+}
+
+/**
+ * The request stops waiting for the work that may replace its answer (a quote's pricing): its record is closed, so
+ * nothing replaces it any more, and what it holds now is the request's answer from here on (the work's, if that came
+ * first). `closedHere` false: someone else closed it first (a replay answered from it), so it must be sent as it is.
+ * Undefined when the request holds no replaceable record (nothing to close, or it is gone). PostgreSQL out of reach:
+ * 503 (the record is withdrawn if it can be; a retry with the key closes it and replays what it holds then).
+ */
+export async function closeAnswer(deps: AppDeps, state: RequestState): Promise<{ status: number; body: string; closedHere: boolean } | undefined> {
+  const claim = state.idempotency;
+  const committed = claim?.recorded;
+  if (!claim || !committed?.replaceable) return undefined;
+  const held = await closeRecord(deps.ds, { scopeKey: claim.scopeKey, requestId: state.id }).catch((err: unknown) => {
+    state.log.error({ err: (err as Error).message }, 'could not close the idempotency record the request waited on');
+    throw AppError.unavailable('Writes are temporarily unavailable; retry with the same Idempotency-Key.');
+  });
+  if (!held) {
+    claim.recorded = undefined;
+    return undefined;
+  }
+  if (held.status !== committed.status || held.body !== committed.body) claim.recordedFrom = undefined;
+  claim.recorded = { status: held.status, body: held.body };
+  return held;
+}
+
+/**
+ * The handler's answer is already in the request's record as `body` (the work it waited for wrote it there, or it was
+ * read back when the record was closed): those bytes are sent, and the record is not written again.
+ */
+export function answeredAs(state: RequestState, status: number, body: string, from: unknown): void {
+  const claim = state.idempotency;
+  if (!claim) return;
+  claim.recorded = { status, body };
+  claim.recordedFrom = from;
 }
 
 /**
@@ -94,8 +130,15 @@ export async function replyInUnit(deps: AppDeps, state: RequestState, work: (uni
 export async function answerRecorded(req: Request, res: Response, deps: AppDeps): Promise<boolean> {
   const claim = req.state.idempotency;
   if (!claim) return false;
-  const earlier = await readRecord(deps.ds, claim.scopeKey).catch(() => null);
+  let earlier = await readRecord(deps.ds, claim.scopeKey).catch(() => null);
   if (!earlier) return false;
+  if (earlier.replaceable && earlier.fingerprint === claim.fingerprint) {
+    // Its request waited for the work that may replace its answer (or never came back): closed here, what it holds
+    // now is the answer from here on, for that request and for this replay alike.
+    const held = await closeRecord(deps.ds, earlier).catch(() => null);
+    if (!held) return false;
+    earlier = { ...earlier, status: held.status, body: held.body, replaceable: false };
+  }
   req.state.idempotency = undefined;
   await answerEarlier(req, res, deps, claim, earlier);
   return true;

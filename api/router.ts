@@ -5,8 +5,9 @@ import { AppError } from '../shared/errors.js';
 import { check, checkParams, type OperationValidator } from './openapi/validator.js';
 import type { HandlerContext, Reply, RouteDef } from './routes/route.js';
 import { RenderedRows } from './rendered.js';
-import { replyInUnit, sendJson } from './respond.js';
+import { answeredAs, closeAnswer, replyInUnit, sendJson } from './respond.js';
 import type { Unit } from '../shared/db/unit-of-work.js';
+import type { RecordRef } from '../shared/db/idempotency-records.js';
 import { bodyError, rejectUnstorableText } from './middleware/body.js';
 import { sendCsv } from './csv.js';
 import { componentSerializer, serializerFor, type Serialize } from './openapi/serializers.js';
@@ -78,7 +79,8 @@ function handle(route: RouteDef, validator: OperationValidator, serialize: Seria
         get log(): Logger {
           return (log ??= transactionId ? req.state.log.child({ transactionId }) : req.state.log);
         },
-        reply: (work: (unit: Unit) => Promise<Reply>) => replyInUnit(deps, req.state, work),
+        reply: (work: (unit: Unit, record?: RecordRef) => Promise<Reply>) => replyInUnit(deps, req.state, work),
+        closeAnswer: () => closeAnswer(deps, req.state),
         rendered,
       };
       if (route.csv && req.accepts(['application/json', 'text/csv']) === 'text/csv') {
@@ -91,6 +93,7 @@ function handle(route: RouteDef, validator: OperationValidator, serialize: Seria
         return;
       }
       const reply = await route.handler(ctx);
+      if (reply.recorded !== undefined) answeredAs(req.state, reply.status, reply.recorded, reply.body);
       if (route.method === 'post' && !req.state.transactionId) req.state.transactionId = createdTransaction(reply.body);
       await sendJson(req, res, deps, reply.status, reply.body, reply.headers, 'replayBody' in reply ? reply.replayBody : reply.body);
     } catch (err) {

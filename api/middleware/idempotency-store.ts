@@ -192,10 +192,13 @@ export async function recordDurably(deps: AppDeps, claim: IdempotencyClaim, stat
     // A 5xx stores nothing (CONTRACT §3): the record is withdrawn and the key released, as for a quote whose pricing
     // failed after it was written (its own row says failed; a retry prices a new one).
     const changed = await (status < 500 ? updateRecord(deps.ds, answer) : deleteRecord(deps.ds, answer)).catch((err: unknown) => {
-      logs.log.error({ err: (err as Error).message }, 'could not change the idempotency record; the committed answer is sent');
+      logs.log.error({ err: (err as Error).message }, 'could not change the idempotency record');
       return false;
     });
-    return changed ? { kind: 'ours' } : { kind: 'committed', ...committed };
+    // A committed answer the awaited work may still replace is no answer to fall back on: the 5xx is sent, and a retry
+    // with the key finds what the record holds then.
+    if (changed || (status >= 500 && committed.replaceable)) return { kind: 'ours' };
+    return { kind: 'committed', status: committed.status, body: committed.body };
   }
   if (status >= 500) return { kind: 'ours' };
   try {

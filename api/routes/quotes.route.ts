@@ -3,6 +3,8 @@ import { AppError, ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
 import { createQuote, findQuote, pricedQuoteOf, quoteJobs, quoteView, type CreateQuoteInput } from '../../shared/domain/quotes.js';
 import { QUOTE_STATUSES } from '../../shared/domain/machines.js';
 import { ref, uuidParam, type JsonSchema, type RouteDef } from './route.js';
+import type { RecordRef } from '../../shared/db/idempotency-records.js';
+import { QUOTE_PRICED } from '../openapi/answers.js';
 
 const AMOUNT = { ...ref('DecimalAmount'), type: 'string', maxLength: 40 };
 const NULLABLE_AMOUNT = { type: ['string', 'null'] };
@@ -101,26 +103,39 @@ export const routes: RouteDef[] = [
       '201': { description: 'Priced: `available` until `expires_at`.', schema: ref('Quote') },
       '202': { description: 'Not priced yet: `pending`; GET it shortly.', schema: ref('Quote') },
     },
-    handler: async ({ deps, auth, body, reply }) => {
+    handler: async ({ deps, auth, body, reply, closeAnswer }) => {
       if (auth.environment === 'live' && !deps.config.rateSourceUrl) throw AppError.unavailable('Live pricing is not configured on this deployment yet.', 60);
       const id = randomUUID();
       // Registered before the pricing job is enqueued (after the commit), so its end cannot be missed.
       const waiting = deps.pricingWaiters.wait(quoteJobs.price(id).id, deps.config.quoteWaitMs);
       let quote: Awaited<ReturnType<typeof createQuote>> | undefined;
-      const answerOf = (q: NonNullable<typeof quote>) => ({ status: q.status === 'pending' ? 202 : 201, body: quoteView(q) });
+      // The request's idempotency record, which the pricing unit replaces with the priced answer while this waits.
+      let record: RecordRef | undefined;
+      const answerOf = (q: NonNullable<typeof quote>) => ({ status: q.status === 'pending' ? 202 : QUOTE_PRICED, body: quoteView(q) });
       try {
-        // The record commits with the quote as it is written (202 pending); priced in time, the answer replaces it.
-        await reply(async (unit) => answerOf((quote = await createQuote(unit, deps.config, auth, id, body as CreateQuoteInput))));
+        // The record commits with the quote as it is written (202 pending), replaceable: priced in time, the pricing
+        // unit writes the priced answer into it, and this sends those bytes.
+        await reply(async (unit, ref) => {
+          record = ref;
+          return { ...answerOf((quote = await createQuote(unit, deps.config, auth, id, body as CreateQuoteInput, ref))), replaceable: !!ref };
+        });
       } catch (err) {
         waiting.cancel();
         throw err;
       }
       const end = await waiting.done;
+      // Priced in time: the pricing job answered the quote as committed, and wrote that answer into the request's record
+      // (the record's reference was in its job): sent as it is, nothing read or written again.
+      const priced = end && pricedQuoteOf(end.returned);
+      if (priced && priced.answer !== undefined && record) return { status: QUOTE_PRICED, body: priced.quote, recorded: priced.answer };
+      // Otherwise the record is closed first, so the pricing can no longer replace it, and holds this request's answer
+      // from here on: sent as it is when the pricing wrote it just before, when the wait ran out, or when a replay of
+      // this key (Redis had forgotten it) closed it first and was answered from it.
+      const held = await closeAnswer();
+      if (held && (held.status === QUOTE_PRICED || !end || !held.closedHere)) return { status: held.status, body: quoteView(quote!), recorded: held.body };
       if (!end) return answerOf(quote!);
-      // Priced: the pricing job answered the quote as committed, so it is not read again; otherwise (failed, or a job
-      // that found it already moved) the row says what happened.
-      const priced = pricedQuoteOf(end.returned);
-      if (priced) return { status: 201, body: priced };
+      if (priced) return { status: QUOTE_PRICED, body: priced.quote };
+      // Failed, or a job that found it already moved: the row says what happened.
       quote = await findQuote(deps.ds, auth, id);
       if (quote.status === 'failed' && quote.failure) throw failureError(quote.failure);
       return answerOf(quote);

@@ -3,6 +3,7 @@ import type { AppDeps, AuthContext } from '../context.js';
 import type { Scope } from '../../shared/domain/api-keys.js';
 import type { ErrorCode } from '../../shared/errors.js';
 import type { Unit } from '../../shared/db/unit-of-work.js';
+import type { RecordRef } from '../../shared/db/idempotency-records.js';
 import type { RenderedRows } from '../rendered.js';
 
 export type JsonSchema = Record<string, unknown>;
@@ -33,7 +34,13 @@ export interface HandlerContext<B = any, Q = any, P = any> {
    * Runs `work` in one unit of work whose result is the answer: the request's idempotency record is written in the
    * same transaction (CONTRACT §3, "The record is durable"). Every write's unit goes through it.
    */
-  reply(work: (unit: Unit) => Promise<Reply>): Promise<Reply>;
+  reply(work: (unit: Unit, record?: RecordRef) => Promise<Reply>): Promise<Reply>;
+  /**
+   * Stops waiting for the work that may replace the reply's answer (`replaceable`): answers what the request's record
+   * holds from now on (api/respond.ts, closeAnswer), or undefined when it holds no replaceable answer. `closedHere`
+   * false: another request (a replay) closed it first and was answered from it.
+   */
+  closeAnswer(): Promise<{ status: number; body: string; closedHere: boolean } | undefined>;
   /** The process's texts of one kind of row (`name`), each serialized by the component schema `schema` (api/rendered.ts). */
   rendered(name: string, schema: string): RenderedRows;
 }
@@ -44,6 +51,13 @@ export interface Reply {
   headers?: Record<string, string>;
   /** What a replay with the same Idempotency-Key answers, when it must differ: a secret is shown once, never stored in Redis. */
   replayBody?: unknown;
+  /**
+   * Written by reply()'s unit: the work it staged may replace this answer in the request's record while the request
+   * waits for it (`record`, reply()'s second argument; a quote's pricing, recordReplace).
+   */
+  replaceable?: boolean;
+  /** This answer's body, already in the request's idempotency record as these bytes (written by the work it waited for): sent as they are. */
+  recorded?: string;
 }
 
 /**

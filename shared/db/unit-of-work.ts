@@ -9,7 +9,7 @@ import type { EventType } from '../domain/machines.js';
 import { postAtCommit, type EntryInput } from '../domain/ledger.js';
 import { isStalePlan, planOnce } from './prepared-client.js';
 import { endpointTakes, webhookJobs } from '../webhooks/fan-out.js';
-import { recordInsert, recordParams, type DurableAnswer } from './idempotency-records.js';
+import { recordInsert, recordParams, recordReplace, replacementParams, type DurableAnswer, type Replacement } from './idempotency-records.js';
 import { commitWith } from './transaction-client.js';
 
 /** What a unit of work runs on: the web process and the workers both have these. */
@@ -51,23 +51,8 @@ interface PendingEvent {
 const DELIVERY = webhookJobs.deliver('MESSAGE', 'ENDPOINT', 0, 1);
 const [DELIVERY_ID_HEAD, DELIVERY_ID_TAIL] = DELIVERY.id.split('MESSAGE');
 
-/**
- * Writes the unit's events, one webhook message per event and endpoint that takes it, the outbox rows of the unit's
- * jobs and of each message's first delivery, and the request's idempotency record, all in one statement (one round
- * trip per unit, not two). Answers the staged jobs, to be dispatched after the commit. A record whose key an earlier
- * request holds fails the statement, and the unit with it (idempotency-records.ts, isRecordConflict).
- */
-async function writeEventsAndJobs(
-  em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[], answer: DurableAnswer | null, last: boolean,
-): Promise<StagedJob[]> {
-  // The unit's last statement carries its COMMIT (transaction-client.ts): one round trip for both.
-  const run = (text: string, params: unknown[]) => (last ? commitWith(em, text, params) : em.query(text, params));
-  if (!events.length && !jobs.length) {
-    if (answer) await run(planOnce(recordInsert(1)), recordParams(answer));
-    return [];
-  }
-  const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null }[] = await run(
-    planOnce(`WITH ev AS (
+/** The unit's last statement, with (`replacing`) or without the CTE that replaces a waiting request's answer. */
+const lastStatements = [false, true].map((replacing) => planOnce(`WITH ev AS (
        INSERT INTO events (business_id, environment, type, data, created_at)
        -- When they were written (clock_timestamp, not the transaction's start: a unit that waited for another's lock on
        -- the same resource writes later), a microsecond apart, so a unit's events keep the order they happened in.
@@ -80,22 +65,58 @@ async function writeEventsAndJobs(
          JOIN webhook_endpoints w ON w.business_id = ev.business_id AND w.environment = ev.environment AND w.status IN ('enabled', 'failing')
         WHERE ${endpointTakes('ev.type')}
        RETURNING id, endpoint_id, business_id, environment),
-     idem AS (${recordInsert(19)}),
+     idem AS (${recordInsert(19)}),${replacing ? `
+     replaced AS (${recordReplace(25)}),` : ''}
      staged AS (
        SELECT b, e, q, n, i, p, d, o FROM ${outboxRowsFrom(5)}
        UNION ALL
        SELECT msg.business_id, msg.environment, $12::text, $13::text, $14::text || msg.id::text || $15::text, $16::jsonb || jsonb_build_object('messageId', msg.id, 'endpointId', msg.endpoint_id),
               $17::integer, $18::bigint + row_number() OVER ()
-         FROM msg)
+         FROM msg)${replacing ? `,
+     outboxed AS (` : ''}
      INSERT INTO outbox_jobs (${OUTBOX_COLUMNS})
-     SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id, payload->>'endpointId' AS endpoint_id`),
+     SELECT b, e, q, n, i, p, d FROM staged ORDER BY o RETURNING id, job_id, payload->>'messageId' AS message_id, payload->>'endpointId' AS endpoint_id${replacing ? `)
+     -- Whether the waiting request's answer was replaced, as a last row of its own (the unit may stage no job at all).
+     SELECT id, job_id, message_id, endpoint_id, NULL::bigint AS replaced FROM outboxed
+     UNION ALL SELECT NULL, NULL, NULL, NULL, count(*) FROM replaced` : ''}`));
+
+/** A unit with no events and no jobs: its record, and the answer it replaces, in one statement. */
+const RECORDS_ONLY = planOnce(`WITH idem AS (${recordInsert(1)}), replaced AS (${recordReplace(7)}) SELECT count(*) AS replaced FROM replaced`);
+
+/**
+ * Writes the unit's events, one webhook message per event and endpoint that takes it, the outbox rows of the unit's
+ * jobs and of each message's first delivery, the request's idempotency record, and the answer of a request that
+ * waits for this unit (`replacement`, recordReplace), all in one statement (one round trip per unit, not two).
+ * Answers the staged jobs, to be dispatched after the commit. A record whose key an earlier request holds fails the
+ * statement, and the unit with it (idempotency-records.ts, isRecordConflict).
+ */
+async function writeEventsAndJobs(
+  em: EntityManager, events: PendingEvent[], jobs: { job: JobRequest; scope: OutboxScope }[], answer: DurableAnswer | null,
+  replacement: Replacement | null, last: boolean,
+): Promise<StagedJob[]> {
+  // The unit's last statement carries its COMMIT (transaction-client.ts): one round trip for both.
+  const run = (text: string, params: unknown[]) => (last ? commitWith(em, text, params) : em.query(text, params));
+  if (!events.length && !jobs.length) {
+    if (replacement) {
+      const [{ replaced }]: { replaced: string }[] = await run(RECORDS_ONLY, [...recordParams(answer), ...replacementParams(replacement)]);
+      replacement.replaced = Number(replaced) > 0;
+    } else if (answer) await run(planOnce(recordInsert(1)), recordParams(answer));
+    return [];
+  }
+  const rows: { id: string; job_id: string; message_id: string | null; endpoint_id: string | null; replaced?: string | null }[] = await run(
+    lastStatements[replacement ? 1 : 0],
     [
       events.map((e) => e.scope.businessId), events.map((e) => e.scope.environment), events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)),
       ...outboxParams(jobs),
       JOB_QUEUES[DELIVERY.name], DELIVERY.name, DELIVERY_ID_HEAD, DELIVERY_ID_TAIL, JSON.stringify(DELIVERY.data), DELIVERY.delayMs ?? 0, jobs.length,
       ...recordParams(answer),
+      ...(replacement ? replacementParams(replacement) : []),
     ],
   );
+  if (replacement) {
+    const last = rows.findIndex((r) => r.replaced !== null && r.replaced !== undefined);
+    replacement.replaced = Number(rows.splice(last, 1)[0].replaced) > 0;
+  }
   // The unit's own jobs first, in the order staged (the insert's order), then each message's delivery.
   return rows.map((r, i) => {
     if (i < jobs.length && r.job_id === jobs[i].job.id) return { outboxId: String(r.id), job: jobs[i].job };
@@ -132,6 +153,12 @@ export interface UnitOptions<T> {
    * so the resource never exists without it nor it without the resource.
    */
   answer?: (result: T) => DurableAnswer | null;
+  /**
+   * The answer of a request that waits for this unit (a quote's pricing: recordReplace), from the unit's result:
+   * written in the same statement, so the request sends it without a statement of its own. The unit sets its
+   * `replaced`: false when the request had already closed its record (its wait ran out) or the record is gone.
+   */
+  replace?: (result: T) => Replacement | null;
 }
 
 async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>, options: UnitOptions<T>): Promise<T> {
@@ -151,7 +178,7 @@ async function runUnit<T>(deps: UnitDeps, work: (unit: Unit) => Promise<T>, opti
         postings.push({ scope, entry });
       },
     });
-    const staged = await writeEventsAndJobs(em, events, jobs, options.answer?.(result) ?? null, postings.length === 0);
+    const staged = await writeEventsAndJobs(em, events, jobs, options.answer?.(result) ?? null, options.replace?.(result) ?? null, postings.length === 0);
     await postAtCommit(em, postings);
     return { result, staged };
   });

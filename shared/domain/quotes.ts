@@ -5,6 +5,7 @@ import { momoServes, requireLiveProvider } from '../providers/live-rails.js';
 import { loadActiveBeneficiary } from './beneficiaries.js';
 import { AppError } from '../errors.js';
 import type { Unit } from '../db/unit-of-work.js';
+import type { RecordRef } from '../db/idempotency-records.js';
 import { jobId } from '../queues/registry.js';
 import type { JobRequest } from '../queues/producer.js';
 import type { Chain, Environment } from './chains.js';
@@ -62,7 +63,7 @@ const COLUMNS = `id, business_id, environment, direction, status, chain, currenc
   platform_fee::text, expires_at, failure, created_at, updated_at`;
 
 export const quoteJobs = {
-  price: (quoteId: string): JobRequest<'quote.price'> => ({ name: 'quote.price', id: jobId('quote.price', quoteId), data: { quoteId } }),
+  price: (quoteId: string, answers?: RecordRef): JobRequest<'quote.price'> => ({ name: 'quote.price', id: jobId('quote.price', quoteId), data: answers ? { quoteId, answers } : { quoteId } }),
   expire: (quoteId: string, delayMs: number): JobRequest<'quote.expire'> => ({ name: 'quote.expire', id: jobId('quote.expire', quoteId), data: { quoteId }, delayMs }),
 };
 
@@ -123,7 +124,8 @@ export function rampCorridor(config: Config, environment: Environment, currency:
 }
 
 /** Checks what needs no price, writes the quote `pending` and stages its pricing job, in the caller's transaction. */
-export async function createQuote(unit: Unit, config: Config, scope: EventScope, id: string, input: CreateQuoteInput): Promise<QuoteRow> {
+/** `answers`: the idempotency record of the request that waits for the quote's price, which its pricing answers. */
+export async function createQuote(unit: Unit, config: Config, scope: EventScope, id: string, input: CreateQuoteInput, answers?: RecordRef): Promise<QuoteRow> {
   const currency = input.currency.toUpperCase();
   const corridor = rampCorridor(config, scope.environment, currency, input.payment_method, input.direction);
   const units = sidesOf(input.direction, currency);
@@ -160,7 +162,7 @@ export async function createQuote(unit: Unit, config: Config, scope: EventScope,
       requireLiveProvider(config, currency, corridor.payment_method, details.mobile_network);
     }
   }
-  await unit.stage(quoteJobs.price(id), scope);
+  await unit.stage(quoteJobs.price(id, answers), scope);
   return quote as QuoteRow;
 }
 
@@ -267,12 +269,15 @@ const scopeOf = (row: QuoteRow): EventScope => ({ businessId: row.business_id, e
 export interface PricedOutcome {
   outcome: 'available';
   quote: Record<string, unknown>;
+  /** The priced quote as the answer's body, written into the waiting request's record by the pricing unit (when the job carried it). */
+  answer?: string;
 }
 
 /** The priced quote a pricing job's answer carries (it reached the web process through Redis), if it carries one. */
-export function pricedQuoteOf(returned: unknown): Record<string, unknown> | undefined {
-  const answer = returned as Partial<PricedOutcome> | null | undefined;
-  return answer?.outcome === 'available' && answer.quote && typeof answer.quote === 'object' ? answer.quote : undefined;
+export function pricedQuoteOf(returned: unknown): Pick<PricedOutcome, 'quote' | 'answer'> | undefined {
+  const priced = returned as Partial<PricedOutcome> | null | undefined;
+  if (priced?.outcome !== 'available' || !priced.quote || typeof priced.quote !== 'object') return undefined;
+  return { quote: priced.quote, answer: typeof priced.answer === 'string' ? priced.answer : undefined };
 }
 
 /**

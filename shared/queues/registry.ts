@@ -1,3 +1,5 @@
+import type { RecordRef } from '../db/idempotency-records.js';
+
 // One registry of queues (one per worker pool) and of every job: its queue, payload type, attempts and backoff.
 // Jobs carry ids only; the worker reloads the row from Postgres. Processors and final-failure handlers are the
 // workers' half of each definition (workers/registry.ts).
@@ -20,8 +22,8 @@ export interface JobPayloads {
   'expiry.quotes': Record<string, never>;
   /** Every second: the same for settlements still awaiting their transfer past their expires_at. */
   'expiry.settlements': Record<string, never>;
-  /** Prices a pending quote. */
-  'quote.price': { quoteId: string };
+  /** Prices a pending quote; `answers`: the record of the POST /quotes waiting for it, whose answer it writes (recordReplace). */
+  'quote.price': { quoteId: string; answers?: RecordRef };
   /** Moves an available quote to expired at its expires_at. */
   'quote.expire': { quoteId: string };
   /** Managed-wallet off-ramp: sign and submit the transfer to the deposit address. */

@@ -1,10 +1,13 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startApi, type ApiHarness } from '../helpers/harness.js';
+import type { Response } from 'supertest';
 import { bearer, makeBusiness, writeHeaders } from '../helpers/factories.js';
 import { BASE, createCustomer, externalWallet } from '../helpers/wallets.js';
 import { startPools, type RunningPools } from '../helpers/workers.js';
-import { getDs } from '../helpers/shared.js';
+import { deleteKeys, getDs } from '../helpers/shared.js';
+import { getConfig } from '../../shared/config.js';
+import { priceQuoteJob } from '../../workers/pricing/price-quote.job.js';
 import { sweepJob } from '../../workers/sweeper/sweep.job.js';
 import { until } from '../helpers/until.js';
 import { quoteJobs } from '../../shared/domain/quotes.js';
@@ -54,9 +57,16 @@ describe('quotes priced by the pricing pool', () => {
     expect(ttl).to.be.within(119_000, 125_000);
     const again = await api.http.get(`${BASE}/quotes/${q.id}`).set(bearer(key));
     expect(again.body).to.deep.equal(q);
-    // The answer is the pricing job's: the quote as its unit committed it, handed to the waiting request (not read again).
+    // The answer is the pricing job's: the quote as its unit committed it, handed to the waiting request (not read again),
+    // and written by that unit into the request's idempotency record, which the request leaves as it is: the record's
+    // last writer is the transaction that priced the quote.
     const job = await pools.deps.queues.pricing.getJob(quoteJobs.price(q.id).id);
-    expect(job!.returnvalue).to.deep.equal({ outcome: 'available', quote: q });
+    expect(job!.returnvalue).to.deep.equal({ outcome: 'available', quote: q, answer: res.text });
+    const [record] = await (await getDs()).query(
+      `SELECT r.status, r.body, r.replaceable, r.xmin::text = q.xmin::text AS priced_with_quote FROM idempotency_records r, quotes q WHERE r.request_id = $1 AND q.id = $2`,
+      [res.headers['x-request-id'], q.id],
+    );
+    expect(record).to.deep.equal({ status: 201, body: res.text, replaceable: false, priced_with_quote: true });
     const events = await (await getDs()).query(`SELECT type, data FROM events WHERE data->>'id' = $1`, [q.id]);
     expect(events.map((e: { type: string }) => e.type)).to.deep.equal(['quote.available']);
     expect(events[0].data.source).to.deep.equal(q.source);
@@ -123,9 +133,74 @@ describe('quotes priced by the pricing pool', () => {
         return s !== 'pending' && s;
       }, { timeoutMs: 5_000, what: 'the quote being priced' });
       expect(status).to.equal('available');
+      // The request closed its record when its wait ran out: the pricing that came later left the 202 it sent.
+      expect(await recordOf(res)).to.deep.equal({ status: 202, body: res.text, replaceable: false });
     } finally {
       pools = pools ?? (await startPools(['pricing']));
     }
+  });
+
+  /** The idempotency record a request's answer left. */
+  const recordOf = async (res: { headers: Record<string, string> }) =>
+    (await (await getDs()).query(`SELECT status, body, replaceable FROM idempotency_records WHERE request_id = $1`, [res.headers['x-request-id']]))[0];
+
+  /**
+   * An off-ramp quote asked for by an API that waits `waitMs` while the pricing pool is down: `during` gets the answer to
+   * come, a way to ask again with the same key, and the quote's pricing job, to run by hand (outside BullMQ, so no end
+   * reaches the waiting request).
+   */
+  async function pricedByHand(waitMs: number, amount: string, during: (c: {
+    first: Promise<Response>; again: () => Promise<Response>; price: () => Promise<{ outcome: string; answer?: string }>;
+  }) => Promise<void>): Promise<void> {
+    await pools.close();
+    const slow = await startApi({ env: { QUOTE_WAIT_MS: String(waitMs) } });
+    const here = await startPools(['webhooks']);
+    try {
+      const idem = randomUUID();
+      const body = { direction: 'offramp', chain: 'base', currency: 'KES', payment_method: 'mobile_money', beneficiary_id: beneficiaryId, source_amount: amount };
+      const again = () => slow.http.post(`${BASE}/quotes`).set(writeHeaders(key, idem)).send(body).then((r) => r);
+      const first = again();
+      const job = await until(async () => (await here.deps.queues.pricing.getWaiting()).find((j) => j.name === 'quote.price' && j.data.answers), { what: 'the pricing job' });
+      const price = async () => {
+        const done = (await priceQuoteJob.process({ data: job.data } as never, here.deps)) as { outcome: string; answer?: string };
+        await job.remove();
+        return done;
+      };
+      await during({ first, again, price });
+    } finally {
+      await here.close();
+      await slow.close();
+      pools = await startPools(['pricing']);
+    }
+  }
+
+  it('priced while the request waits but never told it, answers what the pricing wrote into its record', async () => {
+    // Its wait runs out, it closes its record, and finds the priced answer the pricing unit wrote there.
+    await pricedByHand(1500, '21', async ({ first, again, price }) => {
+      const priced = await price();
+      const res = await first;
+      expect(res.status, res.text).to.equal(201);
+      expect(res.text).to.equal(priced.answer);
+      expect(await recordOf(res)).to.deep.equal({ status: 201, body: res.text, replaceable: false });
+      // Redis forgets the key: the replay, from PostgreSQL, is the same answer byte for byte.
+      await deleteKeys(`${getConfig().redisPrefix}:idem:*`);
+      const replay = await again();
+      expect([replay.status, replay.text, replay.headers['idempotent-replayed']]).to.deep.equal([201, res.text, 'true']);
+    });
+  });
+
+  it('a replay while the request waits (Redis forgot its key) closes the record: the pricing after it leaves the 202 both answer', async () => {
+    await pricedByHand(2500, '22', async ({ first, again, price }) => {
+      await deleteKeys(`${getConfig().redisPrefix}:idem:*`);
+      const replay = await again();
+      expect([replay.status, replay.headers['idempotent-replayed']], replay.text).to.deep.equal([202, 'true']);
+      const priced = await price();
+      expect(priced.outcome).to.equal('available');
+      expect(priced.answer, 'the record was closed: not replaced').to.equal(undefined);
+      const res = await first;
+      expect([res.status, res.text]).to.deep.equal([202, replay.text]);
+      expect(await recordOf(res)).to.deep.equal({ status: 202, body: res.text, replaceable: false });
+    });
   });
 
   it('expires at expires_at (read as expired at once, then moved by expiry.quotes within a second or so)', async () => {

@@ -5,6 +5,8 @@ import { priceQuote, wholeFiatRail } from '../../shared/domain/pricing.js';
 import { feeFromRow } from '../../shared/domain/fees.js';
 import { freshRateFromSource, rateSourceFor, StaleRateError, type RateQuote } from '../../shared/domain/rates.js';
 import type { Queryable } from '../../shared/providers/provider.js';
+import type { RecordRef, Replacement } from '../../shared/db/idempotency-records.js';
+import { QUOTE_PRICED, answerSerializer, serializeAnswer } from '../../api/openapi/answers.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
 type QuoteToPrice = NonNullable<Awaited<ReturnType<typeof loadQuoteToPrice>>>;
@@ -20,8 +22,11 @@ async function rateFor(q: Queryable, deps: Deps, row: QuoteToPrice): Promise<Rat
   }
 }
 
-/** The quote priced at `rate` in `unit`, or failed: a stale rate, or a price outside the corridor's limits. */
-async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuote | StaleRateError): Promise<string | PricedOutcome> {
+/**
+ * The quote priced at `rate` in `unit`, or failed: a stale rate, or a price outside the corridor's limits. `answers`:
+ * the priced quote is also serialized as POST /quotes answers it, for the waiting request's record (answerOf).
+ */
+async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuote | StaleRateError, answers: boolean): Promise<string | PricedOutcome> {
   if (rate instanceof StaleRateError) {
     await markFailed(unit, row, { code: 'pricing_unavailable', message: rate.message, details: rate.details });
     return 'failed (stale rate)';
@@ -44,29 +49,50 @@ async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuot
     return 'failed';
   }
   const quote = await markPriced(unit, row, priced, rate, deps.config.quoteTtlSeconds);
-  return quote ? { outcome: 'available', quote } : 'not pending';
+  if (!quote) return 'not pending';
+  return answers ? { outcome: 'available', quote, answer: serializeAnswer('Quote', quote, deps.config.nodeEnv === 'test') } : { outcome: 'available', quote };
+}
+
+/**
+ * The waiting request's answer, written by the pricing unit's last statement into its idempotency record while that
+ * record is still replaceable (the request's wait has not run out): the request then sends it as it is, with no
+ * statement of its own. A quote that failed leaves the record to the request (it answers the failure itself).
+ */
+function answerOf(answers: RecordRef | undefined, outcome: string | PricedOutcome | undefined): Replacement | null {
+  return answers && typeof outcome === 'object' && outcome.answer ? { ref: answers, status: QUOTE_PRICED, body: outcome.answer } : null;
 }
 
 /**
  * pending -> available (priced) or failed (a price outside the corridor's limits); a missing rate is retried. A quote
- * priced answers `{ outcome: 'available', quote }`, the quote as the API shows it from the row the unit committed: the
- * web process waiting on it (POST /quotes, api/job-waiters.ts) answers with it instead of reading the quote again.
+ * priced answers `{ outcome: 'available', quote, answer }`, the quote as the API shows it from the row the unit
+ * committed, and (when a request waits for it) as the answer's body that unit wrote into the request's idempotency
+ * record: the web process waiting on it (POST /quotes, api/job-waiters.ts) sends that, reading and writing nothing.
  * Where the rate source is local (the sandbox's table), the quote is read, priced and moved in one unit; a rate that
  * comes over the network is asked for between the read and the unit, outside any transaction.
  */
 export const priceQuoteJob = defineJob({
   name: 'quote.price',
   async process(job, deps) {
+    const { answers } = job.data;
+    // The answer's serializer is compiled (on a process's first quote) before any row is locked.
+    if (answers) answerSerializer('Quote', deps.config.nodeEnv === 'test');
+    let replacement: Replacement | null = null;
+    const replacing = (outcome: string | PricedOutcome | undefined) => (replacement = answerOf(answers, outcome));
     const first = await inUnit(deps, async (unit): Promise<{ done?: string | PricedOutcome; row?: QuoteToPrice }> => {
       const row = await loadQuoteToPrice(unit.em, job.data.quoteId);
       if (!row || row.status !== 'pending') return { done: 'not pending' };
       if (!rateSourceFor(row.environment, deps.config.rateSourceUrl).answersInUnit) return { row };
-      return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row)) };
-    });
-    if (first.done !== undefined) return first.done;
-    const row = first.row!;
-    const rate = await rateFor(deps.ds, deps, row);
-    return inUnit(deps, (unit) => priceIn(unit, deps, row, rate));
+      return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row), !!answers) };
+    }, { replace: (r) => replacing(r.done) });
+    let done = first.done;
+    if (done === undefined) {
+      const row = first.row!;
+      const rate = await rateFor(deps.ds, deps, row);
+      done = await inUnit(deps, (unit) => priceIn(unit, deps, row, rate, !!answers), { replace: replacing });
+    }
+    // The request is told the answer is in its record only when the unit replaced it there.
+    if (typeof done === 'object' && !(replacement as Replacement | null)?.replaced) delete done.answer;
+    return done;
   },
   async onFinalFailure(job, _err, deps) {
     const row = await loadQuote(deps.ds, job.data.quoteId);
