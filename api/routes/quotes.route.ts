@@ -129,10 +129,10 @@ export const routes: RouteDef[] = [
       const priced = end && pricedQuoteOf(end.returned);
       if (priced && priced.answer !== undefined && record) return { status: QUOTE_PRICED, body: priced.quote, recorded: priced.answer };
       // Otherwise the record is closed first, so the pricing can no longer replace it, and holds this request's answer
-      // from here on: sent as it is when the pricing wrote it just before, when the wait ran out, or when a replay of
-      // this key (Redis had forgotten it) closed it first and was answered from it.
+      // from here on: sent as it is when the wait ran out, or when someone closed it before this request did (the
+      // pricing as it wrote the priced answer, or a replay of this key, Redis having forgotten it, answered from it).
       const held = await closeAnswer();
-      if (held && (held.status === QUOTE_PRICED || !end || !held.closedHere)) return { status: held.status, body: quoteView(quote!), recorded: held.body };
+      if (held && (!end || !held.closedHere)) return { status: held.status, body: quoteView(quote!), recorded: held.body };
       if (!end) return answerOf(quote!);
       if (priced) return { status: QUOTE_PRICED, body: priced.quote };
       // Failed, or a job that found it already moved: the row says what happened.

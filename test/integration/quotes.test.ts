@@ -150,7 +150,7 @@ describe('quotes priced by the pricing pool', () => {
    * reaches the waiting request).
    */
   async function pricedByHand(waitMs: number, amount: string, during: (c: {
-    first: Promise<Response>; again: () => Promise<Response>; price: () => Promise<{ outcome: string; answer?: string }>;
+    first: Promise<Response>; again: () => Promise<Response>; price: () => Promise<{ outcome: string; answer?: string }>; api: ApiHarness;
   }) => Promise<void>): Promise<void> {
     await pools.close();
     const slow = await startApi({ env: { QUOTE_WAIT_MS: String(waitMs) } });
@@ -166,7 +166,7 @@ describe('quotes priced by the pricing pool', () => {
         await job.remove();
         return done;
       };
-      await during({ first, again, price });
+      await during({ first, again, price, api: slow });
     } finally {
       await here.close();
       await slow.close();
@@ -186,6 +186,17 @@ describe('quotes priced by the pricing pool', () => {
       await deleteKeys(`${getConfig().redisPrefix}:idem:*`);
       const replay = await again();
       expect([replay.status, replay.text, replay.headers['idempotent-replayed']]).to.deep.equal([201, res.text, 'true']);
+    });
+  });
+
+  it('a wait that ends without the priced answer (its process shutting down) closes the record: a pricing after it leaves the 202 sent', async () => {
+    await pricedByHand(5000, '23', async ({ first, price, api: slow }) => {
+      await slow.deps.pricingWaiters.close();
+      const res = await first;
+      expect(res.status, res.text).to.equal(202);
+      const priced = await price();
+      expect([priced.outcome, priced.answer]).to.deep.equal(['available', undefined]);
+      expect(await recordOf(res)).to.deep.equal({ status: 202, body: res.text, replaceable: false });
     });
   });
 

@@ -5,7 +5,7 @@ import { priceQuote, wholeFiatRail } from '../../shared/domain/pricing.js';
 import { feeFromRow } from '../../shared/domain/fees.js';
 import { freshRateFromSource, rateSourceFor, StaleRateError, type RateQuote } from '../../shared/domain/rates.js';
 import type { Queryable } from '../../shared/providers/provider.js';
-import type { RecordRef, Replacement } from '../../shared/db/idempotency-records.js';
+import type { Replacement } from '../../shared/db/idempotency-records.js';
 import { QUOTE_PRICED, answerSerializer, serializeAnswer } from '../../api/openapi/answers.js';
 import { defineJob, type WorkerDeps } from '../job-definition.js';
 
@@ -22,11 +22,8 @@ async function rateFor(q: Queryable, deps: Deps, row: QuoteToPrice): Promise<Rat
   }
 }
 
-/**
- * The quote priced at `rate` in `unit`, or failed: a stale rate, or a price outside the corridor's limits. `answers`:
- * the priced quote is also serialized as POST /quotes answers it, for the waiting request's record (answerOf).
- */
-async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuote | StaleRateError, answers: boolean): Promise<string | PricedOutcome> {
+/** The quote priced at `rate` in `unit`, or failed: a stale rate, or a price outside the corridor's limits. */
+async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuote | StaleRateError): Promise<string | PricedOutcome> {
   if (rate instanceof StaleRateError) {
     await markFailed(unit, row, { code: 'pricing_unavailable', message: rate.message, details: rate.details });
     return 'failed (stale rate)';
@@ -49,17 +46,7 @@ async function priceIn(unit: Unit, deps: Deps, row: QuoteToPrice, rate: RateQuot
     return 'failed';
   }
   const quote = await markPriced(unit, row, priced, rate, deps.config.quoteTtlSeconds);
-  if (!quote) return 'not pending';
-  return answers ? { outcome: 'available', quote, answer: serializeAnswer('Quote', quote, deps.config.nodeEnv === 'test') } : { outcome: 'available', quote };
-}
-
-/**
- * The waiting request's answer, written by the pricing unit's last statement into its idempotency record while that
- * record is still replaceable (the request's wait has not run out): the request then sends it as it is, with no
- * statement of its own. A quote that failed leaves the record to the request (it answers the failure itself).
- */
-function answerOf(answers: RecordRef | undefined, outcome: string | PricedOutcome | undefined): Replacement | null {
-  return answers && typeof outcome === 'object' && outcome.answer ? { ref: answers, status: QUOTE_PRICED, body: outcome.answer } : null;
+  return quote ? { outcome: 'available', quote } : 'not pending';
 }
 
 /**
@@ -74,25 +61,33 @@ export const priceQuoteJob = defineJob({
   name: 'quote.price',
   async process(job, deps) {
     const { answers } = job.data;
+    const check = deps.config.nodeEnv === 'test';
     // The answer's serializer is compiled (on a process's first quote) before any row is locked.
-    if (answers) answerSerializer('Quote', deps.config.nodeEnv === 'test');
+    if (answers) answerSerializer('Quote', check);
+    // The waiting request's answer: the priced quote as POST /quotes sends it, written by the unit's last statement into
+    // the request's record while that is still replaceable (its wait has not run out). A quote that failed leaves the
+    // record to the request, which answers the failure itself.
     let replacement: Replacement | null = null;
-    const replacing = (outcome: string | PricedOutcome | undefined) => (replacement = answerOf(answers, outcome));
+    const answering = {
+      replace: (outcome: string | PricedOutcome | undefined) => (replacement = answers && typeof outcome === 'object'
+        ? { ref: answers, status: QUOTE_PRICED, body: serializeAnswer('Quote', outcome.quote, check) }
+        : null),
+    };
     const first = await inUnit(deps, async (unit): Promise<{ done?: string | PricedOutcome; row?: QuoteToPrice }> => {
       const row = await loadQuoteToPrice(unit.em, job.data.quoteId);
       if (!row || row.status !== 'pending') return { done: 'not pending' };
       if (!rateSourceFor(row.environment, deps.config.rateSourceUrl).answersInUnit) return { row };
-      return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row), !!answers) };
-    }, { replace: (r) => replacing(r.done) });
+      return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row)) };
+    }, { replace: (r) => answering.replace(r.done) });
     let done = first.done;
     if (done === undefined) {
       const row = first.row!;
       const rate = await rateFor(deps.ds, deps, row);
-      done = await inUnit(deps, (unit) => priceIn(unit, deps, row, rate, !!answers), { replace: replacing });
+      done = await inUnit(deps, (unit) => priceIn(unit, deps, row, rate), answering);
     }
-    // The request is told the answer is in its record only when the unit replaced it there.
-    if (typeof done === 'object' && !(replacement as Replacement | null)?.replaced) delete done.answer;
-    return done;
+    // The request is handed the answer only when the unit replaced its record with it.
+    const written = replacement as Replacement | null;
+    return typeof done === 'object' && written?.replaced ? { ...done, answer: written.body } : done;
   },
   async onFinalFailure(job, _err, deps) {
     const row = await loadQuote(deps.ds, job.data.quoteId);
