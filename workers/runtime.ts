@@ -35,27 +35,26 @@ export interface StartOptions {
 const SCHEDULE_CHECK_MS = 5_000;
 
 /**
- * Declares the repeatable jobs of the started pools now, and again whenever Redis has lost them: a sentinel key set
- * after each declaration is looked at every SCHEDULE_CHECK_MS (one EXISTS), so a flushed or replaced Redis gets the
- * chain scans and the sweeper back within seconds, not at the next deploy. An upsert is idempotent, so several
- * workers declaring at once is harmless. Not awaited: with Redis down the workers still start and this waits for it.
+ * Declares the repeatable jobs of the started pools now, and again whenever Redis has lost any of them: every
+ * SCHEDULE_CHECK_MS each scheduler is looked up where BullMQ keeps it, so a flushed or replaced Redis gets the chain
+ * scans and the sweeper back within seconds, not at the next deploy. The schedulers themselves are looked at, not a
+ * mark set after declaring: a flush landing between a declaration and its mark would leave the mark and no
+ * scheduler. An upsert is idempotent, so several workers declaring at once is harmless. Not awaited: with Redis down
+ * the workers still start and this waits for it.
  */
-function keepScheduled(deps: WorkerDeps, client: Redis, pools: Pool[], schedules: ScheduleDefinition[]): () => void {
-  const mine = schedules.filter((s) => pools.includes(JOBS[s.name].queue));
-  if (!mine.length) return () => undefined;
-  const sentinel = `${deps.config.redisPrefix}:schedules-declared:${[...new Set(mine.map((s) => JOBS[s.name].queue))].sort().join(',')}`;
+function keepScheduled(deps: WorkerDeps, schedules: ScheduleDefinition[]): () => void {
+  if (!schedules.length) return () => undefined;
+  const queueOf = (s: ScheduleDefinition) => deps.queues[JOBS[s.name].queue];
+  const declare = () => Promise.all(schedules.map((s) => queueOf(s).upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: 1 } })));
+  const lost = async () => (await Promise.all(schedules.map((s) => queueOf(s).getJobScheduler(s.id)))).some((found) => !found);
   let declaring = false;
-  const declare = async () => {
-    await Promise.all(mine.map((s) => deps.queues[JOBS[s.name].queue].upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data, opts: { attempts: 1 } })));
-    await client.set(sentinel, new Date().toISOString());
-  };
   const check = async () => {
     if (declaring) return;
     declaring = true;
     try {
-      if (!(await client.exists(sentinel))) {
+      if (await lost()) {
         await declare();
-        deps.log.info({ schedules: mine.map((s) => s.id) }, 'repeatable jobs declared');
+        deps.log.info({ schedules: schedules.map((s) => s.id) }, 'repeatable jobs declared');
       }
     } catch (err) {
       deps.log.warn({ err: (err as Error).message }, 'could not declare the repeatable jobs; will retry');
@@ -63,7 +62,7 @@ function keepScheduled(deps: WorkerDeps, client: Redis, pools: Pool[], schedules
       declaring = false;
     }
   };
-  // At boot always (a deploy may change a schedule); a failure is logged, and the sentinel check declares again.
+  // At boot always (a deploy may change a schedule); a failure is logged, and the next check declares again.
   void declare().catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'could not declare the repeatable jobs at boot; will retry')).then(check);
   const timer = setInterval(() => void check(), SCHEDULE_CHECK_MS);
   return () => clearInterval(timer);
@@ -127,7 +126,7 @@ export function startWorkers(options: StartOptions): WorkerRuntime {
     worker.on('error', (err) => deps.log.error({ pool, err: err.message }, 'worker error'));
     return worker;
   });
-  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, options.connection, options.pools, schedules(deps.config));
+  const stopSchedules = options.schedules === false ? () => undefined : keepScheduled(deps, schedules(deps.config).filter((s) => options.pools.includes(JOBS[s.name].queue)));
   const stopRelay = options.relay === false
     ? async () => undefined
     : startOutboxRelay(deps.ds, deps.queues, deps.log, { pollMs: deps.config.outboxPollMs, graceMs: deps.config.outboxGraceMs });

@@ -7,9 +7,9 @@ import type { Job } from 'bullmq';
 import { getConfig } from '../../shared/config.js';
 import { closeQueues, createQueues, type Queues } from '../../shared/queues/producer.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
-import { POOLS } from '../../shared/queues/registry.js';
+import { JOBS, POOLS } from '../../shared/queues/registry.js';
 import { poolsFromArgs, startWorkers } from '../../workers/runtime.js';
-import { REGISTRY } from '../../workers/registry.js';
+import { REGISTRY, schedules } from '../../workers/registry.js';
 import { deleteKeys, getDs } from '../helpers/shared.js';
 import { until } from '../helpers/until.js';
 
@@ -44,15 +44,22 @@ describe('worker pools', () => {
     expect(() => poolsFromArgs(['pricing', 'mining'])).to.throw(/unknown worker pool.*mining/);
   });
 
-  it('repeatable jobs Redis lost (a flush, a new instance) are declared again within seconds, not at the next deploy', async () => {
+  it('repeatable jobs Redis lost (a flush, a new instance, one scheduler) are declared again within seconds, not at the next deploy', async () => {
     const connection = createWorkerRedis();
     const runtime = startWorkers({ pools: ['pricing'], connection, relay: false, deps: { config: getConfig(), ds: await getDs(), queues, log: silent } });
     const declared = async () => (await queues.pricing.getJobSchedulers()).map((s) => s.key);
     try {
-      await until(async () => (await declared()).includes('engine-sweep'), { what: 'the sweeper declared' });
+      // Every one of the pool's schedules declared, and the check that follows the boot's declaration over.
+      const pricing = schedules().filter((s) => JOBS[s.name].queue === 'pricing').map((s) => s.id).sort();
+      await until(async () => (await declared()).sort().join() === pricing.join(), { what: 'the pricing schedules declared' });
+      await new Promise((r) => setTimeout(r, 300));
       await deleteKeys(`${getConfig().redisPrefix}*`);
       expect(await declared()).to.deep.equal([]);
       await until(async () => (await declared()).includes('engine-sweep'), { what: 'the sweeper declared again', timeoutMs: 8_000 });
+      // One scheduler lost and everything else kept (a mark set after declaring would still be there): declared again too.
+      await queues.pricing.removeJobScheduler('engine-sweep');
+      expect(await declared()).not.to.include('engine-sweep');
+      await until(async () => (await declared()).includes('engine-sweep'), { what: 'the lost sweeper declared again', timeoutMs: 8_000 });
     } finally {
       await runtime.shutdown();
       connection.disconnect();
