@@ -48,6 +48,29 @@ describe('payer data redaction (CONTRACT §15)', () => {
     expect(text).to.contain('254*****4149 - John Doe').and.to.contain('"msisdn":"+254*****4149"').and.to.contain('"TransactionAmount","Value":10');
   });
 
+  it('a Daraja callback body keeps M-Pesa\'s identifiers as sent, though their digits look like a phone (a result is matched by them)', () => {
+    // Seen in CI: a CheckoutRequestID ending in 0785470880 stored as ...******0880, so its decline matched no prompt.
+    const stk = { Body: { stkCallback: {
+      MerchantRequestID: '29115-0712345678', CheckoutRequestID: 'ws_CO_fd5f1eeb57664f2aa4349b0785470880', ResultCode: 1032, ResultDesc: 'Request cancelled by user',
+      CallbackMetadata: { Item: [{ Name: 'MpesaReceiptNumber', Value: 'X0712345678' }, { Name: 'PhoneNumber', Value: 254708374149 }] },
+    } } };
+    const redacted = redactCallbackBody(stk) as typeof stk;
+    expect(redacted.Body.stkCallback.CheckoutRequestID).to.equal('ws_CO_fd5f1eeb57664f2aa4349b0785470880');
+    expect(redacted.Body.stkCallback.MerchantRequestID).to.equal('29115-0712345678');
+    expect(redacted.Body.stkCallback.CallbackMetadata.Item).to.deep.equal([{ Name: 'MpesaReceiptNumber', Value: 'X0712345678' }, { Name: 'PhoneNumber', Value: '254*****4149' }]);
+    expect(parseDarajaCallback('stk', redacted)?.outcome.provider_reference).to.equal('ws_CO_fd5f1eeb57664f2aa4349b0785470880');
+
+    const b2c = { Result: {
+      ConversationID: 'AG_20191219_0712345678', OriginatorConversationID: '16740-0712345678', TransactionID: 'NLJ0712345678',
+      ResultParameters: { ResultParameter: [{ Key: 'TransactionReceipt', Value: 'NLJ0712345678' }, { Key: 'ReceiverPartyPublicName', Value: '0708374149 - John Doe' }] },
+    } };
+    const kept = redactCallbackBody(b2c) as typeof b2c;
+    expect(kept.Result.ConversationID).to.equal('AG_20191219_0712345678');
+    expect(kept.Result.OriginatorConversationID).to.equal('16740-0712345678');
+    expect(kept.Result.TransactionID).to.equal('NLJ0712345678');
+    expect(kept.Result.ResultParameters.ResultParameter).to.deep.equal([{ Key: 'TransactionReceipt', Value: 'NLJ0712345678' }, { Key: 'ReceiverPartyPublicName', Value: '******4149 - John Doe' }]);
+  });
+
   it('a payer digest is keyed (HMAC under a key derived from ENCRYPTION_KEYS), never the plain hash a phone book reverses', () => {
     const digest = payerKey(KEYS, '+254708374149')!;
     expect(digest).to.match(/^k2:[0-9a-f]{64}$/);

@@ -147,6 +147,11 @@ export function parseDarajaCallback(kind: ProviderKind | DarajaCallbackKind, bod
 /** A Kenyan MSISDN anywhere in a value: `2547...`, `+2547...` or `07...` (B2C's ReceiverPartyPublicName starts with one). */
 const MSISDN_IN_TEXT = /(?<![\d*])(?:\+?254|0)[17]\d{8}(?!\d)/g;
 const PHONE_KEY = /phone|msisdn/i;
+/**
+ * M-Pesa's identifiers (`CheckoutRequestID`, `ConversationID`, `TransactionID`, a receipt) are kept as sent: a result
+ * is matched by them, and one whose digits happen to look like a phone (`...b0785470880`) would match nothing.
+ */
+const IDENTIFIER_KEY = /(?:ID|Id|Receipt|ReceiptNo|ReceiptNumber)$/;
 
 function redactMsisdn(found: string): string {
   if (found.startsWith('+')) return redactPhone(found);
@@ -159,7 +164,8 @@ function redactText(value: string, wholly: boolean): string {
 
 /**
  * A callback body as stored (CONTRACT §15): every phone number redacted (`254*****4149`), wherever it sits (STK's
- * `{ Name: 'PhoneNumber', Value }`, a B2C receiver's public name, any field named like a phone); the rest unchanged.
+ * `{ Name: 'PhoneNumber', Value }`, a B2C receiver's public name, any field named like a phone); M-Pesa's identifiers
+ * and the rest unchanged.
  */
 export function redactCallbackBody(body: unknown, phoneField = false): unknown {
   if (typeof body === 'string') return redactText(body, phoneField);
@@ -169,5 +175,9 @@ export function redactCallbackBody(body: unknown, phoneField = false): unknown {
   const entry = body as Record<string, unknown>;
   // Daraja's name/value lists: the value is a phone when its name says so.
   const named = typeof entry.Name === 'string' ? entry.Name : typeof entry.Key === 'string' ? entry.Key : '';
-  return Object.fromEntries(Object.entries(entry).map(([k, v]) => [k, redactCallbackBody(v, PHONE_KEY.test(k) || (k === 'Value' && PHONE_KEY.test(named)))]));
+  return Object.fromEntries(Object.entries(entry).map(([k, v]) => {
+    const key = k === 'Value' && named ? named : k;
+    if (IDENTIFIER_KEY.test(key) && !PHONE_KEY.test(key) && (typeof v === 'string' || typeof v === 'number')) return [k, v];
+    return [k, redactCallbackBody(v, PHONE_KEY.test(key))];
+  }));
 }
