@@ -1,9 +1,10 @@
 // One fault run: the plan's lifecycles started at their moments while its faults land, then faults off and the
 // service driven to quiescence (workers restarted as after any outage, retries and sweeper given time, the exits
 // an operator would take on action_required), then every invariant read.
+import type { Queue } from 'bullmq';
 import { getDs } from '../helpers/shared.js';
 import { jobForStep } from '../../shared/domain/lifecycle-jobs.js';
-import { closeQueues, createQueues } from '../../shared/queues/producer.js';
+import { closeQueues, createQueues, type Queues } from '../../shared/queues/producer.js';
 import { createWorkerRedis } from '../../shared/queues/connections.js';
 import { JOBS } from '../../shared/queues/registry.js';
 import { drive, newPayers, type Lifecycle } from './lifecycles.js';
@@ -117,6 +118,27 @@ async function quiesce(world: World, lives: Lifecycle[], timeoutMs: number, quie
   }
 }
 
+/** The run's queues on a connection of their own, closed when `read` is done. */
+async function withQueues<T>(read: (queues: Queues) => Promise<T>): Promise<T> {
+  const redis = createWorkerRedis();
+  const queues = createQueues(redis);
+  try {
+    return await read(queues);
+  } finally {
+    await closeQueues(queues);
+    redis.disconnect();
+  }
+}
+
+/** A job as BullMQ holds it: its state, attempts, stalls, when it last ran and when it runs next, its last failure. */
+async function jobSeen(queue: Queue, id: string): Promise<string> {
+  const [job, state] = await Promise.all([queue.getJob(id), queue.getJobState(id)]);
+  const when = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
+  return `job ${id} ${state}` + (job
+    ? ` (attempts ${job.attemptsMade}/${job.opts.attempts}, stalled ${job.stalledCounter}, processed ${when(job.processedOn)}, finished ${when(job.finishedOn)}, next ${when(job.timestamp + (job.delay ?? 0))}, ${job.failedReason ?? 'no failure'})`
+    : '');
+}
+
 /**
  * For each transaction still short of an end: the job that should move it on (the sweeper's map) as BullMQ holds it,
  * with the provider request's last answer: what a person needs to see where it waits.
@@ -127,24 +149,26 @@ async function stepJobStates(lives: Lifecycle[]): Promise<string[]> {
        FROM transactions t LEFT JOIN provider_requests p ON p.reference = t.id::text AND p.environment = t.environment
       WHERE t.id = ANY($1) AND t.status NOT IN ('completed', 'failed', 'action_required')`, [lives.flatMap((l) => l.transactions)]);
   if (!rows.length) return [];
-  const redis = createWorkerRedis();
-  const queues = createQueues(redis);
-  try {
-    const lines: string[] = [];
-    for (const t of rows) {
-      const request = jobForStep(t, t.status, 0, 0);
-      const job = request && (await queues[JOBS[request.name].queue].getJob(request.id));
-      const state = request ? await queues[JOBS[request.name].queue].getJobState(request.id) : 'none';
-      const when = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
-      lines.push(`${t.id} ${t.status} since ${t.updated_at.toISOString()}: job ${request?.id ?? 'none'} ${state}` +
-        (job ? ` (attempts ${job.attemptsMade}/${job.opts.attempts}, stalled ${job.stalledCounter}, processed ${when(job.processedOn)}, finished ${when(job.finishedOn)}, ${job.failedReason ?? 'no failure'})` : '') +
-        `; provider request ${JSON.stringify(t.outcome)} at ${t.request_at?.toISOString() ?? '-'}`);
-    }
-    return lines;
-  } finally {
-    await closeQueues(queues);
-    redis.disconnect();
-  }
+  return withQueues((queues) => Promise.all(rows.map(async (t) => {
+    const request = jobForStep(t, t.status, 0, 0);
+    const seen = request ? await jobSeen(queues[JOBS[request.name].queue], request.id) : 'job none';
+    return `${t.id} ${t.status} since ${t.updated_at.toISOString()}: ${seen}; provider request ${JSON.stringify(t.outcome)} at ${t.request_at?.toISOString() ?? '-'}`;
+  })));
+}
+
+/**
+ * For each refund of the run still pending (its transaction ended or not): the chain.send job of each send it waits
+ * on, as BullMQ holds it, and the send as recorded: where a refund waits (a delayed retry, a lost job, a send unmined).
+ */
+async function refundSendStates(lives: Lifecycle[]): Promise<string[]> {
+  const rows: { id: string; status: string; job_id: string; reference: string; send: string | null; hash: string | null }[] = await (await getDs()).query(
+    `SELECT t.id::text, t.status, o.job_id, o.payload->>'reference' AS reference, c.status AS send, c.transaction_hash AS hash
+       FROM transactions t JOIN outbox_jobs o ON o.job_name = 'chain.send' AND o.payload->>'purpose' = 'refund' AND o.payload->>'transactionId' = t.id::text
+       LEFT JOIN chain_sends c ON c.environment = o.environment AND c.chain = o.payload->>'chain' AND c.reference = o.payload->>'reference'
+      WHERE t.id = ANY($1) AND t.refund_status = 'pending' ORDER BY t.id, o.id`, [lives.flatMap((l) => l.transactions)]);
+  if (!rows.length) return [];
+  return withQueues((queues) => Promise.all(rows.map(async (r) =>
+    `${r.id} ${r.status}, refund pending: send ${r.reference} ${r.send ?? 'not recorded'}${r.hash ? ` (${r.hash})` : ''}; ${await jobSeen(queues.settlement, r.job_id)}`)));
 }
 
 /** The exits an operator takes on a transaction left in action_required: retry, else refund. */
@@ -213,7 +237,7 @@ export async function runFaults(seed: number, options: { lifecycles: number; fau
       stuck = await quiesce(world, lives, options.exitMs);
     }
     if (stuck.length) notes.push(`still moving at the end of quiescence: ${stuck.slice(0, 8).join('; ')}`);
-    for (const line of await stepJobStates(lives)) notes.push(line);
+    for (const line of [...await stepJobStates(lives), ...await refundSendStates(lives)]) notes.push(line);
     // Sends left unmined, beside what the chain says of their senders' nonces: what a person needs to see why.
     const unmined: Record<string, any>[] = await (await getDs()).query(
       `SELECT purpose, from_address, nonce, status, broadcasts, cardinality(replaced_hashes) AS resigned, updated_at FROM chain_sends
