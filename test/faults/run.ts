@@ -130,12 +130,15 @@ async function withQueues<T>(read: (queues: Queues) => Promise<T>): Promise<T> {
   }
 }
 
-/** A job as BullMQ holds it: its state, attempts, stalls, when it last ran and when it runs next, its last failure. */
+/**
+ * A job as BullMQ holds it: its state, attempts, stalls, when its last attempt started, its last delay (a retry's
+ * backoff, counted from that attempt's failure; BullMQ keeps no next-run time on the job), its last failure.
+ */
 async function jobSeen(queue: Queue, id: string): Promise<string> {
   const [job, state] = await Promise.all([queue.getJob(id), queue.getJobState(id)]);
   const when = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
   return `job ${id} ${state}` + (job
-    ? ` (attempts ${job.attemptsMade}/${job.opts.attempts}, stalled ${job.stalledCounter}, processed ${when(job.processedOn)}, finished ${when(job.finishedOn)}, next ${when(job.timestamp + (job.delay ?? 0))}, ${job.failedReason ?? 'no failure'})`
+    ? ` (attempts ${job.attemptsMade}/${job.opts.attempts}, stalled ${job.stalledCounter}, processed ${when(job.processedOn)}, finished ${when(job.finishedOn)}, last delay ${job.delay ?? 0} ms, ${job.failedReason ?? 'no failure'})`
     : '');
 }
 

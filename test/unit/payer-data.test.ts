@@ -69,6 +69,8 @@ describe('payer data redaction (CONTRACT §15)', () => {
     expect(kept.Result.OriginatorConversationID).to.equal('16740-0712345678');
     expect(kept.Result.TransactionID).to.equal('NLJ0712345678');
     expect(kept.Result.ResultParameters.ResultParameter).to.deep.equal([{ Key: 'TransactionReceipt', Value: 'NLJ0712345678' }, { Key: 'ReceiverPartyPublicName', Value: '******4149 - John Doe' }]);
+    // Only Daraja's spelling of an identifier: a phone under a camel-case id (MoMo's partyId) is still redacted.
+    expect(JSON.stringify(redactCallbackBody({ payer: { partyIdType: 'MSISDN', partyId: '0708374149' } }))).not.to.contain('708374149');
   });
 
   it('a payer digest is keyed (HMAC under a key derived from ENCRYPTION_KEYS), never the plain hash a phone book reverses', () => {

@@ -68,22 +68,20 @@ export const priceQuoteJob = defineJob({
     // the request's record while that is still replaceable (its wait has not run out). A quote that failed leaves the
     // record to the request, which answers the failure itself.
     let replacement: Replacement | null = null;
-    const answering = {
-      replace: (outcome: string | PricedOutcome | undefined) => (replacement = answers && typeof outcome === 'object'
-        ? { ref: answers, status: QUOTE_PRICED, body: serializeAnswer('Quote', outcome.quote, check) }
-        : null),
-    };
+    const replace = (outcome: string | PricedOutcome | undefined) => (replacement = answers && typeof outcome === 'object'
+      ? { ref: answers, status: QUOTE_PRICED, body: serializeAnswer('Quote', outcome.quote, check) }
+      : null);
     const first = await inUnit(deps, async (unit): Promise<{ done?: string | PricedOutcome; row?: QuoteToPrice }> => {
       const row = await loadQuoteToPrice(unit.em, job.data.quoteId);
       if (!row || row.status !== 'pending') return { done: 'not pending' };
       if (!rateSourceFor(row.environment, deps.config.rateSourceUrl).answersInUnit) return { row };
       return { done: await priceIn(unit, deps, row, await rateFor(unit.em, deps, row)) };
-    }, { replace: (r) => answering.replace(r.done) });
+    }, { replace: (r) => replace(r.done) });
     let done = first.done;
     if (done === undefined) {
       const row = first.row!;
       const rate = await rateFor(deps.ds, deps, row);
-      done = await inUnit(deps, (unit) => priceIn(unit, deps, row, rate), answering);
+      done = await inUnit(deps, (unit) => priceIn(unit, deps, row, rate), { replace });
     }
     // The request is handed the answer only when the unit replaced its record with it.
     const written = replacement as Replacement | null;

@@ -149,9 +149,10 @@ const MSISDN_IN_TEXT = /(?<![\d*])(?:\+?254|0)[17]\d{8}(?!\d)/g;
 const PHONE_KEY = /phone|msisdn/i;
 /**
  * M-Pesa's identifiers (`CheckoutRequestID`, `ConversationID`, `TransactionID`, a receipt) are kept as sent: a result
- * is matched by them, and one whose digits happen to look like a phone (`...b0785470880`) would match nothing.
+ * is matched by them, and one whose digits happen to look like a phone (`...b0785470880`) would match nothing. Daraja
+ * spells them `...ID`; a camel-case `...Id` (MoMo's `partyId` is a phone) is not one of them.
  */
-const IDENTIFIER_KEY = /(?:ID|Id|Receipt|ReceiptNo|ReceiptNumber)$/;
+const IDENTIFIER_KEY = /(?:ID|Receipt|ReceiptNo|ReceiptNumber)$/;
 
 function redactMsisdn(found: string): string {
   if (found.startsWith('+')) return redactPhone(found);
